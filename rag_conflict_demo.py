@@ -1,0 +1,1073 @@
+#!/usr/bin/env python3
+"""rag_conflict_demo: a RAG pipeline silently picks a side when its sources disagree; a conflict layer fixes it.
+
+A small knowledge base holds three real-life contradictions: a revenue restatement ($4.2M preliminary vs $6.8M
+audited), a policy reversal (3 office days vs fully remote) and versioned API docs (100 vs 500 requests per minute).
+Each scenario's question retrieves the top-k documents by cosine similarity (sentence-transformers
+all-MiniLM-L6-v2), then runs twice on the same retrieval:
+
+  1. naive     the whole top-k goes to an extractive QA reader (deepset/minilm-uncased-squad2), which answers
+               from whichever document it happens to prefer; the conflict is detected and logged, not acted on.
+  2. resolved  a ConflictDetector flags contradicting document pairs (numbers that disagree, a negation or
+               direction word one side lacks), a resolver keeps the newest document of each conflict cluster,
+               and the reader answers from what is left, saying what it discarded and why.
+
+Everything runs on a CPU with no API key. Models load by hub name, or from a local directory.
+
+Set up and run (about a minute, the first run downloads ~150 MB of models):
+  python -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python rag_conflict_demo.py
+Test (no model download, no network):
+  python rag_conflict_demo.py --test
+
+Usage:
+  python rag_conflict_demo.py               full walkthrough, with INFO logs on stderr
+  python rag_conflict_demo.py --quiet       demo output only
+  python rag_conflict_demo.py --no-color    plain text (also when stdout is not a TTY or NO_COLOR is set)
+  python rag_conflict_demo.py --embed-model DIR --qa-model DIR    local model copies (offline)
+  python rag_conflict_demo.py --test        the embedded unittest suite
+
+Environment: RAG_EMBED_MODEL, RAG_QA_MODEL name the models like the flags do (the flags win). With
+RAG_EMBED_MODEL set to a local directory, --test also runs integration tests with the real embedder.
+
+Exit status: 0 success, 1 the experiment could not run (e.g. a model is missing), 2 bad usage.
+
+References: the article's pipeline (top-k retrieval, pairwise conflict heuristics gated on topic similarity,
+cluster-aware recency resolution); Rajpurkar et al. 2018, SQuAD 2.0 (the null answer at [CLS]).
+"""
+
+import argparse
+import contextlib
+import dataclasses
+import datetime as dt
+import io
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+from dataclasses import dataclass, field
+
+import numpy as np
+
+log = logging.getLogger("rag_conflict_demo")
+
+# ------------------------------------------------------------------------------------------------------------------
+# Configuration
+
+
+@dataclass
+class Config:
+    embed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    qa_model: str = "deepset/minilm-uncased-squad2"
+    top_k: int = 3  # documents retrieved per query
+    threshold: float = 0.68  # topic-similarity gate, cosine of MiniLM embeddings in [0, 1]; the article's value
+    max_answer_tokens: int = 30  # longest answer span the reader may return, in word pieces
+    max_seq_len: int = 384  # reader window in word pieces (question + context), SQuAD fine-tuning length
+    doc_stride: int = 128  # overlap between reader windows on long contexts, in word pieces
+    embed_batch: int = 64  # texts per embedding batch
+    hub_timeout: float = 5.0  # seconds to wait for the model hub before giving up (fail fast, no retry loop)
+    answer_width: int = 72  # wrap width of answers in the walkthrough, in characters
+    table_width: int = 34  # width of an answer cell in the side-by-side table, in characters
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Knowledge base
+
+
+@dataclass(frozen=True)
+class Document:
+    source_id: str
+    title: str
+    date: str | None  # ISO-8601 date or datetime, as written in the source
+    content: str
+    version: str | None = None
+
+
+KNOWLEDGE_BASE = (
+    Document("fin-001", "Q4-2023-Earnings-Release", "2024-01-15",
+             "Acme Corp today reported annual revenue of $4.2M for fiscal year 2023, based on preliminary "
+             "unaudited figures. Growth came mainly from the enterprise analytics segment."),
+    Document("fin-002", "2023-Annual-Report-Revised", "2024-04-03",
+             "After a review by external auditors, Acme Corp restated its fiscal year 2023 annual revenue to "
+             "$6.8M. The revision reflects multi-year contracts recognised in the correct period."),
+    Document("hr-001", "HR-Policy-June-2023", "2023-06-01",
+             "Effective June 2023, all employees are required to work in the office a minimum of 3 days per "
+             "week. Remote work is limited to the remaining days."),
+    Document("hr-002", "HR-Policy-November-2023", "2023-11-15",
+             "Effective November 2023, this policy reverses the June 2023 rule: employees are no longer "
+             "required to work in the office, and all employees are permitted to work fully remote."),
+    Document("api-001", "API-Reference-v1.2", "2023-02-10",
+             "The standard tier API rate limit is 100 requests per minute. Clients that exceed the limit "
+             "are throttled until the next minute."),
+    Document("api-002", "API-Reference-v2.0", "2023-09-20",
+             "After an infrastructure upgrade, the standard tier API rate limit was increased to 500 requests "
+             "per minute. Clients that exceed the limit are throttled until the next minute."),
+    Document("gen-001", "Company-Overview-2024", "2024-01-01",
+             "Headquartered in Denver, Acme Corp makes analytics dashboards for mid-sized retailers. The "
+             "company has 140 employees in three offices and was founded in 2015."),
+    Document("gen-002", "Benefits-Guide-2023", "2023-03-01",
+             "Employees receive 25 days of paid leave per year and a one-time allowance of $500 for "
+             "home office equipment."),
+    Document("gen-003", "API-Authentication-Guide", "2023-05-12",
+             "Every API request must carry a bearer token in the Authorization header. Tokens expire after "
+             "60 minutes and can be refreshed with the token endpoint."),
+    Document("gen-004", "Security-Policy-2023", "2023-08-21",
+             "Company laptops must use full-disk encryption, and access to production systems requires "
+             "hardware security keys."),
+)
+
+SCENARIOS = (  # (short name, question)
+    ("Revenue restatement", "What was Acme Corp's annual revenue for fiscal year 2023?"),
+    ("Policy reversal", "What is the current remote work policy for employees?"),
+    ("Versioned API docs", "What is the API rate limit for the standard tier?"),
+)
+
+
+def date_key(doc):
+    """Sort key for recency: a document's date as a naive datetime; undated documents sort oldest.
+
+    "2024-04-03" -> datetime(2024, 4, 3, 0, 0); None -> datetime.min
+    """
+    if not doc.date:
+        return dt.datetime.min
+    return dt.datetime.fromisoformat(doc.date).replace(tzinfo=None)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Text features
+
+# $4.2M, 1,500, 12.5%, 100; the lookbehind keeps "v1.2" and "FY2023" out.
+NUMBER_RE = re.compile(r"(?<![\w.])[$€£]?\d+(?:,\d{3})*(?:\.\d+)?(?:[MBK](?![A-Za-z])|%)?")
+NEGATION_TOKENS = frozenset({
+    "not", "no", "never", "none", "nor", "neither", "cannot", "can't", "doesn't", "don't", "isn't", "aren't",
+    "wasn't", "weren't", "won't", "shouldn't", "didn't",
+})
+DIRECTIONAL_TOKENS = frozenset({"increased", "decreased", "reduced", "eliminated", "removed", "discontinued"})
+SIGNAL_TOKENS = NEGATION_TOKENS | DIRECTIONAL_TOKENS
+TOKEN_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
+def extract_numbers(text):
+    """Meaningful numbers in text: currency, separators, decimals and M/B/K/% kept; years and small integers skipped.
+
+    "revenue of $4.2M for fiscal year 2023, 3 offices" -> frozenset({'$4.2M'})
+    """
+    found = set()
+    for match in NUMBER_RE.finditer(text):
+        number = match.group()
+        bare = number.isdigit()  # no currency sign, separator, decimal point or suffix
+        if bare and (1900 <= int(number) <= 2099 or int(number) < 10):
+            continue
+        found.add(number)
+    return frozenset(found)
+
+
+def tokens(text):
+    """Lower-cased word tokens, apostrophes kept: "Isn't it?" -> ["isn't", 'it']"""
+    return TOKEN_RE.findall(text.lower().replace("\u2019", "'"))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Retrieval
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    doc: Document
+    score: float  # cosine similarity to the query
+    row: int  # row of the document in the index's embedding matrix
+
+
+@dataclass
+class Index:
+    docs: tuple
+    vectors: np.ndarray  # (n_docs, dim), L2-normalised
+
+
+def build_index(docs, embed, batch_size=64):
+    """Embed every document once, in batches of batch_size; vectors are L2-normalised rows."""
+    docs = tuple(docs)
+    chunks = [embed([d.content for d in docs[i:i + batch_size]]) for i in range(0, len(docs), batch_size)]
+    return Index(docs, normalise(np.vstack(chunks)))
+
+
+def normalise(vectors):
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def retrieve(index, query_vector, k):
+    """Top-k documents by cosine; ties broken by source_id so runs are deterministic."""
+    scores = index.vectors @ normalise(np.atleast_2d(query_vector))[0]
+    order = sorted(range(len(index.docs)), key=lambda i: (-round(float(scores[i]), 6), index.docs[i].source_id))
+    return [Retrieved(index.docs[i], float(scores[i]), i) for i in order[:k]]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Detection
+
+
+@dataclass(frozen=True)
+class Conflict:
+    a: Document
+    b: Document
+    kind: str  # which heuristic fired: 'numeric' or 'signal'
+    reason: str
+    topic_sim: float
+    evidence: tuple  # what disagrees: (values or tokens of a, values or tokens of b)
+
+
+@dataclass(frozen=True)
+class ConflictReport:
+    conflicts: tuple = ()
+    pairs_checked: int = 0  # pairs at or above the topic-similarity gate
+
+    @property
+    def has_conflict(self):
+        return bool(self.conflicts)
+
+
+@dataclass(frozen=True)
+class DocFeatures:
+    numbers: frozenset
+    signals: frozenset  # negation and directional tokens present
+
+
+def doc_features(doc):
+    """Per-document features, computed once per document and shared by all its pairs."""
+    words = set(tokens(doc.content))
+    return DocFeatures(extract_numbers(doc.content), frozenset(words & SIGNAL_TOKENS))
+
+
+def numeric_contradiction(fa, fb):
+    """Both sides state meaningful numbers and share none: {'$4.2M'} vs {'$6.8M'} -> fires."""
+    if fa.numbers and fb.numbers and not fa.numbers & fb.numbers:
+        return "numeric", "numerical contradiction", (sorted(fa.numbers), sorted(fb.numbers))
+    return None
+
+
+def signal_asymmetry(fa, fb):
+    """A negation or direction word on one side only: {'increased'} vs {} -> fires."""
+    only_a, only_b = fa.signals - fb.signals, fb.signals - fa.signals
+    if only_a or only_b:
+        return "signal", "contradiction-signal asymmetry", (sorted(only_a), sorted(only_b))
+    return None
+
+
+class ConflictDetector:
+    """Flags conflicting pairs among retrieved documents, reusing their embeddings (no re-encoding per pair).
+
+    check_pair is the extension point: subclass and override it (or pass other heuristics) to add detectors.
+    """
+
+    def __init__(self, threshold, heuristics=(numeric_contradiction, signal_asymmetry)):
+        self.threshold = threshold
+        self.heuristics = heuristics
+
+    def detect(self, docs, vectors):
+        """docs: k Documents; vectors: (k, dim) L2-normalised embeddings of those documents, same order."""
+        sims = normalise(vectors) @ normalise(vectors).T  # all pairwise topic similarities in one product
+        features = [doc_features(d) for d in docs]
+        conflicts, checked = [], 0
+        for i in range(len(docs)):
+            for j in range(i + 1, len(docs)):
+                if sims[i, j] < self.threshold:
+                    continue  # different topics: skipped before any text work
+                checked += 1
+                found = self.check_pair(docs[i], docs[j], features[i], features[j], float(sims[i, j]))
+                if found:
+                    conflicts.append(found)
+        return ConflictReport(tuple(conflicts), checked)
+
+    def check_pair(self, a, b, fa, fb, topic_sim):
+        """First heuristic that fires on a topically similar pair, as a Conflict; None when all agree."""
+        for heuristic in self.heuristics:
+            fired = heuristic(fa, fb)
+            if fired:
+                kind, reason, evidence = fired
+                return Conflict(a, b, kind, reason, topic_sim, evidence)
+        return None
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Resolution
+
+
+@dataclass(frozen=True)
+class Cluster:
+    members: tuple  # Documents connected by conflicts, in rank order
+    kept: Document
+    discarded: tuple
+
+
+@dataclass(frozen=True)
+class Resolution:
+    kept: tuple  # Retrieved, in rank order: non-conflicting documents plus each cluster's winner
+    clusters: tuple
+
+
+def conflict_components(docs, conflicts):
+    """Connected components of the conflict graph, each in rank order; isolated documents are left out.
+
+    [a, b, c, d] with conflicts a-b, b-c -> [(a, b, c)]
+    """
+    parent = {d.source_id: d.source_id for d in docs}
+
+    def root(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for c in conflicts:
+        parent[root(c.a.source_id)] = root(c.b.source_id)
+    groups = {}
+    for d in docs:
+        groups.setdefault(root(d.source_id), []).append(d)
+    return [tuple(g) for g in groups.values() if len(g) > 1]
+
+
+def resolve_by_recency(retrieved, report):
+    """Keep the newest document of each conflict cluster, pass the others through unchanged.
+
+    subtle: ties on date keep the higher-ranked document (retrieval order), then the smaller source_id.
+    """
+    rank = {r.doc.source_id: i for i, r in enumerate(retrieved)}
+    clusters, dropped = [], set()
+    for members in conflict_components([r.doc for r in retrieved], report.conflicts):
+        kept = max(members, key=lambda d: (date_key(d), -rank[d.source_id]))
+        discarded = tuple(d for d in members if d is not kept)
+        clusters.append(Cluster(members, kept, discarded))
+        dropped.update(d.source_id for d in discarded)
+    kept = tuple(r for r in retrieved if r.doc.source_id not in dropped)
+    return Resolution(kept, tuple(clusters))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Question answering
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    confidence: float  # p_start * p_end of the span, in [0, 1]
+
+
+def softmax(x):
+    z = np.exp(x - np.max(x))
+    return z / z.sum()
+
+
+def best_span(start_logits, end_logits, context_mask, max_answer_tokens):
+    """Most probable answer span (start, end, probability) over context tokens, or None without context.
+
+    Probabilities are softmaxes over the context tokens plus token 0 ([CLS], SQuAD 2.0's "no answer"), so a
+    model that prefers no answer yields a low confidence. Worked example: start logits peak at 3, end logits
+    at 5, mask all-context -> (3, 5, p).
+    """
+    mask = np.asarray(context_mask, dtype=bool)
+    if not mask.any():
+        return None
+    allowed = mask.copy()
+    allowed[0] = True
+    p_start = softmax(np.where(allowed, start_logits, -np.inf)) * mask
+    p_end = softmax(np.where(allowed, end_logits, -np.inf)) * mask
+    scores = np.triu(np.outer(p_start, p_end))  # end >= start
+    scores = np.tril(scores, max_answer_tokens - 1)  # end - start < max_answer_tokens
+    start, end = np.unravel_index(int(np.argmax(scores)), scores.shape)
+    return int(start), int(end), float(scores[start, end])
+
+
+class TransformersReader:
+    """Extractive QA over long contexts: sliding windows, spans decoded from start/end logits (no pipeline())."""
+
+    def __init__(self, path, cfg):
+        import torch
+        from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+        self.torch, self.cfg = torch, cfg
+        self.tokenizer = AutoTokenizer.from_pretrained(path)  # a fast tokenizer: offsets map spans to characters
+        self.model = AutoModelForQuestionAnswering.from_pretrained(path).eval()
+
+    def __call__(self, question, context):
+        enc = self.tokenizer(question, context, truncation="only_second", max_length=self.cfg.max_seq_len,
+                             stride=self.cfg.doc_stride, return_overflowing_tokens=True,
+                             return_offsets_mapping=True, padding=True, return_tensors="pt")
+        inputs = {k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
+        with self.torch.no_grad():
+            out = self.model(**inputs)
+        best = None
+        for w in range(inputs["input_ids"].shape[0]):
+            mask = np.array([s == 1 for s in enc.sequence_ids(w)])
+            span = best_span(out.start_logits[w].numpy(), out.end_logits[w].numpy(), mask,
+                             self.cfg.max_answer_tokens)
+            if span and (best is None or span[2] > best[0]):
+                offsets = enc["offset_mapping"][w]
+                best = (span[2], int(offsets[span[0]][0]), int(offsets[span[1]][1]))
+        if best is None:
+            return Answer("", 0.0)
+        return Answer(" ".join(context[best[1]:best[2]].split()), best[0])  # a span may cross a blank line
+
+
+class SentenceEmbedder:
+    def __init__(self, path, cfg):
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(path, device="cpu")
+        self.batch = cfg.embed_batch
+
+    def __call__(self, texts):
+        return self.model.encode(list(texts), batch_size=self.batch, normalize_embeddings=True,
+                                 convert_to_numpy=True, show_progress_bar=False)
+
+
+class ModelUnavailable(Exception):
+    """A model could not be had; the message is one line saying which, why, and how to point at a local copy."""
+
+
+def locate_model(name, what, flag, env, timeout):
+    """A local directory for a model named by path or hub name, or ModelUnavailable within ~timeout seconds.
+
+    Hub names are looked up in the local Hugging Face cache first; only then is the hub asked, once, with a
+    short timeout, instead of the libraries' own minute-long retry loop when there is no network.
+    """
+    hint = f"download it where you have network and pass {flag} /path/to/model or set {env}"
+    if os.path.isdir(name):
+        if not os.path.isfile(os.path.join(name, "config.json")):
+            raise ModelUnavailable(f"{what} model directory '{name}' has no config.json, so it holds no model; {hint}")
+        return name
+    if name.startswith((".", "/", "~")) or os.path.exists(name):
+        raise ModelUnavailable(f"{what} model directory '{name}' does not exist; {hint}")
+    from huggingface_hub import snapshot_download
+
+    with contextlib.suppress(Exception):
+        return snapshot_download(name, local_files_only=True)
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+        raise ModelUnavailable(f"{what} model '{name}' is not in the local cache and HF_HUB_OFFLINE is set; {hint}")
+    reason = hub_unreachable(name, timeout)
+    if reason:
+        raise ModelUnavailable(f"{what} model '{name}' is not cached and the hub is unreachable ({reason}); {hint}")
+    try:
+        return snapshot_download(name)
+    except Exception as e:  # the hub answered but the download failed: name it, don't dump a traceback
+        raise ModelUnavailable(f"{what} model '{name}' could not be downloaded ({type(e).__name__}); {hint}")
+
+
+def hub_unreachable(name, timeout):
+    """None when the hub answers for this model within timeout seconds, else a short reason."""
+    import urllib.error
+    import urllib.request
+
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    try:
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/api/models/{name}", method="HEAD"),
+                               timeout=timeout)
+        return None
+    except urllib.error.HTTPError as e:
+        return None if e.code in (401, 403) else f"HTTP {e.code}"  # gated models still download with a token
+    except (urllib.error.URLError, OSError) as e:
+        return str(getattr(e, "reason", e)) or type(e).__name__
+
+
+def load_models(cfg, quiet):
+    """(embed, read) callables for the configured models; ModelUnavailable when either can't be had."""
+    if quiet:
+        silence_model_libraries()
+    embed_dir = locate_model(cfg.embed_model, "embedding", "--embed-model", "RAG_EMBED_MODEL", cfg.hub_timeout)
+    qa_dir = locate_model(cfg.qa_model, "QA", "--qa-model", "RAG_QA_MODEL", cfg.hub_timeout)
+    if quiet:
+        silence_model_libraries()  # the libraries are imported now; set their own switches too
+    loaded = []
+    for what, cls, path in (("embedding", SentenceEmbedder, embed_dir), ("QA", TransformersReader, qa_dir)):
+        log.info("loading %s model from %s", what, path)
+        try:
+            loaded.append(cls(path, cfg))
+        except (OSError, ValueError, KeyError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ModelUnavailable(f"{what} model at '{path}' could not be loaded: {first}")
+    return loaded[0], loaded[1]
+
+
+def silence_model_libraries():
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+    for name in ("transformers", "sentence_transformers", "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    if "transformers" in sys.modules:
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The pipeline
+
+
+@dataclass(frozen=True)
+class RAGResponse:
+    query: str
+    phase: str  # 'naive' or 'resolved'
+    answer: str
+    confidence: float
+    sources: tuple  # Retrieved, everything retrieved, in rank order
+    context: tuple  # Retrieved, what the reader saw, in rank order
+    report: ConflictReport
+    clusters: tuple = ()
+    warning: str | None = None
+
+
+def run_query(query, index, embed, detector, read, k, resolve):
+    """Retrieve top-k, detect conflicts, optionally resolve them, then read; one RAGResponse."""
+    retrieved = retrieve(index, embed([query])[0], k)
+    report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]])
+    for c in report.conflicts:
+        log.warning("conflict: %s vs %s, %s (topic similarity %.2f)", c.a.source_id, c.b.source_id, c.reason,
+                    c.topic_sim)
+    context, clusters = tuple(retrieved), ()
+    if resolve and report.has_conflict:
+        resolution = resolve_by_recency(retrieved, report)
+        context, clusters = resolution.kept, resolution.clusters
+    answer = read(query, "\n\n".join(r.doc.content for r in context))
+    warning = describe(report, clusters, resolve)
+    return RAGResponse(query, "resolved" if resolve else "naive", answer.text, answer.confidence,
+                       tuple(retrieved), context, report, clusters, warning)
+
+
+def describe(report, clusters, resolved):
+    """The warning in words: what conflicted and what was done about it; None without conflict."""
+    if not report.has_conflict:
+        return None
+    pairs = "; ".join(f"{c.a.title} vs {c.b.title} ({c.reason})" for c in report.conflicts)
+    if not resolved:
+        return f"The retrieved sources contradict each other ({pairs}); the answer was read from all of them."
+    kept = "; ".join(f"kept {c.kept.title} ({c.kept.date}), discarded "
+                     + ", ".join(f"{d.title} ({d.date or 'undated'})" for d in c.discarded)
+                     for c in clusters)
+    return f"The retrieved sources contradict each other ({pairs}); resolved by recency: {kept}."
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Rendering
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class Painter:
+    """The one place that knows about colour. roles: title, label, conflict, resolved, ok, error, dim."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+        self.styles = {}
+        if enabled:
+            import colorama
+
+            colorama.just_fix_windows_console()
+            f, s = colorama.Fore, colorama.Style
+            self.styles = {"title": s.BRIGHT + f.CYAN, "label": s.BRIGHT, "conflict": s.BRIGHT + f.YELLOW,
+                           "resolved": s.BRIGHT + f.GREEN, "ok": f.GREEN, "error": s.BRIGHT + f.RED,
+                           "dim": s.DIM}
+        self.reset = "\x1b[0m" if enabled else ""
+
+    def __call__(self, text, role):
+        style = self.styles.get(role, "")
+        return f"{style}{text}{self.reset}" if style else text
+
+
+def colour_wanted(no_color_flag, stream):
+    return not no_color_flag and "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+
+
+def render_block(resp, paint, cfg):
+    """One scenario of one phase: query, answer, confidence, conflict status, sources, conflicts, resolution."""
+    status = ("NO", "ok")
+    if resp.report.has_conflict:
+        status = ("RESOLVED", "resolved") if resp.clusters else ("YES - see warning", "conflict")
+    indent = " " * 12  # under the answer column: len("Answer:     ")
+    answer = textwrap.fill(resp.answer or "(no answer)", cfg.answer_width, initial_indent=indent,
+                           subsequent_indent=indent, break_on_hyphens=False).lstrip()
+    lines = [f"{paint('Query:', 'label')}      {resp.query}",
+             f"{paint('Answer:', 'label')}     {answer}",
+             f"{paint('Confidence:', 'label')} {resp.confidence:.1%}",
+             f"{paint('Conflict:', 'label')}   {paint(status[0], status[1])}",
+             f"{paint('Sources:', 'label')}"]
+    used = {r.doc.source_id for r in resp.context}
+    for r in resp.sources:
+        mark = "" if r.doc.source_id in used else paint("  (discarded)", "dim")
+        lines.append(f"  [{r.score:.3f}] {r.doc.title} ({r.doc.date or 'undated'}){mark}")
+    for c in resp.report.conflicts:
+        lines.append(paint(f"  ! {c.a.title} vs {c.b.title}: {c.reason}, topic similarity {c.topic_sim:.2f}, "
+                           f"{format_evidence(c.evidence)}", "conflict"))
+    for cl in resp.clusters:
+        lines.append(paint(f"  Conflict cluster resolved: kept '{cl.kept.title}' ({cl.kept.date or 'undated'}), "
+                           f"discarded {len(cl.discarded)} older doc(s).", "resolved"))
+    if resp.warning:
+        lines.append(paint("Warning:", "conflict" if not resp.clusters else "resolved") + " "
+                     + textwrap.fill(resp.warning, cfg.answer_width + 14, subsequent_indent="  ",
+                                     break_on_hyphens=False))
+    return "\n".join(lines)
+
+
+def format_evidence(evidence):
+    """(['$4.2M'], ['$6.8M']) -> "$4.2M vs $6.8M"; an empty side shows as '-'."""
+    return " vs ".join(", ".join(map(str, side)) or "-" for side in evidence)
+
+
+def clip(text, width):
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def render_table(names, naive, resolved, paint, cfg):
+    """Side-by-side: scenario | naive answer (confidence) | resolved answer (confidence) | what changed."""
+    w = cfg.table_width
+    head = f"{'Scenario':<22} | {'Naive answer':<{w}} | {'Resolved answer':<{w}} | What changed"
+    lines = [paint(head, "label"), "-" * (len(head) + 20)]
+    for name, n, r in zip(names, naive, resolved):
+        cells = [clip(f"{a.answer or '(none)'} ({a.confidence:.0%})", w) for a in (n, r)]
+        change, role = what_changed(n, r)
+        lines.append(f"{clip(name, 22):<22} | {cells[0]:<{w}} | {cells[1]:<{w}} | {paint(change, role)}")
+    return "\n".join(lines)
+
+
+def what_changed(naive, resolved):
+    """A short phrase and its colour role, e.g. ('answer changed; dropped Q4-2023-Earnings-Release', 'resolved')."""
+    if not resolved.clusters:
+        return "no conflict; same context", "ok"
+    dropped = ", ".join(d.title for c in resolved.clusters for d in c.discarded)
+    verb = "answer changed" if naive.answer != resolved.answer else "same answer"
+    return f"{verb}; dropped {dropped}", "resolved"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# CLI
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="rag_conflict_demo.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quiet", action="store_true", help="demo output only: no logs, no model-loading chatter")
+    parser.add_argument("--no-color", action="store_true", help="plain text, no ANSI escapes")
+    parser.add_argument("--test", action="store_true", help="run the embedded unittest suite and exit")
+    parser.add_argument("--embed-model", default=os.environ.get("RAG_EMBED_MODEL") or Config.embed_model,
+                        help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default %(default)s)")
+    parser.add_argument("--qa-model", default=os.environ.get("RAG_QA_MODEL") or Config.qa_model,
+                        help="extractive QA model: hub name or local directory (env RAG_QA_MODEL; default %(default)s)")
+    return parser.parse_args(argv)
+
+
+def setup_logging(quiet):
+    handler = logging.StreamHandler(sys.stderr)  # resolved now, so tests that redirect stderr capture logs
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    log.handlers[:] = [handler]
+    log.propagate = False
+    log.setLevel(logging.ERROR if quiet else logging.INFO)
+
+
+def error(message):
+    """One line on stderr, red when stderr is a terminal and colour is allowed."""
+    paint = Painter(colour_wanted(False, sys.stderr))
+    print(paint(f"error: {message}", "error"), file=sys.stderr)
+
+
+def main(argv=None, embed=None, read=None):
+    """The walkthrough; embed and read are seams for tests (fakes skip model loading)."""
+    args = parse_args(argv)
+    if args.test:
+        return run_tests()
+    cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model)
+    setup_logging(args.quiet)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from the tokenizers library
+    paint = Painter(colour_wanted(args.no_color, sys.stdout))
+    if embed is None or read is None:
+        try:
+            embed, read = load_models(cfg, args.quiet)
+        except ModelUnavailable as e:
+            error(str(e))
+            return 1
+    index = build_index(KNOWLEDGE_BASE, embed, cfg.embed_batch)
+    log.info("indexed %d documents", len(index.docs))
+    detector = ConflictDetector(cfg.threshold)
+    names = [name for name, _ in SCENARIOS]
+    phases = {}
+    for phase, resolve in (("naive", False), ("resolved", True)):
+        title = ("PHASE 1 - NAIVE RAG: the whole top-k goes to the reader" if not resolve else
+                 "PHASE 2 - CONFLICT-AWARE RAG: detect, resolve by recency, then read")
+        print(paint(f"\n{'=' * 100}\n{title}\n{'=' * 100}", "title"))
+        phases[phase] = []
+        for name, query in SCENARIOS:
+            resp = run_query(query, index, embed, detector, read, cfg.top_k, resolve)
+            phases[phase].append(resp)
+            print(paint(f"\n--- {name} ---", "title"))
+            print(render_block(resp, paint, cfg))
+    print(paint(f"\n{'=' * 100}\nSIDE BY SIDE\n{'=' * 100}", "title"))
+    print(render_table(names, phases["naive"], phases["resolved"], paint, cfg))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Tests
+
+
+def fake_embed(texts):
+    """Topic vectors from keywords: a test embedder that needs no model. Axes: finance, hr, api, other."""
+    axes = (("revenue", "restated", "fiscal", "earnings"), ("remote", "office", "attendance", "policy"),
+            ("api", "rate", "limit", "requests"), ("laptop", "encryption", "denver", "token"))
+    rows = []
+    for t in texts:
+        words = tokens(t)
+        rows.append([sum(words.count(k) for k in axis) for axis in axes] + [0.1])
+    return normalise(np.array(rows, dtype=np.float32))
+
+
+def fake_read(question, context):
+    """The first sentence of the context, with a confidence that grows with its length: a stand-in reader."""
+    first = re.split(r"(?<=[.!?])\s", context.strip(), maxsplit=1)[0]
+    return Answer(first, min(1.0, len(first) / 200))
+
+
+def doc(source_id, content, date="2024-01-01", title=None):
+    return Document(source_id, title or source_id, date, content)
+
+
+class TestNumbers(unittest.TestCase):
+    def test_article_case(self):
+        self.assertEqual(extract_numbers(KNOWLEDGE_BASE[0].content), {"$4.2M"})
+        self.assertEqual(extract_numbers(KNOWLEDGE_BASE[1].content), {"$6.8M"})
+
+    def test_years_and_small_integers_skipped(self):
+        self.assertEqual(extract_numbers("In 2023 we had 3 offices and 1999 staff"), set())
+
+    def test_formats(self):
+        found = extract_numbers("Costs were $1,200.50, margin 12.5%, 3.5B users, 100 requests, v1.2, FY2023")
+        self.assertEqual(found, {"$1,200.50", "12.5%", "3.5B", "100"})
+
+    def test_decimal_year_kept(self):
+        self.assertEqual(extract_numbers("ratio 2023.5"), {"2023.5"})
+
+
+class TestHeuristics(unittest.TestCase):
+    def features(self, text):
+        return doc_features(doc("x", text))
+
+    def test_numeric_fires_on_disjoint_sets(self):
+        fired = numeric_contradiction(self.features("revenue $4.2M"), self.features("revenue $6.8M"))
+        self.assertEqual(fired[2], (["$4.2M"], ["$6.8M"]))
+
+    def test_numeric_quiet_when_a_number_is_shared(self):
+        self.assertIsNone(numeric_contradiction(self.features("100 and 429"), self.features("500 and 429")))
+
+    def test_numeric_needs_numbers_on_both_sides(self):
+        self.assertIsNone(numeric_contradiction(self.features("revenue $4.2M"), self.features("revenue grew")))
+
+    def test_signal_asymmetry_negation_and_direction(self):
+        fired = signal_asymmetry(self.features("It is no longer required"), self.features("It is required"))
+        self.assertEqual(fired[2], (["no"], []))
+        fired = signal_asymmetry(self.features("limit 100"), self.features("limit increased to 500"))
+        self.assertEqual(fired[2], ([], ["increased"]))
+
+    def test_signal_quiet_when_both_share_it(self):
+        self.assertIsNone(signal_asymmetry(self.features("not now"), self.features("not later")))
+
+    def test_token_sets_are_separate_and_unioned(self):
+        self.assertFalse(NEGATION_TOKENS & DIRECTIONAL_TOKENS)
+        self.assertEqual(SIGNAL_TOKENS, NEGATION_TOKENS | DIRECTIONAL_TOKENS)
+
+
+class TestDetector(unittest.TestCase):
+    def test_gate_skips_dissimilar_pairs(self):
+        a, b = doc("a", "revenue $4.2M"), doc("b", "revenue $6.8M")
+        vectors = np.array([[1.0, 0.0], [0.6, 0.8]])  # cosine 0.6 < 0.68
+        self.assertEqual(ConflictDetector(0.68).detect([a, b], vectors), ConflictReport((), 0))
+        report = ConflictDetector(0.5).detect([a, b], vectors)
+        self.assertEqual(report.pairs_checked, 1)
+        self.assertEqual(report.conflicts[0].kind, "numeric")
+        self.assertAlmostEqual(report.conflicts[0].topic_sim, 0.6, places=5)
+
+    def test_article_scenarios_flagged_with_fake_embedder(self):
+        index = build_index(KNOWLEDGE_BASE, fake_embed)
+        for (_, query), pair in zip(SCENARIOS, (("fin-001", "fin-002"), ("hr-001", "hr-002"),
+                                                 ("api-001", "api-002"))):
+            retrieved = retrieve(index, fake_embed([query])[0], 3)
+            report = ConflictDetector(0.68).detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]])
+            flagged = {(c.a.source_id, c.b.source_id) for c in report.conflicts}
+            self.assertIn(pair, {tuple(sorted(p)) for p in flagged})
+
+    def test_extension_point(self):
+        class Always(ConflictDetector):
+            def check_pair(self, a, b, fa, fb, topic_sim):
+                return Conflict(a, b, "custom", "always", topic_sim, ((), ()))
+
+        report = Always(0.0).detect([doc("a", "x"), doc("b", "y")], np.eye(2))
+        self.assertEqual(report.conflicts[0].kind, "custom")
+
+    def test_empty_and_single(self):
+        self.assertEqual(ConflictDetector(0.68).detect([], np.zeros((0, 4))).conflicts, ())
+        self.assertEqual(ConflictDetector(0.68).detect([doc("a", "$1M")], np.ones((1, 4))).conflicts, ())
+
+
+def retrieved_of(*docs):
+    return [Retrieved(d, 1.0 - i / 10, i) for i, d in enumerate(docs)]
+
+
+def conflict(a, b):
+    return Conflict(a, b, "numeric", "test", 0.9, ((), ()))
+
+
+class TestResolver(unittest.TestCase):
+    old, new = doc("old", "$1M", "2023-01-01"), doc("new", "$2M", "2024-01-01")
+    other = doc("other", "unrelated", "2020-01-01")
+
+    def test_one_cluster_keeps_newest(self):
+        res = resolve_by_recency(retrieved_of(self.old, self.new), ConflictReport((conflict(self.old, self.new),), 1))
+        self.assertEqual([r.doc.source_id for r in res.kept], ["new"])
+        self.assertEqual(res.clusters[0].discarded, (self.old,))
+
+    def test_two_clusters_keep_their_own_winner(self):
+        x_old, x_new = doc("x-old", "1", "2022-05-01"), doc("x-new", "2", "2022-06-01")
+        conflicts = (conflict(self.old, self.new), conflict(x_new, x_old))
+        res = resolve_by_recency(retrieved_of(self.old, x_new, self.new, x_old), ConflictReport(conflicts, 2))
+        self.assertEqual([r.doc.source_id for r in res.kept], ["x-new", "new"])
+        self.assertEqual(len(res.clusters), 2)
+
+    def test_three_document_chain_is_one_cluster(self):
+        mid = doc("mid", "$3M", "2023-06-01")
+        conflicts = (conflict(self.old, mid), conflict(mid, self.new))
+        res = resolve_by_recency(retrieved_of(self.old, mid, self.new), ConflictReport(conflicts, 2))
+        self.assertEqual([r.doc.source_id for r in res.kept], ["new"])
+        self.assertEqual(len(res.clusters[0].discarded), 2)
+
+    def test_non_conflicting_pass_through_in_rank_order(self):
+        retrieved = retrieved_of(self.other, self.old, self.new)
+        res = resolve_by_recency(retrieved, ConflictReport((conflict(self.old, self.new),), 1))
+        self.assertEqual([r.doc.source_id for r in res.kept], ["other", "new"])
+        self.assertLessEqual({r.doc for r in res.kept}, {r.doc for r in retrieved})  # a subset, never new docs
+
+    def test_date_tie_keeps_higher_rank_and_undated_is_oldest(self):
+        a, b = doc("a", "1", "2024-01-01"), doc("b", "2", "2024-01-01")
+        res = resolve_by_recency(retrieved_of(a, b), ConflictReport((conflict(a, b),), 1))
+        self.assertEqual(res.clusters[0].kept, a)
+        undated = doc("u", "3", None)
+        res = resolve_by_recency(retrieved_of(undated, self.old), ConflictReport((conflict(undated, self.old),), 1))
+        self.assertEqual(res.clusters[0].kept, self.old)
+
+
+class TestSpanDecoding(unittest.TestCase):
+    def test_peak_span(self):
+        start, end = np.zeros(8), np.zeros(8)
+        start[3], end[5] = 10.0, 10.0
+        s, e, p = best_span(start, end, np.ones(8, bool), 30)
+        self.assertEqual((s, e), (3, 5))
+        self.assertGreater(p, 0.9)
+        self.assertLessEqual(p, 1.0)
+
+    def test_only_context_tokens(self):
+        start, end = np.zeros(8), np.zeros(8)
+        start[1], end[2] = 20.0, 20.0  # question tokens, masked out
+        start[5], end[6] = 5.0, 5.0
+        mask = np.array([0, 0, 0, 0, 1, 1, 1, 1], bool)
+        self.assertEqual(best_span(start, end, mask, 30)[:2], (5, 6))
+
+    def test_end_before_start_is_never_chosen(self):
+        start, end = np.zeros(6), np.zeros(6)
+        start[4], end[2] = 9.0, 9.0
+        s, e, _ = best_span(start, end, np.array([0, 1, 1, 1, 1, 1], bool), 30)
+        self.assertLessEqual(s, e)
+
+    def test_bounded_length(self):
+        start, end = np.zeros(50), np.zeros(50)
+        start[1], end[45] = 9.0, 9.0
+        s, e, _ = best_span(start, end, np.array([0] + [1] * 49, bool), 10)
+        self.assertLess(e - s, 10)
+
+    def test_null_answer_lowers_confidence(self):
+        start, end = np.zeros(6), np.zeros(6)
+        start[0], end[0] = 10.0, 10.0  # [CLS]: the model prefers "no answer"
+        _, _, p = best_span(start, end, np.array([0, 0, 1, 1, 1, 1], bool), 30)
+        self.assertLess(p, 0.01)
+
+    def test_no_context(self):
+        self.assertIsNone(best_span(np.zeros(4), np.zeros(4), np.zeros(4, bool), 30))
+
+
+def run_main(argv, env=None):
+    """main(argv) with fakes, returning (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv, embed=fake_embed, read=fake_read)
+    return code, out.getvalue(), err.getvalue()
+
+
+class TestMain(unittest.TestCase):
+    def test_walkthrough_blocks(self):
+        code, out, err = run_main(["--no-color"])
+        self.assertEqual(code, 0)
+        self.assertNotIn("\x1b", out)
+        naive, resolved = out.split("PHASE 2")
+        self.assertEqual(naive.count("YES - see warning"), 3)
+        self.assertNotIn("RESOLVED", naive)
+        self.assertEqual(resolved.count("Conflict:   RESOLVED"), 3)
+        self.assertIn("Conflict cluster resolved: kept '2023-Annual-Report-Revised' (2024-04-03), discarded 1 older "
+                      "doc(s).", resolved)
+        self.assertIn("[", naive.split("Sources:")[1])
+        self.assertIn("numerical contradiction", naive)
+        self.assertIn("$4.2M vs $6.8M", naive)
+        self.assertIn("WARNING conflict: fin-001 vs fin-002", err)
+        self.assertIn("INFO indexed", err)
+        table = out.split("SIDE BY SIDE")[1]
+        self.assertIn("answer changed; dropped Q4-2023-Earnings-Release", table)
+
+    def test_resolved_answer_comes_from_newest(self):
+        _, out, _ = run_main(["--no-color"])
+        resolved = out.split("PHASE 2")[1]
+        self.assertIn("restated its fiscal year 2023 annual revenue", " ".join(resolved.split()))
+
+    def test_quiet_has_no_log_lines(self):
+        code, out, err = run_main(["--quiet", "--no-color"])
+        self.assertEqual(code, 0)
+        self.assertEqual(err, "")
+        self.assertIn("PHASE 1", out)
+
+    def test_colour_only_on_a_tty(self):
+        _, out, _ = run_main([])  # StringIO is not a TTY
+        self.assertNotIn("\x1b", out)
+        self.assertTrue(Painter(True)("x", "conflict").startswith("\x1b"))
+        self.assertEqual(Painter(False)("x", "conflict"), "x")
+
+    def test_no_color_env(self):
+        class Tty(io.StringIO):
+            def isatty(self):
+                return True
+
+        self.assertTrue(colour_wanted(False, Tty()))
+        with unittest.mock.patch.dict(os.environ, {"NO_COLOR": "1"}):
+            self.assertFalse(colour_wanted(False, Tty()))
+        self.assertFalse(colour_wanted(True, Tty()))
+
+
+class TestModels(unittest.TestCase):
+    def test_missing_local_directory_fails_fast(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            missing = os.path.join(tmp, "nope")
+            t0 = time.monotonic()
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = main(["--quiet", "--embed-model", missing])
+            self.assertEqual(code, 1)
+            self.assertLess(time.monotonic() - t0, 15)
+            line = err.getvalue().strip()
+            self.assertEqual(len(line.splitlines()), 1)
+            self.assertIn("embedding model", line)
+            self.assertIn("--embed-model", line)
+            self.assertIn("RAG_EMBED_MODEL", line)
+
+    def test_directory_without_a_model(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaisesRegex(ModelUnavailable, "has no config.json.*--qa-model"):
+                locate_model(tmp, "QA", "--qa-model", "RAG_QA_MODEL", 1.0)
+
+    def test_env_names_the_models(self):
+        with unittest.mock.patch.dict(os.environ, {"RAG_EMBED_MODEL": "/e", "RAG_QA_MODEL": "/q"}):
+            args = parse_args([])
+            self.assertEqual((args.embed_model, args.qa_model), ("/e", "/q"))
+            self.assertEqual(parse_args(["--qa-model", "/flag"]).qa_model, "/flag")
+
+    def test_light_imports(self):
+        code = ("import sys, contextlib, io, rag_conflict_demo as m\n"
+                "with contextlib.redirect_stdout(io.StringIO()):\n"
+                "    try: m.main(['--help'])\n"
+                "    except SystemExit: pass\n"
+                "heavy = [x for x in ('torch', 'transformers', 'sentence_transformers') if x in sys.modules]\n"
+                "print(heavy)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                             cwd=os.path.dirname(os.path.abspath(__file__)))
+        self.assertEqual(out.stdout.strip(), "[]", out.stderr)
+
+
+def local_embed_dir():
+    path = os.environ.get("RAG_EMBED_MODEL", "")
+    return path if os.path.isdir(path) else None
+
+
+@unittest.skipUnless(local_embed_dir(), "set RAG_EMBED_MODEL to a local model directory for integration tests")
+class TestIntegration(unittest.TestCase):
+    """The real embedder and the real reader code (a tiny random QA model built in a temp dir)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cfg = Config(embed_model=local_embed_dir())
+        cls.embed = SentenceEmbedder(cls.cfg.embed_model, cls.cfg)
+        cls.index = build_index(KNOWLEDGE_BASE, cls.embed)
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.qa_dir = build_tiny_qa_model(cls.cfg.embed_model, cls.tmp.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_scenarios_retrieve_flag_and_keep_newest(self):
+        detector = ConflictDetector(self.cfg.threshold)
+        for (_, query), (old, new) in zip(SCENARIOS, (("fin-001", "fin-002"), ("hr-001", "hr-002"),
+                                                       ("api-001", "api-002"))):
+            with self.subTest(query=query):
+                retrieved = retrieve(self.index, self.embed([query])[0], 3)
+                self.assertLessEqual({old, new}, {r.doc.source_id for r in retrieved})
+                report = detector.detect([r.doc for r in retrieved], self.index.vectors[[r.row for r in retrieved]])
+                self.assertIn({old, new}, [{c.a.source_id, c.b.source_id} for c in report.conflicts])
+                resolution = resolve_by_recency(retrieved, report)
+                kept = {r.doc.source_id for r in resolution.kept}
+                self.assertIn(new, kept)
+                self.assertNotIn(old, kept)
+
+    def test_reader_loads_and_decodes_a_span(self):
+        read = TransformersReader(self.qa_dir, self.cfg)
+        context = " ".join(d.content for d in KNOWLEDGE_BASE) * 4  # long: several windows
+        answer = read("What was the revenue?", context)
+        self.assertIn(answer.text, context)
+        self.assertTrue(answer.text)
+        self.assertGreaterEqual(answer.confidence, 0.0)
+        self.assertLessEqual(answer.confidence, 1.0)
+
+    def test_main_end_to_end_with_local_models(self):
+        code, out, err = io.StringIO(), io.StringIO(), None
+        with contextlib.redirect_stdout(code), contextlib.redirect_stderr(out):
+            status = main(["--quiet", "--no-color", "--embed-model", self.cfg.embed_model, "--qa-model", self.qa_dir])
+        self.assertEqual(status, 0, out.getvalue())
+        self.assertEqual(code.getvalue().count("Conflict:   RESOLVED"), 3)
+        self.assertEqual(out.getvalue(), "")
+
+
+def build_tiny_qa_model(tokenizer_dir, out_dir):
+    """A randomly initialised 1-layer BERT QA model with a real tokenizer, saved like a hub checkpoint."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=512)
+    BertForQuestionAnswering(config).save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
+def run_tests():
+    """Run the suite; the last line on stdout is 'N passed, M failed' (', K skipped' when any)."""
+    import unittest.mock  # noqa: F401  (tests patch os.environ)
+
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    result = unittest.TextTestRunner(stream=sys.stderr, verbosity=2).run(suite)
+    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+    passed = result.testsRun - failed - len(result.skipped)
+    skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
+    print(f"{passed} passed, {failed} failed{skipped}")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
