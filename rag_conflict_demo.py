@@ -85,7 +85,8 @@ class Document:
     title: str
     date: str | None  # ISO-8601 date or datetime, as written in the source
     content: str
-    version: str | None = None
+    version: str | None = None  # "2", "2.0.1": compared as tuples of integers
+    extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)  # unknown fields, kept
 
 
 KNOWLEDGE_BASE = (
@@ -136,6 +137,127 @@ def date_key(doc):
     if not doc.date:
         return dt.datetime.min
     return dt.datetime.fromisoformat(doc.date).replace(tzinfo=None)
+
+
+class UsageError(Exception):
+    """Bad input from the user: one line on stderr, exit code 2."""
+
+
+VERSION_RE = re.compile(r"v?\d+(?:\.\d+)*")
+
+
+def load_kb(path):
+    """(documents, questions) from a JSON file {"documents": [...], "questions": [...]} or JSON Lines of documents.
+
+    Every problem is a UsageError naming the file and, where it applies, the line/column, document or field.
+    """
+    records, questions = read_kb_records(path)
+    if not records:
+        raise UsageError(f"{path}: no documents")
+    docs, seen = [], {}
+    for n, (where, record) in enumerate(records, 1):
+        d = parse_document(record, f"{path}: document {n}{where}")
+        if d.source_id in seen:
+            raise UsageError(f"{path}: document {n}{where}: duplicate source_id '{d.source_id}' "
+                             f"(first used by document {seen[d.source_id]})")
+        seen[d.source_id] = n
+        docs.append(d)
+    return tuple(docs), [check_question(q, f"{path}: question {i}") for i, q in enumerate(questions, 1)]
+
+
+def read_kb_records(path):
+    """[(where, record)], questions: where is ' (line N)' for JSON Lines, '' for JSON."""
+    text = read_text(path)
+    if not path.lower().endswith((".jsonl", ".ndjson")):
+        try:
+            top = json.loads(text)
+        except json.JSONDecodeError as e:
+            if not e.msg.startswith("Extra data"):  # several JSON values: JSON Lines without the extension
+                raise UsageError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}")
+        else:
+            if not isinstance(top, dict) or not isinstance(top.get("documents"), list):
+                raise UsageError(f"{path}: top level must be an object {{\"documents\": [...], \"questions\": "
+                                 f"[...]}}, got {json_type(top)}" + ("" if not isinstance(top, dict) else
+                                                                   " without a 'documents' list"))
+            questions = top.get("questions", [])
+            if not isinstance(questions, list):
+                raise UsageError(f"{path}: 'questions' must be a list of strings, got {json_type(questions)}")
+            return [("", r) for r in top["documents"]], questions
+    records = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                records.append((f" (line {lineno})", json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise UsageError(f"{path}: invalid JSON Lines at line {lineno}, column {e.colno}: {e.msg}")
+    return records, []
+
+
+def read_text(path):
+    if os.path.isdir(path):
+        raise UsageError(f"{path}: is a directory, expected a .json or .jsonl file")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file")
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror or e})")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})")
+
+
+def json_type(value):
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
+def parse_document(record, where):
+    """A Document from one JSON record, or a UsageError saying what is wrong with it and where."""
+    if not isinstance(record, dict):
+        raise UsageError(f"{where}: expected an object, got {json_type(record)}")
+    for name in ("source_id", "content"):
+        value = record.get(name)
+        if not isinstance(value, str) or not value.strip():
+            problem = "missing" if value is None else "empty" if isinstance(value, str) else json_type(value)
+            raise UsageError(f"{where}: field '{name}' is {problem}; it must be a non-empty string")
+    sid = record["source_id"]
+    title = record.get("title")
+    if title is not None and not isinstance(title, str):
+        raise UsageError(f"{where} ('{sid}'): field 'title' must be a string, got {json_type(title)}")
+    date = record.get("date")
+    if date is not None and not valid_iso_date(date):
+        raise UsageError(f"{where} ('{sid}'): field 'date' {json.dumps(date)} is not an ISO-8601 date or "
+                         f"datetime (e.g. 2024-04-03 or 2024-04-03T09:30:00)")
+    version = record.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version >= 0:
+        version = str(version)
+    elif version is not None and not (isinstance(version, str) and VERSION_RE.fullmatch(version)):
+        raise UsageError(f"{where} ('{sid}'): field 'version' {json.dumps(version)} is neither an integer nor "
+                         f"a dotted version like \"2.0.1\"")
+    known = {"source_id", "content", "title", "date", "version"}
+    return Document(sid, title or sid, date, record["content"], version,
+                    {k: v for k, v in record.items() if k not in known})
+
+
+def valid_iso_date(value):
+    """True for ISO-8601 dates and datetimes: "2024-04-03", "2024-04-03T09:30:00Z"; False for "03/04/2024"."""
+    if not isinstance(value, str) or not re.match(r"\d{4}-\d{2}-\d{2}", value):
+        return False
+    try:
+        dt.datetime.fromisoformat(value)
+        return True
+    except ValueError:
+        return False
+
+
+def check_question(question, where):
+    if not isinstance(question, str) or not question.strip():
+        raise UsageError(f"{where}: a question must be a non-empty string, got "
+                         f"{json.dumps(question) if isinstance(question, str) else json_type(question)}")
+    return question.strip()
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -189,11 +311,32 @@ class Index:
     vectors: np.ndarray  # (n_docs, dim), L2-normalised
 
 
-def build_index(docs, embed, batch_size=64):
-    """Embed every document once, in batches of batch_size; vectors are L2-normalised rows."""
+def build_index(docs, embed, batch_size=64, progress=None):
+    """Embed every document once, in batches of batch_size; vectors are L2-normalised rows.
+
+    progress(done, total) is called after each batch (the CLI prints it once embedding takes a while).
+    """
     docs = tuple(docs)
-    chunks = [embed([d.content for d in docs[i:i + batch_size]]) for i in range(0, len(docs), batch_size)]
+    chunks = []
+    for i in range(0, len(docs), batch_size):
+        chunks.append(embed([d.content for d in docs[i:i + batch_size]]))
+        if progress:
+            progress(min(i + batch_size, len(docs)), len(docs))
     return Index(docs, normalise(np.vstack(chunks)))
+
+
+class Progress:
+    """Progress on stderr, only once a task has run for `after` seconds, at most one line per second."""
+
+    def __init__(self, label, after=2.0):
+        self.label, self.after = label, after
+        self.start = self.last = time.monotonic()
+
+    def __call__(self, done, total):
+        now = time.monotonic()
+        if now - self.start >= self.after and (now - self.last >= 1.0 or done == total):
+            self.last = now
+            print(f"{self.label}: {done}/{total} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
 
 
 def normalise(vectors):
@@ -357,6 +500,7 @@ def resolve_by_recency(retrieved, report):
 class Answer:
     text: str
     confidence: float  # p_start * p_end of the span, in [0, 1]
+    start: int = -1  # character offset of the span in the context, -1 when there is none
 
 
 def softmax(x):
@@ -412,7 +556,7 @@ class TransformersReader:
                 best = (span[2], int(offsets[span[0]][0]), int(offsets[span[1]][1]))
         if best is None:
             return Answer("", 0.0)
-        return Answer(" ".join(context[best[1]:best[2]].split()), best[0])  # a span may cross a blank line
+        return Answer(" ".join(context[best[1]:best[2]].split()), best[0], best[1])  # a span may cross a blank line
 
 
 class SentenceEmbedder:
@@ -521,6 +665,11 @@ class RAGResponse:
     report: ConflictReport
     clusters: tuple = ()
     warning: str | None = None
+    cited: tuple = ()  # source_ids the answer was read from
+    label: str = "ANSWERED"  # ANSWERED: nothing acted on; RESOLVED: every conflict cluster resolved
+
+
+CONTEXT_SEPARATOR = "\n\n"
 
 
 def run_query(query, index, embed, detector, read, k, resolve):
@@ -534,10 +683,56 @@ def run_query(query, index, embed, detector, read, k, resolve):
     if resolve and report.has_conflict:
         resolution = resolve_by_recency(retrieved, report)
         context, clusters = resolution.kept, resolution.clusters
-    answer = read(query, "\n\n".join(r.doc.content for r in context))
+    answer = read(query, CONTEXT_SEPARATOR.join(r.doc.content for r in context))
     warning = describe(report, clusters, resolve)
     return RAGResponse(query, "resolved" if resolve else "naive", answer.text, answer.confidence,
-                       tuple(retrieved), context, report, clusters, warning)
+                       tuple(retrieved), context, report, clusters, warning, cited_ids(context, answer),
+                       "RESOLVED" if clusters else "ANSWERED")
+
+
+def cited_ids(context, answer):
+    """The source_id of the document the answer span starts in: contexts are joined with CONTEXT_SEPARATOR."""
+    if not answer.text or answer.start < 0:
+        return ()
+    end = 0
+    for r in context:
+        end += len(r.doc.content)
+        if answer.start < end:
+            return (r.doc.source_id,)
+        end += len(CONTEXT_SEPARATOR)
+    return ()
+
+
+def result_json(resp):
+    """One phase's RESULT object of --json; field names are a documented contract."""
+    return {
+        "answer": resp.answer or None,
+        "confidence": round(resp.confidence, 6),
+        "label": resp.label,
+        "sources": [{"source_id": r.doc.source_id, "title": r.doc.title, "date": r.doc.date,
+                     "version": r.doc.version, "score": round(r.score, 6)} for r in resp.context],
+        "conflicts": [conflict_json(c) for c in resp.report.conflicts],
+        "clusters": [{"members": [d.source_id for d in c.members], "kept": c.kept.source_id if c.kept else None,
+                      "discarded": [d.source_id for d in c.discarded]} for c in resp.clusters],
+        "cited_source_ids": list(resp.cited),
+        "warning": resp.warning,
+    }
+
+
+def conflict_json(c):
+    return {"a": c.a.source_id, "b": c.b.source_id, "reason": c.reason, "kind": c.kind,
+            "topic_sim": round(c.topic_sim, 6), "evidence": [list(side) for side in c.evidence]}
+
+
+def conflict_log_lines(resp, now):
+    """--log-conflicts records of one resolved response: one per detected conflict, with what became of it."""
+    fate = {}
+    for cl in resp.clusters:
+        for d in cl.members:
+            fate[d.source_id] = {"kept": cl.kept.source_id if cl.kept else None,
+                                 "discarded": [x.source_id for x in cl.discarded]}
+    return [{"time": now, "query": resp.query, **conflict_json(c), "resolution": fate.get(c.a.source_id)}
+            for c in resp.report.conflicts]
 
 
 def describe(report, clusters, resolved):
@@ -648,17 +843,51 @@ def what_changed(naive, resolved):
 # CLI
 
 
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit 2, not argparse's usage block
+        raise UsageError(message)
+
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'")
+    return value
+
+
+def unit_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got '{text}'")
+    return value
+
+
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="rag_conflict_demo.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quiet", action="store_true", help="demo output only: no logs, no model-loading chatter")
-    parser.add_argument("--no-color", action="store_true", help="plain text, no ANSI escapes")
-    parser.add_argument("--test", action="store_true", help="run the embedded unittest suite and exit")
-    parser.add_argument("--embed-model", default=os.environ.get("RAG_EMBED_MODEL") or Config.embed_model,
-                        help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default %(default)s)")
-    parser.add_argument("--qa-model", default=os.environ.get("RAG_QA_MODEL") or Config.qa_model,
-                        help="extractive QA model: hub name or local directory (env RAG_QA_MODEL; default %(default)s)")
-    return parser.parse_args(argv)
+    p = Parser(prog="rag_conflict_demo.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quiet", action="store_true", help="demo output only: no logs, no model-loading chatter")
+    p.add_argument("--no-color", action="store_true", help="plain text, no ANSI escapes")
+    p.add_argument("--test", action="store_true", help="run the embedded unittest suite and exit")
+    p.add_argument("--embed-model", default=os.environ.get("RAG_EMBED_MODEL") or Config.embed_model,
+                   help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default %(default)s)")
+    p.add_argument("--qa-model", default=os.environ.get("RAG_QA_MODEL") or Config.qa_model,
+                   help="extractive QA model: hub name or local directory (env RAG_QA_MODEL; default %(default)s)")
+    p.add_argument("--kb", metavar="PATH", help="your knowledge base: JSON {\"documents\": [...], \"questions\": "
+                   "[...]} or JSON Lines, one document per line (see README)")
+    p.add_argument("--question", action="append", default=[], metavar="TEXT",
+                   help="a question to ask (repeatable); with --kb, needed unless the file has questions")
+    p.add_argument("--top-k", type=positive_int, default=Config.top_k, metavar="N",
+                   help="documents retrieved per question (default %(default)s)")
+    p.add_argument("--threshold", type=unit_float, default=Config.threshold, metavar="X",
+                   help="topic-similarity gate of the detector, in [0, 1] (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="JSON Lines on stdout, one object per question")
+    p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH")
+    return p.parse_args(argv)
 
 
 def setup_logging(quiet):
@@ -675,39 +904,88 @@ def error(message):
     print(paint(f"error: {message}", "error"), file=sys.stderr)
 
 
+def note(message):
+    print(f"note: {message}", file=sys.stderr)
+
+
+def experiment_inputs(args):
+    """(documents, [(name, question)]) from the flags: the built-in scenarios, or --kb and its questions."""
+    if args.kb:
+        docs, questions = load_kb(args.kb)
+    else:
+        docs, questions = KNOWLEDGE_BASE, []
+    questions += [check_question(q, f"--question {i}") for i, q in enumerate(args.question, 1)]
+    if args.kb and not questions:
+        raise UsageError(f"{args.kb}: no questions; add --question TEXT or a \"questions\" list to the file")
+    if not args.kb and not args.question:
+        return docs, list(SCENARIOS)
+    return docs, [(f"Q{i}: {q}", q) for i, q in enumerate(questions, 1)]
+
+
+def check_log_path(path):
+    """--log-conflicts must name a file we can append to; checked before any work is done."""
+    if os.path.isdir(path):
+        raise UsageError(f"--log-conflicts {path}: is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"--log-conflicts {path}: directory {parent} does not exist")
+    if not os.access(path if os.path.exists(path) else parent, os.W_OK):
+        raise UsageError(f"--log-conflicts {path}: not writable")
+
+
 def main(argv=None, embed=None, read=None):
-    """The walkthrough; embed and read are seams for tests (fakes skip model loading)."""
-    args = parse_args(argv)
-    if args.test:
-        return run_tests()
-    cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model)
-    setup_logging(args.quiet)
+    """The experiment; embed and read are seams for tests (fakes skip model loading)."""
+    try:
+        args = parse_args(argv)
+        if args.test:
+            return run_tests()
+        setup_logging(args.quiet)
+        docs, questions = experiment_inputs(args)
+        if args.log_conflicts:
+            check_log_path(args.log_conflicts)
+    except UsageError as e:
+        error(str(e))
+        return 2
+    cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model, top_k=args.top_k, threshold=args.threshold)
+    if cfg.top_k > len(docs):
+        note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
+        cfg.top_k = len(docs)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from the tokenizers library
-    paint = Painter(colour_wanted(args.no_color, sys.stdout))
     if embed is None or read is None:
         try:
             embed, read = load_models(cfg, args.quiet)
         except ModelUnavailable as e:
             error(str(e))
             return 1
-    index = build_index(KNOWLEDGE_BASE, embed, cfg.embed_batch)
+    index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
     log.info("indexed %d documents", len(index.docs))
     detector = ConflictDetector(cfg.threshold)
-    names = [name for name, _ in SCENARIOS]
-    phases = {}
-    for phase, resolve in (("naive", False), ("resolved", True)):
-        title = ("PHASE 1 - NAIVE RAG: the whole top-k goes to the reader" if not resolve else
-                 "PHASE 2 - CONFLICT-AWARE RAG: detect, resolve by recency, then read")
-        print(paint(f"\n{'=' * 100}\n{title}\n{'=' * 100}", "title"))
-        phases[phase] = []
-        for name, query in SCENARIOS:
-            resp = run_query(query, index, embed, detector, read, cfg.top_k, resolve)
-            phases[phase].append(resp)
+    naive, resolved = ([run_query(q, index, embed, detector, read, cfg.top_k, phase) for _, q in questions]
+                       for phase in (False, True))
+    if args.json:
+        for n, r in zip(naive, resolved):
+            print(json.dumps({"query": n.query, "naive": result_json(n), "resolved": result_json(r)}))
+    else:
+        print_walkthrough([name for name, _ in questions], naive, resolved,
+                          Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
+    if args.log_conflicts:
+        now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        with open(args.log_conflicts, "a", encoding="utf-8") as f:  # append: never truncate a user's log
+            for r in resolved:
+                f.writelines(json.dumps(line) + "\n" for line in conflict_log_lines(r, now))
+    return 0
+
+
+def print_walkthrough(names, naive, resolved, paint, cfg):
+    rule = "=" * 100
+    for title, responses in (("PHASE 1 - NAIVE RAG: the whole top-k goes to the reader", naive),
+                             ("PHASE 2 - CONFLICT-AWARE RAG: detect, resolve by recency, then read", resolved)):
+        print(paint(f"\n{rule}\n{title}\n{rule}", "title"))
+        for name, resp in zip(names, responses):
             print(paint(f"\n--- {name} ---", "title"))
             print(render_block(resp, paint, cfg))
-    print(paint(f"\n{'=' * 100}\nSIDE BY SIDE\n{'=' * 100}", "title"))
-    print(render_table(names, phases["naive"], phases["resolved"], paint, cfg))
-    return 0
+    print(paint(f"\n{rule}\nSIDE BY SIDE\n{rule}", "title"))
+    print(render_table(names, naive, resolved, paint, cfg))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -728,7 +1006,7 @@ def fake_embed(texts):
 def fake_read(question, context):
     """The first sentence of the context, with a confidence that grows with its length: a stand-in reader."""
     first = re.split(r"(?<=[.!?])\s", context.strip(), maxsplit=1)[0]
-    return Answer(first, min(1.0, len(first) / 200))
+    return Answer(first, min(1.0, len(first) / 200), context.index(first) if first else -1)
 
 
 def doc(source_id, content, date="2024-01-01", title=None):
@@ -948,6 +1226,162 @@ class TestMain(unittest.TestCase):
         with unittest.mock.patch.dict(os.environ, {"NO_COLOR": "1"}):
             self.assertFalse(colour_wanted(False, Tty()))
         self.assertFalse(colour_wanted(True, Tty()))
+
+
+KB_DOCS = [
+    {"source_id": "r-old", "title": "Revenue memo", "date": "2023-01-10",
+     "content": "Initech revenue for fiscal 2022 was $3.1M."},
+    {"source_id": "r-new", "date": "2023-06-01T09:00:00", "version": "2.0.1", "owner": "finance",
+     "content": "Initech restated fiscal 2022 revenue to $3.9M."},
+    {"source_id": "sec", "version": 3, "content": "Laptops need disk encryption."},
+]
+
+
+class TestOwnKnowledgeBase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def json_kb(self, **extra):
+        return self.write("kb.json", json.dumps({"documents": KB_DOCS, **extra}))
+
+    def run_json(self, argv):
+        code, out, err = run_main(argv + ["--json"])
+        self.assertEqual(code, 0, err)
+        return [json.loads(line) for line in out.splitlines()]
+
+    def test_json_round_trip_field_by_field(self):
+        path = self.json_kb(questions=["What was Initech's fiscal 2022 revenue?"])
+        rows = self.run_json(["--kb", path, "--question", "How are laptops protected?", "--top-k", "2"])
+        self.assertEqual([r["query"] for r in rows], ["What was Initech's fiscal 2022 revenue?",
+                                                      "How are laptops protected?"])
+        naive, resolved = rows[0]["naive"], rows[0]["resolved"]
+        self.assertEqual(set(naive), {"answer", "confidence", "label", "sources", "conflicts", "clusters",
+                                      "cited_source_ids", "warning"})
+        self.assertEqual({s["source_id"] for s in naive["sources"]}, {"r-old", "r-new"})
+        self.assertEqual(set(naive["sources"][0]), {"source_id", "title", "date", "version", "score"})
+        new = next(s for s in naive["sources"] if s["source_id"] == "r-new")
+        self.assertEqual((new["title"], new["date"], new["version"]), ("r-new", "2023-06-01T09:00:00", "2.0.1"))
+        (c,) = naive["conflicts"]
+        self.assertEqual(({c["a"], c["b"]}, c["kind"]), ({"r-old", "r-new"}, "numeric"))
+        self.assertEqual(sorted(map(tuple, c["evidence"])), [("$3.1M",), ("$3.9M",)])
+        self.assertGreaterEqual(c["topic_sim"], 0.68)
+        self.assertEqual((naive["label"], naive["clusters"]), ("ANSWERED", []))
+        self.assertIn("contradict", naive["warning"])
+        self.assertEqual(resolved["label"], "RESOLVED")
+        self.assertEqual(resolved["clusters"], [{"members": [s["source_id"] for s in naive["sources"]],
+                                                 "kept": "r-new", "discarded": ["r-old"]}])
+        self.assertEqual([s["source_id"] for s in resolved["sources"]], ["r-new"])
+        self.assertEqual(resolved["cited_source_ids"], ["r-new"])
+        self.assertEqual(resolved["answer"], KB_DOCS[1]["content"])
+        self.assertTrue(0.0 <= resolved["confidence"] <= 1.0)
+        laptops = rows[1]["resolved"]
+        self.assertEqual((laptops["label"], laptops["conflicts"], laptops["warning"]), ("ANSWERED", [], None))
+
+    def test_jsonl_knowledge_base(self):
+        path = self.write("kb.jsonl", "\n".join(json.dumps(d) for d in KB_DOCS) + "\n\n")
+        rows = self.run_json(["--kb", path, "--question", "Initech revenue?", "--question", "laptops?"])
+        self.assertEqual(len(rows), 2)
+        self.assertEqual(rows[0]["resolved"]["clusters"][0]["kept"], "r-new")
+
+    def test_jsonl_without_the_extension_is_detected(self):
+        path = self.write("kb.txt", "\n".join(json.dumps(d) for d in KB_DOCS))
+        self.assertEqual(len(self.run_json(["--kb", path, "--question", "revenue?"])), 1)
+
+    def test_unknown_fields_are_kept(self):
+        docs, _ = load_kb(self.json_kb())
+        self.assertEqual(docs[1].extra, {"owner": "finance"})
+        self.assertEqual(docs[2].version, "3")
+
+    def test_log_conflicts_appends_across_runs(self):
+        kb, log_path = self.json_kb(), os.path.join(self.tmp.name, "conflicts.jsonl")
+        for n in (1, 2):
+            code, _, err = run_main(["--kb", kb, "--question", "Initech revenue?", "--log-conflicts", log_path,
+                                     "--quiet", "--no-color"])
+            self.assertEqual(code, 0, err)
+            with open(log_path, encoding="utf-8") as f:
+                lines = [json.loads(line) for line in f]
+            self.assertEqual(len(lines), n)
+        self.assertEqual(set(lines[0]), {"time", "query", "a", "b", "reason", "kind", "topic_sim", "evidence",
+                                         "resolution"})
+        self.assertEqual(lines[1]["resolution"], {"kept": "r-new", "discarded": ["r-old"]})
+        self.assertEqual(lines[0]["query"], "Initech revenue?")
+
+    def test_builtin_scenarios_take_the_new_flags(self):
+        rows = self.run_json(["--top-k", "2", "--threshold", "0.5"])
+        self.assertEqual(len(rows), 3)
+        self.assertTrue(all(len(r["naive"]["sources"]) == 2 for r in rows))
+        rows = self.run_json(["--question", "What is the API rate limit?"])
+        self.assertEqual(rows[0]["resolved"]["clusters"][0]["kept"], "api-002")
+
+    def test_top_k_larger_than_the_kb_is_clamped_with_a_note(self):
+        code, out, err = run_main(["--kb", self.json_kb(), "--question", "revenue?", "--top-k", "50", "--json"])
+        self.assertEqual(code, 0)
+        self.assertIn("note: --top-k 50 is larger than the knowledge base (3 documents); using 3", err)
+        self.assertEqual(len(json.loads(out)["naive"]["sources"]), 3)
+
+    def test_json_keeps_stdout_clean(self):
+        code, out, err = run_main(["--json"])
+        self.assertEqual(code, 0)
+        self.assertTrue(all(line.startswith("{") for line in out.splitlines()))
+        self.assertIn("WARNING conflict", err)
+
+    def test_bad_input(self):
+        ok = json.dumps({"documents": KB_DOCS})
+        doc0 = {"source_id": "a", "content": "x"}
+        cases = [  # (name, file text or None, extra argv, message)
+            ("missing file", None, [], "no such file"),
+            ("directory", "DIR", [], "is a directory"),
+            ("non-UTF-8", b"\xff\xfe{", [], "not UTF-8 text (byte 0xff at offset 0)"),
+            ("invalid JSON", '{"documents": [\n  {"source_id": }]}', [], "invalid JSON at line 2, column 17"),
+            ("invalid JSONL", json.dumps(doc0) + "\n{oops\n", [], "invalid JSON Lines at line 2, column 2"),
+            ("top level list", json.dumps([doc0]), [], "top level must be an object"),
+            ("no documents key", json.dumps({"docs": [doc0]}), [], "without a 'documents' list"),
+            ("no documents", json.dumps({"documents": []}), [], "no documents"),
+            ("document not object", json.dumps({"documents": [doc0, "text"]}), [],
+             "document 2: expected an object, got a string"),
+            ("missing source_id", json.dumps({"documents": [{"content": "x"}]}), [],
+             "document 1: field 'source_id' is missing"),
+            ("empty content", json.dumps({"documents": [{"source_id": "a", "content": " "}]}), [],
+             "document 1: field 'content' is empty"),
+            ("duplicate id", json.dumps({"documents": [doc0, doc0]}), [],
+             "document 2: duplicate source_id 'a' (first used by document 1)"),
+            ("bad date", json.dumps({"documents": [dict(doc0, date="03/04/2024")]}), [],
+             "document 1 ('a'): field 'date' \"03/04/2024\" is not an ISO-8601 date"),
+            ("bad version", json.dumps({"documents": [dict(doc0, version="beta")]}), [],
+             "field 'version' \"beta\" is neither an integer nor a dotted version"),
+            ("empty question in file", json.dumps({"documents": [doc0], "questions": [""]}), [],
+             "question 1: a question must be a non-empty string"),
+            ("empty --question", ok, ["--question", "  "], "--question 1: a question must be a non-empty string"),
+            ("no question", ok, [], "no questions; add --question TEXT"),
+            ("top-k", ok, ["--question", "q", "--top-k", "-1"], "--top-k: must be a positive integer, got '-1'"),
+            ("top-k text", ok, ["--question", "q", "--top-k", "two"], "got 'two'"),
+            ("threshold", ok, ["--question", "q", "--threshold", "1.5"], "must be a number in [0, 1], got '1.5'"),
+            ("log is a directory", ok, ["--question", "q", "--log-conflicts", "."], "is a directory"),
+        ]
+        for name, text, extra, message in cases:
+            with self.subTest(name):
+                path = os.path.join(self.tmp.name, name.replace(" ", "_"))
+                if text == "DIR":
+                    os.mkdir(path)
+                elif text is not None:
+                    with open(path, "wb") as f:
+                        f.write(text if isinstance(text, bytes) else text.encode())
+                before = open(path, "rb").read() if os.path.isfile(path) else None
+                code, out, err = run_main(["--kb", path] + extra)
+                self.assertEqual(code, 2)
+                self.assertEqual(out, "")
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn(message, err)
+                self.assertTrue(err.startswith("error: "))
+                if before is not None:
+                    self.assertEqual(open(path, "rb").read(), before)  # nothing the user gave is touched
 
 
 class TestModels(unittest.TestCase):
