@@ -1326,6 +1326,20 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         self.assertIn("note: --top-k 50 is larger than the knowledge base (3 documents); using 3", err)
         self.assertEqual(len(json.loads(out)["naive"]["sources"]), 3)
 
+    def test_ten_thousand_documents(self):
+        lines = [json.dumps({"source_id": f"d{i}", "content": f"Plan {i} revenue is ${i}.5M for fiscal 2023."})
+                 for i in range(10_000)]
+        path = self.write("big.jsonl", "\n".join(lines))
+        rows = self.run_json(["--kb", path, "--question", "What is the revenue of plan 7?", "--top-k", "5"])
+        self.assertEqual(len(rows[0]["naive"]["sources"]), 5)
+
+    def test_progress_only_after_a_while(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            build_index(KNOWLEDGE_BASE, fake_embed, 4, Progress("embedding documents", after=3600))
+            build_index(KNOWLEDGE_BASE, fake_embed, 4, Progress("embedding documents", after=0))
+        self.assertEqual(err.getvalue().splitlines()[-1].split(" (")[0], "embedding documents: 10/10")
+
     def test_json_keeps_stdout_clean(self):
         code, out, err = run_main(["--json"])
         self.assertEqual(code, 0)
