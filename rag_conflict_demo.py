@@ -413,8 +413,11 @@ class ConflictDetector:
         self.threshold = threshold
         self.heuristics = heuristics
 
-    def detect(self, docs, vectors):
-        """docs: k Documents; vectors: (k, dim) L2-normalised embeddings of those documents, same order."""
+    def detect(self, docs, vectors, question="", question_vector=None):
+        """docs: k Documents; vectors: (k, dim) L2-normalised embeddings of those documents, same order.
+
+        The article's heuristics ignore the question; question-aware subclasses use it.
+        """
         sims = normalise(vectors) @ normalise(vectors).T  # all pairwise topic similarities in one product
         features = [doc_features(d) for d in docs]
         conflicts, checked = [], 0
@@ -445,8 +448,10 @@ class ConflictDetector:
 @dataclass(frozen=True)
 class Cluster:
     members: tuple  # Documents connected by conflicts, in rank order
-    kept: Document
+    kept: Document | None  # None when the cluster is disputed: nothing says which document is current
     discarded: tuple
+    kind: str = "superseded"  # 'superseded' (its documents can be ordered) or 'disputed'
+    basis: str | None = "date"  # what ordered it: 'date', 'version' or 'cue'; None when disputed
 
 
 @dataclass(frozen=True)
@@ -477,19 +482,64 @@ def conflict_components(docs, conflicts):
 
 
 def resolve_by_recency(retrieved, report):
-    """Keep the newest document of each conflict cluster, pass the others through unchanged.
+    """The article's policy: keep the newest document of each conflict cluster, pass the others through.
 
-    subtle: ties on date keep the higher-ranked document (retrieval order), then the smaller source_id.
+    subtle: ties on date keep the higher-ranked document (retrieval order); undated documents count as oldest.
     """
-    rank = {r.doc.source_id: i for i, r in enumerate(retrieved)}
+    def newest(members):
+        rank = {r.doc.source_id: i for i, r in enumerate(retrieved)}
+        return max(members, key=lambda d: (date_key(d), -rank[d.source_id])), "date"
+
+    return resolve(retrieved, report, newest)
+
+
+def resolve_by_kind(retrieved, report):
+    """Superseded clusters keep their newest document; disputed ones keep every member and are marked disputed."""
+    return resolve(retrieved, report, supersession_order)
+
+
+def resolve(retrieved, report, pick):
+    """Apply pick(members) -> (kept or None, basis) to each conflict cluster; non-conflicting documents pass."""
     clusters, dropped = [], set()
     for members in conflict_components([r.doc for r in retrieved], report.conflicts):
-        kept = max(members, key=lambda d: (date_key(d), -rank[d.source_id]))
-        discarded = tuple(d for d in members if d is not kept)
-        clusters.append(Cluster(members, kept, discarded))
+        kept, basis = pick(members)
+        discarded = tuple(d for d in members if kept is not None and d is not kept)
+        clusters.append(Cluster(members, kept, discarded, "superseded" if kept else "disputed", basis))
         dropped.update(d.source_id for d in discarded)
     kept = tuple(r for r in retrieved if r.doc.source_id not in dropped)
     return Resolution(kept, tuple(clusters))
+
+
+# "restated", "revised", "replaces", "no longer", "effective November 2023", "effective 2024-04-01", ...
+SUPERSESSION_RE = re.compile(
+    r"\b(?:restat(?:ed|es|ement)|revis(?:ed|es|ion)|replac(?:es|ed|ing)|supersed(?:es|ed|ing)|revers(?:es|ed)"
+    r"|no longer|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[A-Z][a-z]+ (?:\d{1,2}, )?\d{4})))\b")
+
+
+def supersession_order(members):
+    """(newest document, basis) when the cluster can be ordered by date, else version, else a supersession
+    cue in exactly one document; (None, None) when it cannot (missing or tied dates and versions, no cue).
+
+    [A 2024-01-15, B 2024-04-03] -> (B, 'date'); [A undated, B undated] -> (None, None)
+    """
+    for basis, key in (("date", lambda d: date_key(d) if d.date else None), ("version", version_key)):
+        keys = [key(d) for d in members]
+        if None not in keys:
+            top = max(keys)
+            if keys.count(top) == 1:
+                return members[keys.index(top)], basis
+    cued = [d for d in members if SUPERSESSION_RE.search(d.content)]
+    return (cued[0], "cue") if len(cued) == 1 else (None, None)
+
+
+def version_key(doc):
+    """"v2.0.1" -> (2, 0, 1); None when the document has no version. Trailing zeros don't count: 2 == 2.0."""
+    if not doc.version:
+        return None
+    parts = [int(p) for p in doc.version.lstrip("v").split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -666,28 +716,50 @@ class RAGResponse:
     clusters: tuple = ()
     warning: str | None = None
     cited: tuple = ()  # source_ids the answer was read from
-    label: str = "ANSWERED"  # ANSWERED: nothing acted on; RESOLVED: every conflict cluster resolved
+    label: str = "ANSWERED"  # ANSWERED: nothing acted on; RESOLVED: all clusters superseded; UNCERTAIN: any disputed
+    candidates: tuple = ()  # Candidate answers, one per document of a disputed cluster
+
+
+@dataclass(frozen=True)
+class Candidate:
+    doc: Document
+    answer: str
+    confidence: float
 
 
 CONTEXT_SEPARATOR = "\n\n"
 
 
-def run_query(query, index, embed, detector, read, k, resolve):
-    """Retrieve top-k, detect conflicts, optionally resolve them, then read; one RAGResponse."""
-    retrieved = retrieve(index, embed([query])[0], k)
-    report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]])
+STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
+
+
+def run_query(query, index, embed, detector, read, k, resolve, strategy="kind"):
+    """Retrieve top-k, detect conflicts, optionally resolve them, then read; one RAGResponse.
+
+    A disputed cluster withholds the answer: the reader runs on each of its documents alone and every candidate
+    is reported, so nothing is picked silently.
+    """
+    query_vector = embed([query])[0]
+    retrieved = retrieve(index, query_vector, k)
+    report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
+                             query_vector)
     for c in report.conflicts:
         log.warning("conflict: %s vs %s, %s (topic similarity %.2f)", c.a.source_id, c.b.source_id, c.reason,
                     c.topic_sim)
     context, clusters = tuple(retrieved), ()
     if resolve and report.has_conflict:
-        resolution = resolve_by_recency(retrieved, report)
+        resolution = STRATEGIES[strategy](retrieved, report)
         context, clusters = resolution.kept, resolution.clusters
-    answer = read(query, CONTEXT_SEPARATOR.join(r.doc.content for r in context))
     warning = describe(report, clusters, resolve)
-    return RAGResponse(query, "resolved" if resolve else "naive", answer.text, answer.confidence,
-                       tuple(retrieved), context, report, clusters, warning, cited_ids(context, answer),
-                       "RESOLVED" if clusters else "ANSWERED")
+    phase = "resolved" if resolve else "naive"
+    disputed = [d for c in clusters if c.kind == "disputed" for d in c.members]
+    if disputed:
+        candidates = tuple(Candidate(d, *dataclasses.astuple(read(query, d.content))[:2]) for d in disputed)
+        return RAGResponse(query, phase, "", 0.0, tuple(retrieved), context, report, clusters, warning,
+                           tuple(d.source_id for d in disputed), "UNCERTAIN", candidates)
+    answer = read(query, CONTEXT_SEPARATOR.join(r.doc.content for r in context))
+    return RAGResponse(query, phase, answer.text, answer.confidence, tuple(retrieved), context, report, clusters,
+                       warning, cited_ids(context, answer), "RESOLVED" if clusters else "ANSWERED")
 
 
 def cited_ids(context, answer):
@@ -713,9 +785,12 @@ def result_json(resp):
                      "version": r.doc.version, "score": round(r.score, 6)} for r in resp.context],
         "conflicts": [conflict_json(c) for c in resp.report.conflicts],
         "clusters": [{"members": [d.source_id for d in c.members], "kept": c.kept.source_id if c.kept else None,
-                      "discarded": [d.source_id for d in c.discarded]} for c in resp.clusters],
+                      "discarded": [d.source_id for d in c.discarded], "kind": c.kind, "basis": c.basis}
+                     for c in resp.clusters],
         "cited_source_ids": list(resp.cited),
         "warning": resp.warning,
+        "candidates": [{"source_id": c.doc.source_id, "answer": c.answer or None, "confidence": round(c.confidence, 6)}
+                       for c in resp.candidates],
     }
 
 
@@ -729,7 +804,7 @@ def conflict_log_lines(resp, now):
     fate = {}
     for cl in resp.clusters:
         for d in cl.members:
-            fate[d.source_id] = {"kept": cl.kept.source_id if cl.kept else None,
+            fate[d.source_id] = {"kind": cl.kind, "kept": cl.kept.source_id if cl.kept else None,
                                  "discarded": [x.source_id for x in cl.discarded]}
     return [{"time": now, "query": resp.query, **conflict_json(c), "resolution": fate.get(c.a.source_id)}
             for c in resp.report.conflicts]
@@ -742,10 +817,30 @@ def describe(report, clusters, resolved):
     pairs = "; ".join(f"{c.a.title} vs {c.b.title} ({c.reason})" for c in report.conflicts)
     if not resolved:
         return f"The retrieved sources contradict each other ({pairs}); the answer was read from all of them."
-    kept = "; ".join(f"kept {c.kept.title} ({c.kept.date}), discarded "
-                     + ", ".join(f"{d.title} ({d.date or 'undated'})" for d in c.discarded)
-                     for c in clusters)
-    return f"The retrieved sources contradict each other ({pairs}); resolved by recency: {kept}."
+    done = []
+    for c in clusters:
+        if c.kind == "disputed":
+            names = ", ".join(d.title for d in c.members)
+            done.append(f"{names} disagree and nothing says which is current, so no answer was picked: every "
+                        f"candidate answer is reported and all of them are cited")
+        else:
+            gone = ", ".join(f"{d.title} ({stamp(d)}), which said {said(d, report)}" for d in c.discarded)
+            done.append(f"kept {c.kept.title} ({stamp(c.kept)}, newest by {c.basis}), discarded {gone}")
+    return f"The retrieved sources contradict each other ({pairs}); " + "; ".join(done) + "."
+
+
+def stamp(doc):
+    """What dates a document in messages: '2024-04-03', 'v2.0', or 'undated'."""
+    return doc.date or (f"v{doc.version.lstrip('v')}" if doc.version else "undated")
+
+
+def said(doc, report):
+    """What a document said in the first conflict it is part of: its side of the evidence."""
+    for c in report.conflicts:
+        for side, d in enumerate((c.a, c.b)):
+            if d is doc and c.evidence[side]:
+                return ", ".join(map(str, c.evidence[side]))
+    return "something else"
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -755,7 +850,7 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class Painter:
-    """The one place that knows about colour. roles: title, label, conflict, resolved, ok, error, dim."""
+    """The one place that knows about colour. roles: title, label, conflict, resolved, uncertain, ok, error, dim."""
 
     def __init__(self, enabled):
         self.enabled = enabled
@@ -767,6 +862,7 @@ class Painter:
             f, s = colorama.Fore, colorama.Style
             self.styles = {"title": s.BRIGHT + f.CYAN, "label": s.BRIGHT, "conflict": s.BRIGHT + f.YELLOW,
                            "resolved": s.BRIGHT + f.GREEN, "ok": f.GREEN, "error": s.BRIGHT + f.RED,
+                           "uncertain": s.BRIGHT + f.MAGENTA,
                            "dim": s.DIM}
         self.reset = "\x1b[0m" if enabled else ""
 
@@ -783,9 +879,11 @@ def render_block(resp, paint, cfg):
     """One scenario of one phase: query, answer, confidence, conflict status, sources, conflicts, resolution."""
     status = ("NO", "ok")
     if resp.report.has_conflict:
-        status = ("RESOLVED", "resolved") if resp.clusters else ("YES - see warning", "conflict")
+        status = {"UNCERTAIN": ("UNCERTAIN - sources disagree", "uncertain"), "RESOLVED": ("RESOLVED", "resolved")}.get(
+            resp.label, ("YES - see warning", "conflict"))
     indent = " " * 12  # under the answer column: len("Answer:     ")
-    answer = textwrap.fill(resp.answer or "(no answer)", cfg.answer_width, initial_indent=indent,
+    shown = resp.answer or ("(withheld: the sources disagree, see candidates)" if resp.candidates else "(no answer)")
+    answer = textwrap.fill(shown, cfg.answer_width, initial_indent=indent,
                            subsequent_indent=indent, break_on_hyphens=False).lstrip()
     lines = [f"{paint('Query:', 'label')}      {resp.query}",
              f"{paint('Answer:', 'label')}     {answer}",
@@ -800,10 +898,19 @@ def render_block(resp, paint, cfg):
         lines.append(paint(f"  ! {c.a.title} vs {c.b.title}: {c.reason}, topic similarity {c.topic_sim:.2f}, "
                            f"{format_evidence(c.evidence)}", "conflict"))
     for cl in resp.clusters:
-        lines.append(paint(f"  Conflict cluster resolved: kept '{cl.kept.title}' ({cl.kept.date or 'undated'}), "
-                           f"discarded {len(cl.discarded)} older doc(s).", "resolved"))
+        if cl.kind == "disputed":
+            names = " and ".join(f"'{d.title}'" for d in cl.members)
+            lines.append(paint(f"  Conflict cluster disputed: {names} disagree and nothing says which is current; "
+                               f"kept all, picked none.", "uncertain"))
+        else:
+            lines.append(paint(f"  Conflict cluster resolved: kept '{cl.kept.title}' ({stamp(cl.kept)}), "
+                               f"discarded {len(cl.discarded)} older doc(s).", "resolved"))
+    for c in resp.candidates:
+        lines.append(paint(f"  ? candidate from '{c.doc.title}': {c.answer or '(none)'} ({c.confidence:.1%})",
+                           "uncertain"))
     if resp.warning:
-        lines.append(paint("Warning:", "conflict" if not resp.clusters else "resolved") + " "
+        role = {"ANSWERED": "conflict", "RESOLVED": "resolved"}.get(resp.label, "uncertain")
+        lines.append(paint("Warning:", role) + " "
                      + textwrap.fill(resp.warning, cfg.answer_width + 14, subsequent_indent="  ",
                                      break_on_hyphens=False))
     return "\n".join(lines)
@@ -824,16 +931,25 @@ def render_table(names, naive, resolved, paint, cfg):
     head = f"{'Scenario':<22} | {'Naive answer':<{w}} | {'Resolved answer':<{w}} | What changed"
     lines = [paint(head, "label"), "-" * (len(head) + 20)]
     for name, n, r in zip(names, naive, resolved):
-        cells = [clip(f"{a.answer or '(none)'} ({a.confidence:.0%})", w) for a in (n, r)]
+        cells = [clip(table_answer(a), w) for a in (n, r)]
         change, role = what_changed(n, r)
         lines.append(f"{clip(name, 22):<22} | {cells[0]:<{w}} | {cells[1]:<{w}} | {paint(change, role)}")
     return "\n".join(lines)
+
+
+def table_answer(resp):
+    """'$6.8M (87%)'; for a withheld answer its candidates: 'UNCERTAIN: ACTIVE | INACTIVE'."""
+    if resp.candidates:
+        return "UNCERTAIN: " + " | ".join(c.answer or "(none)" for c in resp.candidates)
+    return f"{resp.answer or '(none)'} ({resp.confidence:.0%})"
 
 
 def what_changed(naive, resolved):
     """A short phrase and its colour role, e.g. ('answer changed; dropped Q4-2023-Earnings-Release', 'resolved')."""
     if not resolved.clusters:
         return "no conflict; same context", "ok"
+    if resolved.candidates:
+        return f"answer withheld: {len(resolved.candidates)} sources disagree, none is newer", "uncertain"
     dropped = ", ".join(d.title for c in resolved.clusters for d in c.discarded)
     verb = "answer changed" if naive.answer != resolved.answer else "same answer"
     return f"{verb}; dropped {dropped}", "resolved"
@@ -1135,6 +1251,38 @@ class TestResolver(unittest.TestCase):
         self.assertEqual(res.clusters[0].kept, self.old)
 
 
+class TestResolutionKinds(unittest.TestCase):
+    def test_superseded_by_date(self):
+        a, b = doc("a", "x", "2024-01-15"), doc("b", "y", "2024-04-03")
+        self.assertEqual(supersession_order((a, b)), (b, "date"))
+
+    def test_superseded_by_version_when_undated(self):
+        a = Document("a", "a", None, "x", "1.2")
+        b = Document("b", "b", None, "y", "v2.0")
+        self.assertEqual(supersession_order((b, a)), (b, "version"))
+        self.assertEqual(version_key(Document("c", "c", None, "z", "2")), version_key(b))
+
+    def test_superseded_by_cue(self):
+        a, b = doc("a", "Revenue was $4.2M.", None), doc("b", "Auditors restated revenue to $6.8M.", None)
+        self.assertEqual(supersession_order((a, b)), (b, "cue"))
+        c = doc("c", "Effective November 2023, the rule changed.", None)
+        self.assertEqual(supersession_order((a, c)), (c, "cue"))
+
+    def test_disputed_without_order(self):
+        a, b = doc("a", "The beacon is ACTIVE.", None), doc("b", "The beacon is INACTIVE.", None)
+        self.assertEqual(supersession_order((a, b)), (None, None))
+        tie_a, tie_b = doc("a", "x", "2024-01-01"), doc("b", "y", "2024-01-01")
+        self.assertEqual(supersession_order((tie_a, tie_b)), (None, None))
+
+    def test_disputed_cluster_keeps_everyone(self):
+        a, b = doc("a", "ACTIVE", None), doc("b", "INACTIVE", None)
+        res = resolve_by_kind(retrieved_of(a, b), ConflictReport((conflict(a, b),), 1))
+        self.assertEqual(([r.doc for r in res.kept], res.clusters[0].kind), ([a, b], "disputed"))
+        self.assertIsNone(res.clusters[0].kept)
+        res = resolve_by_recency(retrieved_of(a, b), ConflictReport((conflict(a, b),), 1))
+        self.assertEqual(res.clusters[0].kept, a)  # the article's policy picks anyway (higher rank)
+
+
 class TestSpanDecoding(unittest.TestCase):
     def test_peak_span(self):
         start, end = np.zeros(8), np.zeros(8)
@@ -1263,7 +1411,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
                                                       "How are laptops protected?"])
         naive, resolved = rows[0]["naive"], rows[0]["resolved"]
         self.assertEqual(set(naive), {"answer", "confidence", "label", "sources", "conflicts", "clusters",
-                                      "cited_source_ids", "warning"})
+                                      "cited_source_ids", "warning", "candidates"})
         self.assertEqual({s["source_id"] for s in naive["sources"]}, {"r-old", "r-new"})
         self.assertEqual(set(naive["sources"][0]), {"source_id", "title", "date", "version", "score"})
         new = next(s for s in naive["sources"] if s["source_id"] == "r-new")
@@ -1276,7 +1424,9 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         self.assertIn("contradict", naive["warning"])
         self.assertEqual(resolved["label"], "RESOLVED")
         self.assertEqual(resolved["clusters"], [{"members": [s["source_id"] for s in naive["sources"]],
-                                                 "kept": "r-new", "discarded": ["r-old"]}])
+                                                 "kept": "r-new", "discarded": ["r-old"], "kind": "superseded",
+                                                 "basis": "date"}])
+        self.assertEqual(resolved["candidates"], [])
         self.assertEqual([s["source_id"] for s in resolved["sources"]], ["r-new"])
         self.assertEqual(resolved["cited_source_ids"], ["r-new"])
         self.assertEqual(resolved["answer"], KB_DOCS[1]["content"])
@@ -1310,7 +1460,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
             self.assertEqual(len(lines), n)
         self.assertEqual(set(lines[0]), {"time", "query", "a", "b", "reason", "kind", "topic_sim", "evidence",
                                          "resolution"})
-        self.assertEqual(lines[1]["resolution"], {"kept": "r-new", "discarded": ["r-old"]})
+        self.assertEqual(lines[1]["resolution"], {"kind": "superseded", "kept": "r-new", "discarded": ["r-old"]})
         self.assertEqual(lines[0]["query"], "Initech revenue?")
 
     def test_builtin_scenarios_take_the_new_flags(self):
