@@ -513,7 +513,7 @@ def resolve(retrieved, report, pick):
 # "restated", "revised", "replaces", "no longer", "effective November 2023", "effective 2024-04-01", ...
 SUPERSESSION_RE = re.compile(
     r"\b(?:restat(?:ed|es|ement)|revis(?:ed|es|ion)|replac(?:es|ed|ing)|supersed(?:es|ed|ing)|revers(?:es|ed)"
-    r"|no longer|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[A-Z][a-z]+ (?:\d{1,2}, )?\d{4})))\b")
+    r"|no longer|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[a-z]+ (?:\d{1,2}, )?\d{4})))\b", re.IGNORECASE)
 
 
 def supersession_order(members):
