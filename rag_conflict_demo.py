@@ -39,9 +39,13 @@ import argparse
 import contextlib
 import dataclasses
 import datetime as dt
+import difflib
+import functools
+import inspect
 import io
 import json
 import logging
+import math
 import os
 import re
 import subprocess
@@ -50,7 +54,8 @@ import tempfile
 import textwrap
 import time
 import unittest
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -73,6 +78,12 @@ class Config:
     hub_timeout: float = 5.0  # seconds to wait for the model hub before giving up (fail fast, no retry loop)
     answer_width: int = 72  # wrap width of answers in the walkthrough, in characters
     table_width: int = 34  # width of an answer cell in the side-by-side table, in characters
+    rel_tol: float = 0.005  # "same amount" tolerance, relative; 0.5% keeps $4.2M == $4,200,000 but not $4.3M
+    negation_window: int = 3  # tokens a negator may precede its predicate by ("is no longer required" = 2)
+    slot_min_ratio: float = 0.6  # difflib ratio over content tokens for "same frame"; 0.5 fires on loose paraphrase
+    slot_max_span: int = 3  # longest replaced run (tokens) still read as a single answer slot
+    slot_max_extra: int = 2  # inserted/deleted tokens tolerated beside the one replace ("city", "now")
+    event_window: int = 4  # words either side of a year that name its event, for non-date questions
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -292,6 +303,1176 @@ def extract_numbers(text):
 def tokens(text):
     """Lower-cased word tokens, apostrophes kept: "Isn't it?" -> ["isn't", 'it']"""
     return TOKEN_RE.findall(text.lower().replace("\u2019", "'"))
+
+
+# Question-aware features: what a document says in answer to the question. Given a question and, for each of two
+# documents, the sentences that answer it, compare_answers says whether they disagree and why. Four signals, tried
+# in an order that depends on the question type:
+#   value     normalised amounts differ for the same unit, period and entity ($4.2M vs $6.8M; 1998 vs 2001)
+#   polarity  one predicate group with opposite signs (retired vs currently available; required vs no longer required)
+#   name      disjoint person/organisation names for a who-question (Maria Lopez vs Daniel Okafor)
+#   slot      two near-identical frames that differ in one content slot (capital ... Sydney vs ... Canberra)
+# Calibrated on QACC, "Open Domain Question Answering with Conflicting Contexts" (Liu et al., NAACL 2025).
+
+DEFAULT_CONFIG = Config()
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: str      # 'money' | 'percent' | 'quantity' | 'year' | 'date' | 'duration'
+    amount: float  # money in currency units, duration in days, year as the year, date as yyyymmdd (00 = unknown)
+    unit: str      # 'USD', '%', 'days', 'requests/minute', 'employees', '' when none
+    period: str    # 'Q3', 'Q4-2023', 'FY2023', 'H1-2024', '2023-01', '2023', '' when unknown
+    entity: str    # lowercased owner ("acme", "globex corp"), '' when unknown
+    text: str      # surface form
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str        # 'value' | 'polarity' | 'name' | 'slot'
+    reason: str      # human-readable
+    evidence: tuple  # (a_side, b_side) strings that disagree
+
+
+@dataclass(frozen=True)
+class PolarityHit:
+    group: str     # 'available', 'required', 'direction:revenue', ...
+    sign: int      # +1 / -1 after negation
+    text: str      # surface predicate, with its negator when flipped ("no longer required")
+
+
+# lexicons
+
+MEASURE_KINDS = frozenset({"money", "percent", "quantity", "duration"})  # compared within (kind, unit)
+TEMPORAL_KINDS = frozenset({"year", "date"})  # compared with each other: 1911 meets October 23, 1911
+ALL_KINDS = MEASURE_KINDS | TEMPORAL_KINDS
+
+STOPWORDS = frozenset("""
+a about above across after again against all along already also am among an and any are aren't around as at be
+because been before being below between both but by can could did do does doing down during each either etc ever
+every few for from further had has have having he her here hers herself him himself his how i if in into is it its
+itself just last me more most my myself neither next no nor not now of off on once only onto or other our ours out
+over own per same she should so some such than that the their theirs them themselves then there these they this
+those through to too under until up upon very via was we were what when where which while who whom whose why will
+with within without would yet you your yours
+""".split())
+
+# Capitalised only because they open a sentence, so never a name or an entity on their own.
+SENTENCE_STARTERS = STOPWORDS | frozenset("""
+according although however meanwhile moreover today yesterday tomorrow currently recently since though unlike
+like following many several most some overall instead finally first second third originally previously
+""".split())
+
+MONTHS = {
+    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4, "may": 5,
+    "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8, "sep": 9, "sept": 9, "september": 9,
+    "oct": 10, "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
+}
+DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+
+NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+}
+SCALES = {
+    "k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "b": 1e9, "bn": 1e9, "billion": 1e9,
+    "t": 1e12, "tn": 1e12, "trillion": 1e12,
+}
+CURRENCIES = {
+    "$": "USD", "us$": "USD", "a$": "AUD", "c$": "CAD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR",
+    "usd": "USD", "eur": "EUR", "gbp": "GBP", "jpy": "JPY", "inr": "INR", "cad": "CAD", "aud": "AUD", "chf": "CHF",
+    "cny": "CNY", "dollar": "USD", "euro": "EUR", "yen": "JPY", "rupee": "INR",
+}
+# Days per unit; 12 months and 52 weeks are both exactly one year so "12 months" == "one-year".
+DURATION_DAYS = {
+    "second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 365 / 52, "month": 365 / 12,
+    "year": 365.0, "decade": 3650.0, "century": 36500.0,
+}
+UNIT_ALIASES = {
+    "sec": "second", "secs": "second", "min": "minute", "mins": "minute", "hr": "hour", "hrs": "hour", "h": "hour",
+    "d": "day", "wk": "week", "wks": "week", "mo": "month", "mos": "month", "yr": "year", "yrs": "year",
+    "annum": "year", "centuries": "century", "req": "requests", "reqs": "requests", "request": "requests",
+}
+IRREGULAR_PLURALS = {"person": "people", "man": "men", "woman": "women", "child": "children", "foot": "feet"}
+PLURAL_FORMS = frozenset(IRREGULAR_PLURALS.values()) | frozenset({"staff", "personnel", "data", "series"})
+
+# A bare number after one of these is an identifier or a rank ("number 3", "Season 7"), not an amount.
+ID_LABELS = frozenset("""
+number no nos season episode chapter page pages version level tier grade class part volume vol rank ranked step
+phase round track room route highway article section item act scene book issue gen generation type model line gate
+platform pp p top #
+""".split())
+CORP_SUFFIXES = frozenset("corp corporation inc incorporated ltd limited llc co plc group holdings gmbh ag sa".split())
+TITLES = frozenset("""
+mr mrs ms dr prof sir dame lord lady general gen president king queen prince princess saint st captain capt colonel
+col lt sgt rev hon shri sri smt maharaj admiral chairman director senator governor mayor pope emperor sheikh
+""".split())
+UNIT_WORDS = frozenset(CURRENCIES) | frozenset(DURATION_DAYS) | frozenset({"percent", "usd", "eur", "gbp", "k"})
+NAME_NOISE = STOPWORDS | frozenset(MONTHS) | DAYS | UNIT_WORDS | CORP_SUFFIXES | TITLES
+NEGATORS = frozenset({"not", "no", "never", "cannot", "nor", "neither", "none"})
+NAME_PARTICLES = frozenset({"de", "van", "von", "der", "den", "da", "del", "di", "du", "la", "le", "bin", "al", "y"})
+
+# Predicate groups: phrase (lowercased tokens) -> (group, sign). Only the same group can conflict.
+POLARITY_LEXICON = {
+    ("active",): ("active", 1), ("inactive",): ("active", -1), ("deactivated",): ("active", -1),
+    ("enabled",): ("enabled", 1), ("disabled",): ("enabled", -1),
+    ("allowed",): ("allowed", 1), ("permitted",): ("allowed", 1), ("may",): ("allowed", 1),
+    ("prohibited",): ("allowed", -1), ("forbidden",): ("allowed", -1), ("banned",): ("allowed", -1),
+    ("disallowed",): ("allowed", -1),
+    ("available",): ("available", 1), ("in", "service"): ("available", 1), ("offered",): ("available", 1),
+    ("retired",): ("available", -1), ("discontinued",): ("available", -1), ("deprecated",): ("available", -1),
+    ("unavailable",): ("available", -1), ("shut", "down"): ("available", -1), ("sunset",): ("available", -1),
+    ("sunsetted",): ("available", -1), ("withdrawn",): ("available", -1), ("decommissioned",): ("available", -1),
+    ("out", "of", "service"): ("available", -1), ("phased", "out"): ("available", -1),
+    ("required",): ("required", 1), ("require",): ("required", 1), ("requires",): ("required", 1),
+    ("mandatory",): ("required", 1), ("must",): ("required", 1), ("compulsory",): ("required", 1),
+    ("obligatory",): ("required", 1), ("optional",): ("required", -1), ("voluntary",): ("required", -1),
+    ("open",): ("open", 1), ("closed",): ("open", -1),
+    ("approved",): ("approved", 1), ("rejected",): ("approved", -1), ("denied",): ("approved", -1),
+    ("increased",): ("direction", 1), ("increases",): ("direction", 1), ("rose",): ("direction", 1),
+    ("risen",): ("direction", 1), ("grew",): ("direction", 1), ("grown",): ("direction", 1),
+    ("raised",): ("direction", 1), ("climbed",): ("direction", 1), ("jumped",): ("direction", 1),
+    ("surged",): ("direction", 1), ("soared",): ("direction", 1),
+    ("decreased",): ("direction", -1), ("decreases",): ("direction", -1), ("fell",): ("direction", -1),
+    ("fallen",): ("direction", -1), ("dropped",): ("direction", -1), ("reduced",): ("direction", -1),
+    ("cut",): ("direction", -1), ("declined",): ("direction", -1), ("lowered",): ("direction", -1),
+    ("shrank",): ("direction", -1), ("plunged",): ("direction", -1), ("slumped",): ("direction", -1),
+}
+POLARITY_MAX_PHRASE = max(len(p) for p in POLARITY_LEXICON)
+# "did not increase" says nothing about a decrease, so direction is dropped rather than flipped under negation.
+NO_FLIP_GROUPS = frozenset({"direction"})
+# Skipped when looking back from a direction verb for the quantity it moves ("revenue was increased").
+AUXILIARIES = frozenset("is are was were be been being has have had will would did does do also sharply".split())
+
+# Slot alignment maps paraphrases to one token so only real differences survive the diff.
+SYNONYMS = {
+    "grew": "increased", "rose": "increased", "risen": "increased", "grown": "increased", "climbed": "increased",
+    "raised": "increased", "jumped": "increased", "fell": "decreased", "dropped": "decreased",
+    "declined": "decreased", "reduced": "decreased", "lowered": "decreased", "permitted": "allowed",
+    "may": "allowed", "prohibited": "forbidden", "banned": "forbidden", "mandatory": "required",
+    "compulsory": "required", "must": "required", "percent": "%", "started": "founded", "established": "founded",
+    "begun": "began", "commenced": "began", "chief": "ceo", "executive": "ceo", "lasts": "lasted",
+}
+
+QUANTITY_NOUNS = frozenset("""
+price prices cost costs rate limit revenue revenues number size amount population percentage percent share salary
+income profit profits sales budget value total average height length weight distance speed capacity duration
+period age count fee fees tax wage wages temperature score quota earnings margin growth valuation debt volume
+""".split())
+NAME_ASKERS = frozenset("""
+person people company companies organisation organization team man woman author artist band group firm player
+actor actress singer writer founder president
+""".split())
+AUX_VERBS = frozenset("""
+is are was were do does did can could has have had will would should shall may might must isn't aren't wasn't
+weren't doesn't don't didn't can't won't
+""".split())
+
+# regexes (all compiled once, here)
+
+_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+          r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)(?![A-Za-z])\.?")
+_DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_WORDNUM_ALT = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+_WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred))*)"
+_NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
+_SCALE_ANY = r"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:thousand|million|billion|trillion)(?![\w]))"
+_SCALE_PLAIN = r"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?i:thousand|million|billion|trillion)(?![\w]))"
+_DUR_UNITS = (r"years?|yrs?|months?|mos|weeks?|wks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|decades?"
+              r"|centuries|century")
+_PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
+_LEAD = r"(?<![\w.])"  # a number must not continue a word ("Episodes38") or a version ("v2.0")
+
+_SNIPPET_DATE_RE = re.compile(
+    rf"^\s*(?:{_MONTH}\s\d{{1,2}},?\s\d{{4}}|\d{{1,2}}\s{_MONTH},?\s\d{{4}}"
+    r"|\d+\s(?:second|minute|hour|day|week|month|year)s?\sago)\s*(?:\.\.\.|…|—|–|-|·)\s*")
+_CHUNK_SEPARATOR_RE = re.compile(r"\s*(?:\.\.\.+|…)\s*|\s+[·|•]\s+")
+_BOUNDARY_RE = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?(?P<next>\w))")
+_ABBREVIATION_END_RE = re.compile(
+    r"(?:\b(?:e\.g|i\.e|vs|Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Corp|Co|Ltd|No|Fig|approx|ca|cf|Gen|Gov|Sen|Rep|Lt|Col"
+    r"|Capt|Mt|Ft|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)|(?:\b[A-Za-z]\.)+[A-Za-z]|\b[A-Z])\.$")
+_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_POLARITY_TOKEN_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|[,;:.!?()—–]")
+_NAME_TOKEN_RE = re.compile(r"[^\W\d_][\w'’.&-]*")
+_SLOT_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*[%\w]*|[^\W\d_]+(?:['’][^\W\d_]+)*")
+
+_MONEY_RES = (
+    re.compile(rf"(?<![A-Za-z0-9])(?P<cur>US\$|A\$|C\$|\$|€|£|¥|₹)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
+    re.compile(rf"(?<![\w])(?P<cur>USD|EUR|GBP|JPY|INR|CAD|AUD|CHF|CNY)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
+    re.compile(rf"{_LEAD}{_NUM}{_SCALE_ANY}?\s?(?P<cur>(?:US |U\.S\. )?(?i:dollars?)|(?i:euros?)|yen|rupees?"
+               r"|USD|EUR|GBP|JPY|INR)(?![\w])"),
+)
+_PERCENT_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:%|(?i:percent|per cent|pct|percentage points?)(?![\w]))")
+_RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?/\s?|\s(?:per|a|an|each|every)\s)"
+                      rf"(?P<per>{_PER_UNITS})(?![\w])")
+_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
+_DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
+_DATE_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:,\s?|\s)"
+                          rf"(?P<year>\d{{4}})(?![\w])")
+_DATE_DMY_RE = re.compile(rf"{_LEAD}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon>{_MONTH}),?"
+                          rf"(?:\s(?:in\s)?(?P<year>\d{{4}}))?(?![\w])")
+_DATE_MY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH}),?\s(?P<year>\d{{4}})(?![\w])")
+_DATE_MD_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\w])")
+_YEAR_RANGE_RE = re.compile(r"(?<![\w.,$€£¥#:])(?P<year>1\d{3}|20\d{2})\s?[-–]\s?(?P<end>\d{4}|\d{2})"
+                            r"(?![\w%]|[.,:]\d)")
+_YEAR_RE = re.compile(r"(?<![\w.,$€£¥#:/-])(?P<year>1\d{3}|20\d{2})(?![\w%]|[.,:]\d)")
+_COUNT_RE = re.compile(rf"(?<![\w.,'’#$€£¥:/-]){_NUM}{_SCALE_PLAIN}?(?![\w%]|[.,:]\d)"
+                       r"(?:\s(?P<noun>[^\W\d_][\w'-]*))?")
+_NEXT_WORD_RE = re.compile(r"\s+([A-Za-z][A-Za-z'-]*)")
+_PREV_WORD_RE = re.compile(r"([#\w][\w.-]*)\W{0,2}$")
+_LIST_MARKER_AFTER_RE = re.compile(r"[.)](?:\s|$)")
+_LIST_MARKER_BEFORE_RE = re.compile(r"(?:^|[,;:·|])\s*$")
+_ANY_WORD_CHAR_RE = re.compile(r"\w")
+_CLAUSE_BREAK_RE = re.compile(r"[,;:]|\b(?:and|but|while|whereas|versus|vs)\b")
+_NUMBER_WORD_SPLIT_RE = re.compile(r"[\s-]+")
+_CURRENCY_PREFIX_RE = re.compile(r"^(?:us|u\.s\.)\s+")
+_POSSESSIVE_END_RE = re.compile(r"['’]s$")
+_INITIALS_RE = re.compile(r"(?:[A-Z]\.)+")
+
+_QUARTER_RE = re.compile(r"(?<![\w])(?:Q(?P<q>[1-4])|(?P<qw>(?i:first|second|third|fourth))[\s-](?i:quarter))"
+                         r"(?:\s?(?:of\s)?(?:(?i:fiscal\s(?:year\s)?)|FY\s?|-)?(?P<year>\d{4})|['’](?P<yy>\d{2}))?"
+                         r"(?![\w])")
+_HALF_RE = re.compile(r"(?<![\w])(?:H(?P<q>[12])|(?P<qw>(?i:first|second))[\s-](?i:half))"
+                      r"(?:\s?(?:of\s)?(?:(?i:fiscal\s(?:year\s)?)|FY\s?|-)?(?P<year>\d{4})|['’](?P<yy>\d{2}))?"
+                      r"(?![\w])")
+_FISCAL_RE = re.compile(r"(?<![\w])(?:FY\s?['’]?(?P<year>\d{4}|\d{2})"
+                        r"|(?i:(?:(?:for|in)\s(?:the\s)?)?fiscal\s(?:year\s)?)(?P<y2>\d{4})"
+                        r"|(?:for|in)\s(?:the\s)?year\s(?P<y3>\d{4}))(?![\w])")
+_FOR_YEAR_RE = re.compile(r"(?<![\w])for\s(?P<year>1\d{3}|20\d{2})(?![\w])")
+_IN_YEAR_RE = re.compile(r"(?<![\w])(?:[Ii]n|[Dd]uring|[Aa]s of)\s(?P<year>1\d{3}|20\d{2})(?![\w])")
+
+_CAP_SPAN = r"[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*"
+_POSSESSIVE_RE = re.compile(rf"(?<![\w])(?P<name>{_CAP_SPAN})['’]s(?![\w])")
+_FOR_ENTITY_RE = re.compile(rf"(?<![\w])(?:[Ff]or|[Aa]t)\s(?P<name>{_CAP_SPAN})")
+_LEADING_ENTITY_RE = re.compile(r"^\W*(?P<name>[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)+)")
+_PERIODISH_RE = re.compile(rf"^(?:Q[1-4]|H[12]|FY\S*|{_MONTH})$")
+_PERIOD_LABEL_RE = re.compile(r"(?P<sub>[QH][1-4])(?:-(?P<y1>\d{4}))?|FY(?P<y2>\d{4})"
+                              r"|(?P<y3>\d{4})(?:-(?P<mon>\d{2}))?")
+
+_Q_CONTRACTION_RE = re.compile(r"\b(what|who|when|where|how)'s\b")
+_Q_STATUS_RE = re.compile(r"^what(?:'s|\s+is|\s+was|\s+are)\s+(?:the\s+)?(?:current\s+)?(?:status|state)\b")
+_Q_NAME_RE = re.compile(r"^(?:who|whom|whose)\b|^name\s|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)?\s+(?:the\s+|his\s+"
+                        r"|her\s+|its\s+|their\s+)?names?\b|\bby\s*\?$")
+_Q_WHICH_RE = re.compile(r"^(?:which|what)\s+(?P<noun>\w+)")
+_Q_DATE_RE = re.compile(r"^when\b|^since\s+when\b|^(?:in\s+|on\s+|by\s+)?(?:what|which)\s+(?:year|date|day|month|decade"
+                        r"|century)\b|^what(?:'s|\s+is|\s+was)\s+the\s+date\b")
+_Q_QUANTITY_RE = re.compile(r"^how\s+(?:much|many|long|old|far|big|large|tall|high|fast|often|heavy|wide|deep)\b")
+
+
+# sentences and questions
+
+
+def strip_snippet_date(text: str) -> str:
+    """Drop a search engine's leading "date ..." prefix, which dates the page, not the fact.
+
+    Example: strip_snippet_date("Aug 23, 2020 ... The X") == "The X"
+    """
+    return _SNIPPET_DATE_RE.sub("", text, count=1)
+
+
+def _split_chunk(chunk: str) -> list[str]:
+    """Split one ellipsis-free chunk at sentence ends, keeping abbreviations ("U.S.", "e.g.", "J.") whole.
+
+    Example: _split_chunk("The U.S. Army won. It left.") == ["The U.S. Army won.", "It left."]
+    """
+    pieces, start = [], 0
+    for m in _BOUNDARY_RE.finditer(chunk):
+        head = chunk[start:m.start() + 1]
+        if m["next"].islower() or _ABBREVIATION_END_RE.search(head):
+            continue
+        cut = m.start() + len(m.group().rstrip())
+        pieces.append(chunk[start:cut])
+        start = m.end()
+    return pieces + [chunk[start:]]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a snippet; the snippet date is dropped and "..." / " · " count as boundaries.
+
+    Example: split_sentences("Revenue was $4.2M. It rose\u00a0...") == ["Revenue was $4.2M.", "It rose"]
+    """
+    text = strip_snippet_date(text.replace("\u00a0", " "))
+    pieces = [p.strip() for chunk in _CHUNK_SEPARATOR_RE.split(text) for p in _split_chunk(chunk)]
+    return [p for p in pieces if _WORD_RE.search(p)]
+
+
+def _normalise_question(question: str) -> str:
+    """Lowercase and expand the contractions the patterns look for.
+
+    Example: _normalise_question("What's the price?") == "what is the price?"
+    """
+    q = question.strip().lower().replace("’", "'")
+    return _Q_CONTRACTION_RE.sub(r"\1 is", q)
+
+
+def question_type(question: str) -> str:
+    """Answer type asked for: 'date', 'quantity', 'name', 'state' or 'other'.
+
+    Example: question_type("When did the museum open?") == "date"
+    """
+    q = _normalise_question(question)
+    words = _WORD_RE.findall(q)
+    which = _Q_WHICH_RE.match(q)
+    if _Q_STATUS_RE.match(q):
+        return "state"
+    if _Q_NAME_RE.search(q) or (which and which["noun"] in NAME_ASKERS):
+        return "name"
+    if _Q_DATE_RE.match(q):
+        return "date"
+    if _Q_QUANTITY_RE.match(q) or (words[:1] in (["what"], ["which"]) and QUANTITY_NOUNS.intersection(words)):
+        return "quantity"
+    if words and words[0] in AUX_VERBS:
+        return "state"
+    return "other"
+
+
+def question_words(question: str) -> frozenset[str]:
+    """Lowercased question tokens without possessive "'s"; the answer is what the question does not say.
+
+    Example: question_words("Who is Acme's CEO?") == frozenset({"who", "is", "acme", "ceo"})
+    """
+    return frozenset(_strip_possessive(w) for w in _WORD_RE.findall(question.lower()))
+
+
+def _strip_possessive(word: str) -> str:
+    """Example: _strip_possessive("Acme's") == "Acme" """
+    return _POSSESSIVE_END_RE.sub("", word)
+
+
+# values
+
+
+def parse_number(text: str) -> float | None:
+    """Digits with thousands separators, or English number words up to the hundreds.
+
+    Example: parse_number("1,500") == 1500.0 and parse_number("three-hundred-seventeen") == 317.0
+    """
+    t = text.strip().lower()
+    if t[:1].isdigit():
+        return float(t.replace(",", ""))
+    total = 0
+    for word in _NUMBER_WORD_SPLIT_RE.split(t):
+        if word == "hundred":
+            total = max(total, 1) * 100  # subtle: "hundred" scales what came before ("three hundred" = 300)
+        elif word in NUMBER_WORDS:
+            total += NUMBER_WORDS[word]
+        else:
+            return None
+    return float(total)
+
+
+def _scaled(m: re.Match) -> float | None:
+    """The match's number times its scale suffix, if any.
+
+    Example: _scaled(_COUNT_RE.search("1.5K")) == 1500.0 and _scaled(_PERCENT_RE.search("12%")) == 12.0
+    """
+    number = parse_number(m["num"])
+    if number is None or "scale" not in m.re.groupindex:
+        return number
+    scale = (m["scale"] or "").strip().lower()
+    return number * SCALES[scale] if scale else number
+
+
+def _plural(noun: str) -> str:
+    """Canonical plural so "1 employee" and "2 employees" share a unit.
+
+    Example: _plural("employee") == "employees" and _plural("church") == "churches"
+    """
+    if noun in IRREGULAR_PLURALS:
+        return IRREGULAR_PLURALS[noun]
+    if noun in PLURAL_FORMS or noun.endswith("s"):
+        return noun
+    if noun.endswith(("ch", "sh", "x", "z")):
+        return noun + "es"
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+def _time_unit(word: str) -> str:
+    """Singular canonical time unit.
+
+    Example: _time_unit("Mins") == "minute" and _time_unit("years") == "year"
+    """
+    w = word.lower()
+    w = UNIT_ALIASES.get(w, w)
+    return w[:-1] if w.endswith("s") and w[:-1] in DURATION_DAYS else w
+
+
+def _value(kind: str, amount: float, unit: str, m: re.Match) -> list[Value]:
+    """One context-free Value from a match; period and entity are attached later.
+
+    Example: _value("percent", 12.0, "%", _PERCENT_RE.search("12%"))[0].text == "12%"
+    """
+    return [Value(kind, amount, unit, "", "", m.group(0).strip())]
+
+
+def _money_values(m: re.Match) -> list[Value]:
+    """Example: _money_values(_MONEY_RES[1].search("USD 4.2 million"))[0].amount == 4200000.0"""
+    cur = _CURRENCY_PREFIX_RE.sub("", m["cur"].lower())
+    cur = cur[:-1] if cur.endswith("s") and cur[:-1] in CURRENCIES else cur
+    amount = _scaled(m)
+    return [] if amount is None else _value("money", amount, CURRENCIES[cur], m)
+
+
+def _percent_values(m: re.Match) -> list[Value]:
+    """Example: _percent_values(_PERCENT_RE.search("12 percent"))[0].amount == 12.0"""
+    amount = _scaled(m)
+    return [] if amount is None else _value("percent", amount, "%", m)
+
+
+def _rate_values(m: re.Match) -> list[Value]:
+    """A count per time unit, unit "what/per".
+
+    Example: _rate_values(_RATE_RE.search("500 req/min"))[0].unit == "requests/minute"
+    """
+    what = m["what"].lower()
+    amount = _scaled(m)
+    if amount is None or what in STOPWORDS:
+        return []
+    return _value("quantity", amount, f"{_plural(UNIT_ALIASES.get(what, what))}/{_time_unit(m['per'])}", m)
+
+
+def _duration_values(m: re.Match) -> list[Value]:
+    """Durations in days.
+
+    Example: _duration_values(_DURATION_RE.search("12 months"))[0].amount == 365.0
+    """
+    amount = _scaled(m)
+    return [] if amount is None else _value("duration", amount * DURATION_DAYS[_time_unit(m["unit"])], "days", m)
+
+
+def _date_values(m: re.Match) -> list[Value]:
+    """Calendar dates as yyyymmdd with 00 for an unknown part.
+
+    Example: _date_values(_DATE_MDY_RE.search("October 23, 1911"))[0].amount == 19111023
+    """
+    groups = m.groupdict()
+    mon = groups["mon"]
+    month = int(mon) if mon.isdigit() else MONTHS[mon.rstrip(".").lower()]
+    day, year = int(groups.get("day") or 0), int(groups.get("year") or 0)
+    if not 1 <= month <= 12 or day > 31:
+        return []
+    return _value("date", float(year * 10000 + month * 100 + day), "", m)
+
+
+def _year_range_values(m: re.Match) -> list[Value]:
+    """Both ends of "1954-55" or "1947–2021" as years.
+
+    Example: [v.amount for v in _year_range_values(_YEAR_RANGE_RE.search("1954-55"))] == [1954.0, 1955.0]
+    """
+    start, end = int(m["year"]), m["end"]
+    stop = int(end) if len(end) == 4 else start // 100 * 100 + int(end)
+    if stop <= start:
+        return []
+    return [Value("year", float(y), "", "", "", m.group(0)) for y in (start, stop)]
+
+
+def _next_word(m: re.Match) -> str:
+    """Example: _next_word(_YEAR_RE.search("2000 employees")) == "employees" """
+    nxt = _NEXT_WORD_RE.match(m.string, m.end())
+    return nxt.group(1) if nxt else ""
+
+
+def _is_count_noun(word: str) -> bool:
+    """A lowercase plural right after a number makes it a count, not a year.
+
+    Example: _is_count_noun("employees") and not _is_count_noun("after")
+    """
+    w = word.lower()
+    return word.islower() and w not in STOPWORDS and (w in PLURAL_FORMS or (w.endswith("s") and not w.endswith("ss")))
+
+
+def _year_values(m: re.Match) -> list[Value]:
+    """Example: _year_values(_YEAR_RE.search("opened in 1998"))[0].amount == 1998.0"""
+    return [] if _is_count_noun(_next_word(m)) else _value("year", float(m["year"]), "", m)
+
+
+def _is_identifier(m: re.Match) -> bool:
+    """A bare number that is a list marker ("2. The") or a label ("Season 7", "Hot 100"), not an amount.
+
+    Example: _is_identifier(_COUNT_RE.search("2. The")) and not _is_identifier(_COUNT_RE.search("Sold 42."))
+    """
+    before, after = m.string[:m.start()], m.string[m.end():]
+    small = m["num"].isdigit() and int(m["num"]) < 100
+    if small and _LIST_MARKER_AFTER_RE.match(after) and _LIST_MARKER_BEFORE_RE.search(before):
+        return True  # subtle: "to be 34." ends a sentence; "; 18. CI" and a leading "2." start list items
+    prev = _PREV_WORD_RE.search(before)
+    if not prev:
+        return False
+    word = prev.group(1)
+    if word.lower().rstrip(".") in ID_LABELS:
+        return True
+    # subtle: "Hot 100" is a name, but "Sold 42" only looks like one because it opens the sentence
+    opens_sentence = not _ANY_WORD_CHAR_RE.search(before, 0, prev.start())
+    return word[:1].isupper() and before[prev.end(1):].isspace() and not opens_sentence
+
+
+def _count_values(m: re.Match) -> list[Value]:
+    """A number with the noun it counts ("13000 churches"), or a bare number ("1.5K") when not an identifier.
+
+    Example: _count_values(_COUNT_RE.search("12,000 churches"))[0].unit == "churches"
+    """
+    noun = (m["noun"] or "").lower()
+    amount = _scaled(m)
+    is_word = not m["num"][:1].isdigit()
+    if amount is None or _is_identifier(m):
+        return []
+    if len(noun) > 1 and noun not in STOPWORDS and noun not in MONTHS:
+        return [Value("quantity", amount, _plural(noun), "", "", m.group(0).strip())]
+    if is_word:
+        return []  # subtle: "one of", "the two" are pronouns far more often than amounts
+    return [Value("quantity", amount, "", "", "", m.string[m.start():m.end("scale") if m["scale"] else m.end("num")])]
+
+
+# (regex, builder) in priority order: a span claimed by an earlier rule is skipped by later ones.
+_VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] = (
+    *((r, _money_values) for r in _MONEY_RES),
+    (_PERCENT_RE, _percent_values),
+    (_RATE_RE, _rate_values),
+    (_DATE_ISO_RE, _date_values),
+    (_DATE_MDY_RE, _date_values),
+    (_DATE_DMY_RE, _date_values),
+    (_DATE_MY_RE, _date_values),
+    (_DATE_MD_RE, _date_values),
+    (_DURATION_RE, _duration_values),
+    (_YEAR_RANGE_RE, _year_range_values),
+    (_YEAR_RE, _year_values),
+    (_COUNT_RE, _count_values),
+)
+
+
+def _two_digit_year(yy: str) -> str:
+    """Example: _two_digit_year("23") == "2023" """
+    return yy if len(yy) == 4 else f"20{yy}"
+
+
+def _sub_period(m: re.Match, prefix: str) -> str:
+    """Quarter or half label with its year when given.
+
+    Example: _sub_period(_QUARTER_RE.search("third quarter of 2023"), "Q") == "Q3-2023"
+    """
+    order = {"first": "1", "second": "2", "third": "3", "fourth": "4"}
+    label = prefix + (m["q"] or order[m["qw"].lower()])
+    year = m["year"] or m["yy"]
+    return f"{label}-{_two_digit_year(year)}" if year else label
+
+
+def _fiscal_period(m: re.Match) -> str:
+    """Example: _fiscal_period(_FISCAL_RE.search("for fiscal year 2023")) == "FY2023" """
+    return "FY" + _two_digit_year(m["year"] or m["y2"] or m["y3"])
+
+
+def _month_period(m: re.Match) -> str:
+    """Example: _month_period(_DATE_MY_RE.search("January 2023")) == "2023-01" """
+    return f"{m['year']}-{MONTHS[m['mon'].rstrip('.').lower()]:02d}"
+
+
+# (regex, label builder, claims span). Claimed markers ("FY2023", "Q3 2023") are periods, never event years;
+# "in 2022" and "January 2023" stay available as years too.
+_PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = (
+    (_QUARTER_RE, functools.partial(_sub_period, prefix="Q"), True),
+    (_HALF_RE, functools.partial(_sub_period, prefix="H"), True),
+    (_FISCAL_RE, _fiscal_period, True),
+    (_FOR_YEAR_RE, lambda m: "FY" + m["year"], False),
+    (_IN_YEAR_RE, lambda m: m["year"], False),
+    (_DATE_MY_RE, _month_period, False),
+)
+
+
+def _overlaps(span: tuple[int, int], claimed: Iterable[tuple[int, int]]) -> bool:
+    """Example: _overlaps((3, 6), [(5, 9)]) and not _overlaps((3, 5), [(5, 9)])"""
+    return any(span[0] < end and start < span[1] for start, end in claimed)
+
+
+def _period_markers(sentence: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
+    """Period labels with their positions, and the spans they claim from value extraction.
+
+    Example: _period_markers("Acme's Q3 revenue")[0] == [(7, "Q3")]
+    """
+    markers, claimed = [], []
+    for regex, label, claims in _PERIOD_RULES:
+        for m in regex.finditer(sentence):
+            if _overlaps(m.span(), claimed):
+                continue
+            markers.append((m.start(), label(m)))
+            if claims:
+                claimed.append(m.span())
+    return sorted(markers), claimed
+
+
+def _clean_entity(name: str) -> str:
+    """Lowercased entity without leading sentence starters; '' when it names a period instead.
+
+    Example: _clean_entity("The Acme Corp") == "acme corp" and _clean_entity("Two Dodge Cars") == "dodge cars"
+    """
+    words = name.split()
+    while words and (words[0].lower() in SENTENCE_STARTERS or parse_number(words[0]) is not None):
+        words = words[1:]  # subtle: "Two Dodge Chargers" owns nothing; its count is the value itself
+    if not words or _PERIODISH_RE.match(words[0]):
+        return ""
+    return " ".join(words).lower().rstrip(".,;:")
+
+
+# (possessive owners, "for/at" owners, leading multi-word name), positions are character offsets
+Mentions = tuple[list[tuple[int, str]], list[tuple[int, str]], str]
+
+
+def _entity_mentions(sentence: str) -> Mentions:
+    """Possessive owners, "for/at X" owners, and a multi-word capitalised subject opening the sentence.
+
+    Example: _entity_mentions("Acme's limit is 100 for Globex")[:2] == ([(0, "acme")], [(20, "globex")])
+    """
+    owners = [(m.start(), _clean_entity(m["name"])) for m in _POSSESSIVE_RE.finditer(sentence)]
+    beneficiaries = [(m.start(), _clean_entity(m["name"])) for m in _FOR_ENTITY_RE.finditer(sentence)]
+    lead = _LEADING_ENTITY_RE.match(sentence)
+    return ([o for o in owners if o[1]], [b for b in beneficiaries if b[1]],
+            _clean_entity(lead["name"]) if lead else "")
+
+
+def _entity_for(pos: int, mentions: Mentions) -> str:
+    """The nearest owner before the value, else the nearest "for X", else the sentence's leading name.
+
+    Example: _entity_for(20, ([(0, "acme")], [], "")) == "acme"
+    """
+    owners, beneficiaries, lead = mentions
+    before = [name for start, name in owners if start < pos]
+    if before:
+        return before[-1]
+    if beneficiaries:
+        return min(beneficiaries, key=lambda b: (abs(b[0] - pos), b[0]))[1]
+    return lead
+
+
+def _period_for(sentence: str, pos: int, markers: list[tuple[int, str]]) -> str:
+    """The nearest period marker in the value's clause, else the nearest one; ties go to the earlier marker.
+
+    Example: _period_for("Q3 sales were $1M and H2 is $2M", 14, [(0, "Q3"), (22, "H2")]) == "Q3"
+    """
+    if not markers:
+        return ""
+    same_clause = [mk for mk in markers
+                   if not _CLAUSE_BREAK_RE.search(sentence, min(mk[0], pos), max(mk[0], pos))]
+    return min(same_clause or markers, key=lambda mk: (abs(mk[0] - pos), mk[0]))[1]
+
+
+def extract_values(sentence: str) -> list[Value]:
+    """Normalised money, percent, quantity, duration, year and date values, in reading order.
+
+    Example: extract_values("Acme's Q3 revenue was $4.2M.")[0] == Value("money", 4.2e6, "USD", "Q3", "acme", "$4.2M")
+    """
+    markers, claimed = _period_markers(sentence)
+    mentions = _entity_mentions(sentence)
+    found: list[tuple[int, Value]] = []
+    for regex, build in _VALUE_RULES:
+        for m in regex.finditer(sentence):
+            if _overlaps(m.span(), claimed):
+                continue
+            values = build(m)
+            if values:
+                claimed.append(m.span())
+                found.extend((m.start(), v) for v in values)
+    found.sort(key=lambda pv: (pv[0], pv[1].amount))
+    return [_with_context(sentence, v, pos, markers, mentions) for pos, v in found]
+
+
+def _with_context(sentence: str, v: Value, pos: int, markers: list[tuple[int, str]], mentions: Mentions) -> Value:
+    """Attach entity (measures) and period (amounts, not durations) to a context-free value.
+
+    Example: _with_context("Q3: $1", extract_values("$1")[0], 4, [(0, "Q3")], ([], [], "")).period == "Q3"
+    """
+    if v.kind not in MEASURE_KINDS:
+        return v
+    period = _period_for(sentence, pos, markers) if v.kind != "duration" else ""
+    return replace(v, period=period, entity=_entity_for(pos, mentions))
+
+
+# polarity
+
+
+def _is_negated(lower: list[str], i: int, window: int) -> bool:
+    """A negator within `window` tokens before position i, not across punctuation.
+
+    Example: _is_negated(["is", "no", "longer", "required"], 3, 3)
+    """
+    for tok in reversed(lower[max(0, i - window):i]):
+        if not tok[0].isalpha():
+            return False
+        if tok in NEGATORS or tok.endswith(("n't", "n’t")):
+            return True
+    return False
+
+
+def _direction_subject(lower: list[str], i: int) -> str:
+    """The content word a direction verb moves ("revenue" in "Revenue was increased"); '' if none nearby.
+
+    Example: _direction_subject(["revenue", "was", "increased"], 2) == "revenue"
+    """
+    for tok in reversed(lower[max(0, i - 4):i]):
+        if not tok[0].isalpha():
+            return ""
+        if tok not in AUXILIARIES and tok not in STOPWORDS and tok not in NEGATORS and not tok.endswith("n't"):
+            return tok
+    return ""
+
+
+def _lexicon_match(lower: list[str], i: int) -> tuple[int, tuple[str, int]] | None:
+    """Longest lexicon phrase starting at token i, as (length, (group, sign)).
+
+    Example: _lexicon_match(["shut", "down", "today"], 0) == (2, ("available", -1))
+    """
+    for n in range(POLARITY_MAX_PHRASE, 0, -1):
+        entry = POLARITY_LEXICON.get(tuple(lower[i:i + n]))
+        if entry and i + n <= len(lower):
+            return n, entry
+    return None
+
+
+def _is_proper_use(original: str, i: int) -> bool:
+    """A Titlecase lexicon word mid-sentence is part of a name ("The Open", "May 1"), not a predicate.
+
+    Example: _is_proper_use("Open", 3) and not _is_proper_use("OPEN", 3)
+    """
+    return i > 0 and original[:1].isupper() and not original.isupper()
+
+
+def polarity_hits(sentence: str, cfg: Config = DEFAULT_CONFIG) -> list[PolarityHit]:
+    """Lexicon predicates with their sign after negation directly before them (or "may/must not").
+
+    Example: polarity_hits("It is no longer required.")[0] == PolarityHit("required", -1, "no longer required")
+    """
+    tokens = _POLARITY_TOKEN_RE.findall(sentence)
+    lower = [t.lower() for t in tokens]
+    hits, i = [], 0
+    while i < len(tokens):
+        match = _lexicon_match(lower, i)
+        if not match or _is_proper_use(tokens[i], i) or (lower[i] == "may" and tokens[i] != "may"):
+            i += 1
+            continue
+        n, (group, sign) = match
+        hit = _signed_hit(lower, tokens, i, n, group, sign, cfg)
+        if hit:
+            hits.append(hit)
+        i += n
+    return hits
+
+
+def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str, sign: int,
+                cfg: Config) -> PolarityHit | None:
+    """Apply negation (before, or "not" right after a modal) and the direction subject to one lexicon match.
+
+    Example: _signed_hit(["must", "not"], ["must", "not"], 0, 1, "required", 1, DEFAULT_CONFIG).group == "allowed"
+    """
+    text = " ".join(tokens[i:i + n])
+    if lower[i] in ("may", "must") and lower[i + 1:i + 2] == ["not"]:
+        return PolarityHit("allowed", -1, f"{text} not")  # subtle: "must not" forbids, it does not un-require
+    if _is_negated(lower, i, cfg.negation_window):
+        if group in NO_FLIP_GROUPS:
+            return None
+        start = max(j for j in range(max(0, i - cfg.negation_window), i)
+                    if lower[j] in NEGATORS or lower[j].endswith(("n't", "n’t")))
+        return PolarityHit(group, -sign, " ".join(tokens[start:i + n]))
+    if group == "direction":
+        subject = _direction_subject(lower, i)
+        group = f"direction:{subject}" if subject else group
+    return PolarityHit(group, sign, text)
+
+
+def extract_polarity(sentence: str) -> dict[str, int]:
+    """Predicate group -> +1 / -1; a group with both signs in one sentence is ambiguous and left out.
+
+    Example: extract_polarity("Attendance is not required; staff may work remotely.") == {"required": -1, "allowed": 1}
+    """
+    signs: dict[str, set[int]] = {}
+    for hit in polarity_hits(sentence):
+        signs.setdefault(hit.group, set()).add(hit.sign)
+    return {group: s.pop() for group, s in signs.items() if len(s) == 1}
+
+
+# names
+
+
+def _capitalised_spans(sentence: str) -> list[tuple[bool, list[str]]]:
+    """(opens the sentence, tokens) for runs of capitalised tokens separated only by spaces; particles such as
+    "van" may sit inside a run, and a possessive or a full stop ends it.
+
+    Example: _capitalised_spans("Jo Li met Hans van Eyck") == [(True, ["Jo", "Li"]), (False, ["Hans", "van", "Eyck"])]
+    """
+    tokens = list(_NAME_TOKEN_RE.finditer(sentence))
+    spans: list[tuple[bool, list[str]]] = []
+    current: list[str] = []
+    initial, prev_end = False, 0
+    for k, m in enumerate(tokens):
+        word = m.group()
+        next_cap = k + 1 < len(tokens) and tokens[k + 1].group()[:1].isupper()
+        capital = word[:1].isupper() or (word in NAME_PARTICLES and next_cap)
+        if capital and current and sentence[prev_end:m.start()].isspace() and not _ends_span(current[-1]):
+            current.append(word)
+        else:
+            if current:
+                spans.append((initial, current))
+            current = [word] if word[:1].isupper() else []
+            initial = not _ANY_WORD_CHAR_RE.search(sentence, 0, m.start())
+        prev_end = m.end()
+    return spans + [(initial, current)] if current else spans
+
+
+def _ends_span(word: str) -> bool:
+    """A possessive or a sentence-final stop closes a name; an initial ("J.", "J.B.") does not.
+
+    Example: _ends_span("Acme's") and _ends_span("Doe.") and not _ends_span("J.B.")
+    """
+    if _strip_possessive(word) != word:
+        return True
+    return word.endswith(".") and not _INITIALS_RE.fullmatch(word)
+
+
+def _name_word(token: str) -> str:
+    """Example: _name_word("Acme's") == "acme" and _name_word("Rita'") == "rita" """
+    return _strip_possessive(token).strip(".,'’-").lower()
+
+
+def extract_names(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
+    """Lowercased capitalised name spans, minus question words, months, units, titles and sentence starters.
+
+    Example: extract_names("In May Acme's CEO Jo Li spoke.", frozenset({"acme", "ceo"})) == frozenset({"jo li"})
+    """
+    names = set()
+    for initial, span in _capitalised_spans(sentence):
+        words = [_name_word(w) for w in span]
+        if initial and (len(words) == 1 or words[0] in SENTENCE_STARTERS):
+            words = words[1:]  # subtle: a lone sentence-initial capital is as likely "Revenue" as "Cook"
+        kept = [w for w in words if w and w not in exclude and w not in NAME_NOISE]
+        if kept:
+            names.add(" ".join(kept))
+    return frozenset(names)
+
+
+# comparison
+
+
+def _periods_compatible(p: str, q: str) -> bool:
+    """Equal, one unknown, or a bare year inside the other's year; Q3 vs Q4 or FY vs Q3 are different periods.
+
+    Example: _periods_compatible("Q3", "Q3-2023") and not _periods_compatible("Q3", "Q4")
+    """
+    if not p or not q or p == q:
+        return True
+    (py, pk), (qy, qk) = _period_parts(p), _period_parts(q)
+    if py and qy and py != qy:
+        return False
+    return not pk or not qk or pk == qk
+
+
+def _period_parts(period: str) -> tuple[str, str]:
+    """(year, sub-period) of a period label.
+
+    Example: _period_parts("Q4-2023") == ("2023", "Q4") and _period_parts("2023-01") == ("2023", "M01")
+    """
+    m = _PERIOD_LABEL_RE.fullmatch(period)
+    if not m:
+        return "", period
+    year = m["y1"] or m["y2"] or m["y3"] or ""
+    sub = m["sub"] or ("FY" if m["y2"] else (f"M{m['mon']}" if m["mon"] else ""))
+    return year, sub
+
+
+def _entities_compatible(e: str, f: str) -> bool:
+    """Equal, unknown, or one name inside the other once "Corp"/"Inc" are ignored.
+
+    Example: _entities_compatible("acme corp", "acme") and not _entities_compatible("acme", "globex")
+    """
+    a, b = set(e.split()) - CORP_SUFFIXES, set(f.split()) - CORP_SUFFIXES
+    return not a or not b or a <= b or b <= a
+
+
+def _ymd(v: Value) -> tuple[int, int, int]:
+    """Example: _ymd(Value("date", 19111023.0, "", "", "", "")) == (1911, 10, 23)"""
+    if v.kind == "year":
+        return int(v.amount), 0, 0
+    n = int(v.amount)
+    return n // 10000, n // 100 % 100, n % 100
+
+
+def _values_agree(a: Value, b: Value, cfg: Config = DEFAULT_CONFIG) -> bool:
+    """Same time (unknown parts match anything) or the same amount within the relative tolerance.
+
+    Example: _values_agree(*extract_values("In 1911, on Oct 23, 1911")) and not _values_agree(*extract_values("1% 2%"))
+    """
+    if a.kind in TEMPORAL_KINDS:
+        return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
+    return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
+
+
+def _comparable(a: Value, b: Value) -> bool:
+    """Example: not _comparable(Value("money", 1.0, "USD", "Q3", "", ""), Value("money", 2.0, "USD", "Q4", "", ""))"""
+    return _periods_compatible(a.period, b.period) and _entities_compatible(a.entity, b.entity)
+
+
+def _value_key(v: Value) -> tuple[str, str]:
+    """Values meet only inside one key; years and dates share one so 1911 meets October 23, 1911.
+
+    Example: _value_key(Value("year", 1998.0, "", "", "", "")) == ("time", "")
+    """
+    return ("time", "") if v.kind in TEMPORAL_KINDS else (v.kind, v.unit)
+
+
+def _drop_period_years(values: list[Value]) -> list[Value]:
+    """Years that only say which period another value is about are not claims of their own.
+
+    Example: len(_drop_period_years(extract_values("In 2022 revenue was $4M."))) == 1
+    """
+    years = {_period_parts(v.period)[0] for v in values if v.period}
+    return [v for v in values if not (v.kind == "year" and str(int(v.amount)) in years)]
+
+
+def _event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -> frozenset[str]:
+    """Content words within `window` words of a value, minus the question's words: the event a year dates.
+
+    Example: _event_words("Formed in 1994 in Texas.", extract_values("1994")[0], frozenset(), 2) == {"formed", "texas"}
+    """
+    at = sentence.find(v.text)
+    before = _WORD_RE.findall(sentence[:max(at, 0)])[-window:]
+    after = _WORD_RE.findall(sentence[at + len(v.text):] if at >= 0 else "")[:window]
+    words = (SYNONYMS.get(w, w) for w in (_strip_possessive(w).lower() for w in before + after))
+    return frozenset(w for w in words if w not in STOPWORDS and w not in qwords and not w[0].isdigit())
+
+
+def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg: Config = DEFAULT_CONFIG,
+                 kinds: frozenset[str] = ALL_KINDS, event_years: bool = False) -> list[tuple[Value, frozenset[str]]]:
+    """(value, event words) for one side; with event_years, years that only name a period are dropped.
+
+    Example: [v.kind for v, _ in _side_values(["In 2022 revenue was $4M."], event_years=True)] == ["money"]
+    """
+    out = []
+    for s in sentences:
+        values = [v for v in extract_values(s) if v.kind in kinds]
+        if event_years:
+            values = _drop_period_years(values)
+        out.extend((v, _event_words(s, v, qwords, cfg.event_window)) for v in values)
+    return out
+
+
+def _value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                   cfg: Config = DEFAULT_CONFIG, kinds: frozenset[str] = ALL_KINDS,
+                   event_years: bool = False) -> Finding | None:
+    """First key whose comparable values on the two sides share no amount. With event_years (questions that do
+    not ask for a time) two years only meet when the words around them share an event ("opened", "founded").
+
+    Example: _value_finding(["Opened in 1998."], ["Opened in 2001."], event_years=True).evidence == ("1998", "2001")
+    """
+    va, vb = (_side_values(side, qwords, cfg, kinds, event_years) for side in (a, b))
+    for key in sorted({_value_key(v) for v, _ in va} & {_value_key(v) for v, _ in vb}):
+        pairs = [(x, y) for x, ex in va for y, ey in vb
+                 if _value_key(x) == key == _value_key(y) and _comparable(x, y)
+                 and not (event_years and key == ("time", "") and not ex & ey)]
+        if pairs and not any(_values_agree(x, y, cfg) for x, y in pairs):
+            return _describe_values(key, pairs)
+    return None
+
+
+def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> Finding:
+    """Reason and evidence for disagreeing value pairs, with the entity and period they are about.
+
+    Example: _describe_values(("percent", "%"), [tuple(extract_values("1% or 2%"))]).evidence == ("1%", "2%")
+    """
+    left = list(dict.fromkeys(x.text for x, _ in pairs))
+    right = list(dict.fromkeys(y.text for _, y in pairs))
+    x = pairs[0][0]
+    what = "dates" if key[0] == "time" else f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else "")
+    context = " ".join(filter(None, (x.entity, x.period)))
+    label = f"different {what}" + (f" for {context}" if context else "")
+    return Finding("value", f"{label}: {', '.join(left)} vs {', '.join(right)}", (", ".join(left), ", ".join(right)))
+
+
+def _side_polarity(sentences: list[str], cfg: Config) -> dict[str, PolarityHit]:
+    """One hit per group for a whole side; a group used with both signs on one side is dropped as ambiguous.
+
+    Example: list(_side_polarity(["It was retired.", "It is available."], DEFAULT_CONFIG)) == []
+    """
+    by_group: dict[str, list[PolarityHit]] = {}
+    for s in sentences:
+        for hit in polarity_hits(s, cfg):
+            by_group.setdefault(hit.group, []).append(hit)
+    return {g: hits[0] for g, hits in by_group.items() if len({h.sign for h in hits}) == 1}
+
+
+def _polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                      cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """Same predicate group, opposite signs.
+
+    Example: _polarity_finding(["It is ACTIVE."], ["It is INACTIVE."]).evidence == ("ACTIVE", "INACTIVE")
+    """
+    pa, pb = _side_polarity(a, cfg), _side_polarity(b, cfg)
+    for group in sorted(pa.keys() & pb.keys()):
+        if pa[group].sign != pb[group].sign:
+            ev = (pa[group].text, pb[group].text)
+            return Finding("polarity", f"opposite polarity on '{group}': {ev[0]} vs {ev[1]}", ev)
+    return None
+
+
+def _opening_word(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
+    """A lone capitalised word opening the sentence: as likely "Revenue" as "Indra", so it may confirm agreement
+    but never establish a name on its own.
+
+    Example: _opening_word("Indra is a god.", frozenset()) == {"indra"} and not _opening_word("The god.", frozenset())
+    """
+    spans = _capitalised_spans(sentence)
+    if not spans or not spans[0][0] or len(spans[0][1]) != 1:
+        return frozenset()
+    word = _name_word(spans[0][1][0])
+    return frozenset({word}) if word not in exclude and word not in NAME_NOISE | SENTENCE_STARTERS else frozenset()
+
+
+def _tokens_meet(xs: Iterable[str], ys: Iterable[str]) -> bool:
+    """Name tokens agree when equal or when one extends the other ("McCarthy" in "McCarthyism", not "Li" in "Lim").
+
+    Example: _tokens_meet({"mccarthy"}, {"mccarthyism"}) and not _tokens_meet({"li"}, {"lim"})
+    """
+    return any(x == y or (min(len(x), len(y)) >= 4 and (x.startswith(y) or y.startswith(x))) for x in xs for y in ys)
+
+
+def _name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                  cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """Both sides name someone the question does not, and no name token is shared ("Tim Cook" meets "Cook").
+
+    Example: _name_finding(["Jo Li is CEO."], ["Al Roe is CEO."], frozenset({"ceo"})).kind == "name"
+    """
+    na, nb = (sorted({n for s in side for n in extract_names(s, qwords)}) for side in (a, b))
+    tokens_a, tokens_b = ({t for n in names for t in n.split()} for names in (na, nb))
+    weak_a, weak_b = (frozenset().union(*(_opening_word(s, qwords) for s in side)) for side in (a, b))
+    if not na or not nb or _tokens_meet(tokens_a | weak_a, tokens_b | weak_b):
+        return None
+    ev = (", ".join(na), ", ".join(nb))
+    return Finding("name", f"different names: {ev[0]} vs {ev[1]}", ev)
+
+
+def _slot_tokens(sentence: str) -> list[tuple[str, str]]:
+    """(canonical, original) content tokens: lowercased, possessive and stopwords dropped, synonyms merged.
+
+    Example: [c for c, _ in _slot_tokens("Revenue grew by 12%.")] == ["revenue", "increased", "12%"]
+    """
+    out = []
+    for m in _SLOT_TOKEN_RE.finditer(sentence):
+        original = _strip_possessive(m.group())
+        word = original.lower()
+        if word not in STOPWORDS:
+            out.append((SYNONYMS.get(word, word), original))
+    return out
+
+
+def _is_slot_word(canon: str, qwords: frozenset[str]) -> bool:
+    """An answer-like word: not a number, unit, number word, or a word the question already uses.
+
+    Example: _is_slot_word("canberra", frozenset({"capital"})) and not _is_slot_word("12%", frozenset())
+    """
+    return not (any(ch.isdigit() for ch in canon) or canon in UNIT_WORDS or canon in NUMBER_WORDS
+                or canon in qwords or canon in MONTHS or canon == "%")
+
+
+def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tuple[int, int, int, int] | None:
+    """The single replace op of two near-identical frames, with only small inserts/deletes beside it.
+
+    Example: _slot_diff(["capital", "oz", "sydney"], ["capital", "oz", "canberra"]) == (2, 3, 2, 3)
+    """
+    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    if matcher.ratio() < cfg.slot_min_ratio:
+        return None
+    ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    replaces = [op[1:] for op in ops if op[0] == "replace"]
+    extra = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "replace")
+    return replaces[0] if len(replaces) == 1 and extra <= cfg.slot_max_extra else None
+
+
+def _slot_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
+               cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
+    """The differing slot of two sentences, when it is short, answer-like, and either capitalised (a name or a
+    status in capitals) or a single lowercase word closing both frames ("the sky is blue" vs "... green").
+
+    Example: _slot_pair("Oz's capital is Sydney.", "Oz's capital is Canberra.") == ("Sydney", "Canberra")
+    """
+    ta, tb = _slot_tokens(sa), _slot_tokens(sb)
+    diff = _slot_diff([c for c, _ in ta], [c for c, _ in tb], cfg)
+    if not diff:
+        return None
+    i1, i2, j1, j2 = diff
+    left, right = ta[i1:i2], tb[j1:j2]
+    if max(len(left), len(right)) > cfg.slot_max_span or not all(_is_slot_word(c, qwords) for c, _ in left + right):
+        return None
+    salient = all(any(_is_salient(o, sent) for _, o in side) for side, sent in ((left, sa), (right, sb)))
+    closing = len(left) == len(right) == 1 and i2 == len(ta) and j2 == len(tb)
+    if not (salient or closing):
+        return None
+    return " ".join(o for _, o in left), " ".join(o for _, o in right)
+
+
+def _is_salient(original: str, sentence: str) -> bool:
+    """All-caps, or capitalised away from the sentence start.
+
+    Example: _is_salient("Canberra", "The capital is Canberra.") and not _is_salient("The", "The capital")
+    """
+    if len(original) > 1 and original.isupper():
+        return True
+    return original[:1].isupper() and not sentence.lstrip(" \"'“‘(").startswith(original)
+
+
+def _slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                  cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """First sentence pair (in input order) whose frames match except for one answer slot.
+
+    Example: _slot_finding(["Oz's capital is Sydney."], ["Oz's capital is Canberra."]).kind == "slot"
+    """
+    for sa in a:
+        for sb in b:
+            pair = _slot_pair(sa, sb, qwords, cfg)
+            if pair:
+                return Finding("slot", f"same statement, different slot: {pair[0]} vs {pair[1]}", pair)
+    return None
+
+
+def _state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                        cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """Slot check for yes/no questions, only when no polarity lexicon word fires on either side.
+
+    Example: _state_slot_finding(["Oz's capital is Sydney."], ["Oz's capital is not Sydney."]) is None
+    """
+    if any(polarity_hits(s, cfg) for s in a + b):
+        return None
+    return _slot_finding(a, b, qwords, cfg)
+
+
+_MEASURES = functools.partial(_value_finding, kinds=MEASURE_KINDS, event_years=False)
+_TEMPORAL = functools.partial(_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
+_ALL_VALUES = functools.partial(_value_finding, kinds=ALL_KINDS, event_years=True)
+
+# Checks per question type, first finding wins; polarity counts for every type.
+CHECKS = {
+    "quantity": (_MEASURES, _polarity_finding),
+    "date": (_TEMPORAL, _polarity_finding),
+    "name": (_name_finding, _polarity_finding),
+    "state": (_polarity_finding, _state_slot_finding),
+    "other": (_ALL_VALUES, _polarity_finding, _slot_finding),
+}
+
+
+def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
+                    cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """Do two documents' answer-bearing sentences disagree on the answer to the question? None when not.
+
+    Example: compare_answers("When did it open?", ["It opened in 1998."], ["It opened in 2001."]).kind == "value"
+    """
+    a = [s for s in (strip_snippet_date(x).strip() for x in sents_a) if s]
+    b = [s for s in (strip_snippet_date(x).strip() for x in sents_b) if s]
+    if not a or not b:
+        return None
+    qwords = question_words(question)
+    for check in CHECKS[question_type(question)]:
+        finding = check(a, b, qwords, cfg)
+        if finding:
+            return finding
+    return None
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -844,6 +2025,103 @@ def said(doc, report):
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# Evaluation on labelled pairs
+
+
+@dataclass(frozen=True)
+class EvalPair:
+    record_id: str
+    question: str
+    a: Document
+    b: Document
+    conflict: bool
+    type: str
+
+
+def load_eval(path, text=None):
+    """Labelled pairs from JSON Lines {"id", "question"?, "docs": [{"id", "text", "date"?, "title"?}, ...],
+    "conflict", "type"?}; a record with more than two documents yields every pair, each with the record's label.
+    """
+    text = read_text(path) if text is None else text
+    pairs = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {lineno}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"{where}, column {e.colno}: invalid JSON: {e.msg}")
+        pairs.extend(eval_record_pairs(record, where))
+    if not pairs:
+        raise UsageError(f"{path}: no labelled pairs")
+    return pairs
+
+
+def eval_record_pairs(record, where):
+    if not isinstance(record, dict):
+        raise UsageError(f"{where}: expected an object, got {json_type(record)}")
+    if not isinstance(record.get("conflict"), bool):
+        raise UsageError(f"{where}: field 'conflict' must be true or false")
+    docs = record.get("docs")
+    if not isinstance(docs, list) or len(docs) < 2:
+        raise UsageError(f"{where}: field 'docs' must be a list of at least two documents")
+    rid = str(record.get("id", where))
+    parsed = []
+    for n, d in enumerate(docs, 1):
+        if not isinstance(d, dict) or not isinstance(d.get("text"), str) or not d["text"].strip():
+            raise UsageError(f"{where}: document {n} must be an object with a non-empty 'text'")
+        date = d.get("date")
+        if date is not None and not valid_iso_date(date):
+            raise UsageError(f"{where}: document {n}: 'date' {json.dumps(date)} is not an ISO-8601 date")
+        sid = f"{rid}:{d.get('id', n)}"
+        parsed.append(Document(sid, d.get("title") or sid, date, d["text"]))
+    question = record.get("question") or ""
+    if not isinstance(question, str):
+        raise UsageError(f"{where}: field 'question' must be a string")
+    kind = str(record.get("type") or "untyped")
+    return [EvalPair(rid, question, a, b, record["conflict"], kind)
+            for i, a in enumerate(parsed) for b in parsed[i + 1:]]
+
+
+def evaluate(pairs, detector, embed, batch_size=64):
+    """Precision, recall, F1, MCC and confusion counts of detector on pairs, overall and per type.
+
+    Documents and questions are embedded up front in batches; ms_per_pair times detection alone.
+    """
+    texts = sorted({p.a.content for p in pairs} | {p.b.content for p in pairs} | {p.question for p in pairs})
+    vectors = normalise(np.vstack([embed(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size)]))
+    row = {t: i for i, t in enumerate(texts)}
+    counts, elapsed = {}, 0.0
+    for p in pairs:
+        start = time.perf_counter()
+        report = detector.detect([p.a, p.b], vectors[[row[p.a.content], row[p.b.content]]], p.question,
+                                 vectors[row[p.question]])
+        elapsed += time.perf_counter() - start
+        cell = ("t" if report.has_conflict == p.conflict else "f") + ("p" if report.has_conflict else "n")
+        for key in ("all", p.type):
+            counts.setdefault(key, {"tp": 0, "fp": 0, "fn": 0, "tn": 0})[cell] += 1
+    result = confusion_scores(counts.pop("all"))
+    result["ms_per_pair"] = round(1000 * elapsed / len(pairs), 4)
+    result["by_type"] = {k: confusion_scores(v) for k, v in sorted(counts.items())}
+    return result
+
+
+def confusion_scores(c):
+    """{"n", "tp", "fp", "fn", "tn", "precision", "recall", "f1", "mcc"}; a ratio with a zero denominator is 0.
+
+    tp=1 fp=1 fn=1 tn=1 -> precision 0.5, recall 0.5, f1 0.5, mcc 0.0
+    """
+    tp, fp, fn, tn = c["tp"], c["fp"], c["fn"], c["tn"]
+    ratio = lambda num, den: num / den if den else 0.0  # noqa: E731
+    precision, recall = ratio(tp, tp + fp), ratio(tp, tp + fn)
+    mcc = ratio(tp * tn - fp * fn, ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)) ** 0.5)
+    return {"n": tp + fp + fn + tn, "tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": round(precision, 4),
+            "recall": round(recall, 4), "f1": round(ratio(2 * precision * recall, precision + recall), 4),
+            "mcc": round(mcc, 4)}
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # Rendering
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
@@ -1092,6 +2370,17 @@ def main(argv=None, embed=None, read=None):
     return 0
 
 
+def render_eval(result, label):
+    """The --eval table: overall, then one row per type."""
+    head = f"{'type':<26} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
+    row = lambda name, r: (f"{clip(name, 26):<26} {r['n']:>4} {r['tp']:>4} {r['fp']:>4} {r['fn']:>4} {r['tn']:>4} "  # noqa: E731
+                           f"{r['precision']:>6.3f} {r['recall']:>6.3f} {r['f1']:>6.3f} {r['mcc']:>6.3f}")
+    lines = [f"{label}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)", head,
+             row("all", result), "-" * len(head)]
+    lines += [row(name, r) for name, r in result["by_type"].items()]
+    return "\n".join(lines)
+
+
 def print_walkthrough(names, naive, resolved, paint, cfg):
     rule = "=" * 100
     for title, responses in (("PHASE 1 - NAIVE RAG: the whole top-k goes to the reader", naive),
@@ -1203,6 +2492,308 @@ class TestDetector(unittest.TestCase):
     def test_empty_and_single(self):
         self.assertEqual(ConflictDetector(0.68).detect([], np.zeros((0, 4))).conflicts, ())
         self.assertEqual(ConflictDetector(0.68).detect([doc("a", "$1M")], np.ones((1, 4))).conflicts, ())
+
+
+def one(sentence: str) -> Value:
+    """The single value a sentence must yield."""
+    values = extract_values(sentence)
+    assert len(values) == 1, values
+    return values[0]
+
+
+class TestFeatureConflicts(unittest.TestCase):
+    def check(self, question, a, b, kind=None):
+        finding = compare_answers(question, [a], [b])
+        self.assertIsNotNone(finding, f"no conflict found for {a!r} vs {b!r}")
+        self.assertEqual(len(finding.evidence), 2)
+        if kind:
+            self.assertEqual(finding.kind, kind, finding)
+        return finding
+
+    def test_01_status_active_inactive(self):
+        self.check("What is the status of the beacon?", "The beacon status is ACTIVE.",
+                   "The beacon status is INACTIVE.", "polarity")
+
+    def test_02_retired_vs_available(self):
+        self.check("Is the legacy export service available?", "The legacy export service was retired in March.",
+                   "The legacy export service is currently available to all customers.", "polarity")
+
+    def test_03_different_ceo_names(self):
+        f = self.check("Who is the CEO of Acme?", "Acme's CEO is Maria Lopez.",
+                       "Acme's chief executive is Daniel Okafor.", "name")
+        self.assertEqual(f.evidence, ("maria lopez", "daniel okafor"))
+
+    def test_04_one_year_vs_three_years(self):
+        self.check("How long is the warranty?", "The laptop comes with a one-year warranty.",
+                   "The laptop's warranty lasts three years.", "value")
+
+    def test_05_opened_1998_vs_2001(self):
+        f = self.check("When did the museum open?", "The museum opened in 1998.",
+                       "The museum opened its doors in 2001.", "value")
+        self.assertEqual(f.evidence, ("1998", "2001"))
+
+    def test_06_restated_revenue_same_fiscal_year(self):
+        f = self.check("What was Acme Corp's annual revenue for fiscal year 2023?",
+                       "Acme Corp reported annual revenue of $4.2M for fiscal year 2023.",
+                       "External auditors restated Acme's FY2023 revenue to $6.8M.", "value")
+        self.assertEqual(f.evidence, ("$4.2M", "$6.8M"))
+        self.assertIn("FY2023", f.reason)
+
+    def test_07_rate_limit_100_vs_500(self):
+        self.check("What is the API rate limit for the standard tier?",
+                   "The standard tier is limited to 100 requests per minute.",
+                   "The standard tier rate limit was increased to 500 requests per minute.", "value")
+
+    def test_08_required_vs_no_longer_required(self):
+        f = self.check("Is office attendance required?",
+                       "All employees are required to be in the office a minimum of 3 days per week.",
+                       "In-office attendance is no longer required; employees may work fully remotely.", "polarity")
+        self.assertEqual(f.evidence, ("required", "no longer required"))
+
+    def test_slot_capital_city(self):
+        self.check("What is the capital of Australia?", "The capital of Australia is Sydney.",
+                   "The capital of Australia is Canberra.", "slot")
+
+    def test_conflict_found_in_either_order(self):
+        self.assertIsNotNone(compare_answers("When did the museum open?", ["It opened in 2001."],
+                                             ["The museum opened in 1998."]))
+
+
+class TestFeatureControls(unittest.TestCase):
+    def check(self, question, a, b):
+        self.assertIsNone(compare_answers(question, [a], [b]))
+        self.assertIsNone(compare_answers(question, [b], [a]))
+
+    def test_09_same_money_words(self):
+        self.check("How much revenue did Acme report?", "Acme reported revenue of $4.2M.",
+                   "Acme reported revenue of 4.2 million dollars.")
+
+    def test_10_same_money_digits(self):
+        self.check("How much revenue did Acme report?", "Revenue was $4,200,000.", "Revenue came in at $4.2M.")
+
+    def test_11_different_quarters(self):
+        self.check("What was Acme's revenue?", "Acme's Q3 revenue was $4.2M.", "Acme's Q4 revenue was $5.1M.")
+
+    def test_12_different_companies(self):
+        self.check("What is the API rate limit?", "Acme's limit is 100 requests per minute.",
+                   "Globex's limit is 500 requests per minute.")
+
+    def test_13_increased_equals_grew_by(self):
+        self.check("How did revenue change?", "Revenue increased 12% year over year.",
+                   "Revenue grew by 12% compared with last year.")
+
+    def test_14_allowed_vs_not_required_are_different_groups(self):
+        self.check("Can employees work remotely on Fridays?", "Employees may work remotely on Fridays.",
+                   "Working remotely on Fridays does not require approval.")
+
+    def test_15_snippet_dates_ignored(self):
+        self.check("When did the bridge open?",
+                   "Aug 23, 2020 ... The bridge opened in 1932 after six years of work.",
+                   "Oct 17, 2020 ... Opened in 1932, the bridge took six years to build.")
+
+    def test_16_one_year_equals_12_months(self):
+        self.check("What is the warranty period?", "The warranty covers one year.", "Coverage lasts 12 months.")
+
+    def test_17_same_founder_and_stray_not(self):
+        self.check("Who founded the company?",
+                   "The company was founded by Jane Doe in 2004. It does not sell hardware.",
+                   "Jane Doe started the company in 2004.")
+
+    def test_empty_sides(self):
+        self.assertIsNone(compare_answers("When?", [], ["It opened in 1998."]))
+        self.assertIsNone(compare_answers("When?", ["Aug 23, 2020 ..."], ["It opened in 1998."]))
+
+    def test_stray_negation_elsewhere(self):
+        self.check("Is the museum open?", "The museum is open daily; it is not free.", "The museum is open on Sundays.")
+
+    def test_different_directions_of_different_quantities(self):
+        self.check("How did the business do?", "Revenue increased last year.", "Costs fell last year.")
+
+
+class TestValues(unittest.TestCase):
+    def assertAmounts(self, sentences, kind, amount, unit):
+        for s in sentences:
+            v = one(s)
+            self.assertEqual((v.kind, v.unit), (kind, unit), s)
+            self.assertAlmostEqual(v.amount, amount, delta=amount * 1e-9, msg=s)
+
+    def test_money_formats(self):
+        self.assertAmounts(["It made $4.2M.", "It made 4.2 million dollars.", "It made $4,200,000.",
+                            "It made USD 4.2 million.", "It made $4.2 million.", "It made 4.2 million US dollars."],
+                           "money", 4_200_000.0, "USD")
+        self.assertAmounts(["It cost €12.5bn."], "money", 12.5e9, "EUR")
+
+    def test_percent_formats(self):
+        self.assertAmounts(["Up 12%.", "Up 12 percent.", "Up twelve per cent."], "percent", 12.0, "%")
+
+    def test_rate_formats(self):
+        self.assertAmounts(["Limit: 500 req/min.", "Limit: 500 requests per minute.", "Limit: 500 requests/minute."],
+                           "quantity", 500.0, "requests/minute")
+        self.assertAmounts(["Staff come in 3 days per week.", "Staff come in three days a week."],
+                           "quantity", 3.0, "days/week")
+
+    def test_duration_formats(self):
+        self.assertAmounts(["A one-year warranty.", "Lasts 1 year.", "Lasts 12 months.", "Lasts 52 weeks."],
+                           "duration", 365.0, "days")
+        self.assertAmounts(["Took 3 days.", "Took three days."], "duration", 3.0, "days")
+        self.assertNotAlmostEqual(one("Lasts three years.").amount, 365.0)
+
+    def test_counts_and_scales(self):
+        self.assertAmounts(["Sold 1.5K units.", "Sold 1,500 units."], "quantity", 1500.0, "units")
+        self.assertAmounts(["Acme has 200 employees.", "Acme has two hundred employees."], "quantity", 200.0,
+                           "employees")
+        self.assertAmounts(["Three-hundred-seventeen cars were used."], "quantity", 317.0, "cars")
+        self.assertAmounts(["Total: 1.5K."], "quantity", 1500.0, "")
+
+    def test_years_and_dates(self):
+        self.assertAmounts(["The museum opened in 1998."], "year", 1998.0, "")
+        self.assertAmounts(["It flew on October 23, 1911.", "It flew on 23 October 1911."], "date", 19111023.0, "")
+        self.assertAmounts(["It began in November 1983."], "date", 19831100.0, "")
+        self.assertEqual([v.amount for v in extract_values("Won in 1954-55.")], [1954.0, 1955.0])
+
+    def test_periods(self):
+        cases = {"Acme's Q3 revenue was $4.2M.": "Q3", "Revenue in Q4 2023 was $1M.": "Q4-2023",
+                 "Revenue for fiscal year 2023 was $1M.": "FY2023", "FY 2023 revenue was $1M.": "FY2023",
+                 "FY2023 revenue was $1M.": "FY2023", "Revenue for 2023 was $1M.": "FY2023",
+                 "In the first half of 2024, sales hit $1M.": "H1-2024", "Sales in January 2023 were $1M.": "2023-01",
+                 "Sales were $1M.": ""}
+        for sentence, period in cases.items():
+            money = [v for v in extract_values(sentence) if v.kind == "money"]
+            self.assertEqual(money[0].period, period, sentence)
+
+    def test_entities(self):
+        cases = {"Acme's limit is 100 requests per minute.": "acme",
+                 "Globex Corp reported $3M in sales.": "globex corp",
+                 "The limit is 100 requests per minute for Initech.": "initech", "Revenue was $4M.": "",
+                 "External auditors restated Acme's FY2023 revenue to $6.8M.": "acme"}
+        for sentence, entity in cases.items():
+            self.assertEqual(extract_values(sentence)[0].entity, entity, sentence)
+
+    def test_skips_list_markers_ranks_and_versions(self):
+        for s in ["2. The Vindhyan Range", "The Aravali Range 2. The Vindhyan Range, 3. The Satpura Range",
+                  "It reached number 3 on the chart.", "It was ranked 43rd.", "Upgrade to v2.0 now.", "Season 7 aired.",
+                  "Episodes38 · Videos16"]:
+            self.assertEqual(extract_values(s), [], s)
+
+    def test_period_follows_its_clause(self):
+        values = extract_values("Revenue was $4.2M in Q3, up from $3.9M in Q2.")
+        self.assertEqual([v.period for v in values], ["Q3", "Q2"])
+
+    def test_period_years_are_not_event_years(self):
+        self.assertEqual([v.kind for v in extract_values("FY2023 revenue was $1M.")], ["money"])
+
+
+class TestSentences(unittest.TestCase):
+    def test_strip_snippet_date(self):
+        self.assertEqual(strip_snippet_date("Aug 23, 2020 ... The X"), "The X")
+        self.assertEqual(strip_snippet_date("23 Aug 2020 ... The X"), "The X")
+        self.assertEqual(strip_snippet_date("2 days ago ... The X"), "The X")
+        self.assertEqual(strip_snippet_date("Sep 10, 2007 — The X"), "The X")
+        self.assertEqual(strip_snippet_date("The bridge opened on Aug 23, 2020 ... later"),
+                         "The bridge opened on Aug 23, 2020 ... later")
+
+    def test_split_sentences(self):
+        self.assertEqual(split_sentences("Revenue was $4.2M. It rose\u00a0..."), ["Revenue was $4.2M.", "It rose"])
+        self.assertEqual(split_sentences("The U.S. Army won. It left."), ["The U.S. Army won.", "It left."])
+        self.assertEqual(split_sentences("Use v2.0 today. Or not!"), ["Use v2.0 today.", "Or not!"])
+        self.assertEqual(split_sentences("Fruits, e.g. Apples, are sweet. Yes..."),
+                         ["Fruits, e.g. Apples, are sweet.", "Yes"])
+        self.assertEqual(split_sentences("Aug 23, 2020 ... The bridge opened. It is long ..."),
+                         ["The bridge opened.", "It is long"])
+        self.assertEqual(split_sentences("J. R. R. Tolkien wrote it. “Quoted.” Then more"),
+                         ["J. R. R. Tolkien wrote it.", "“Quoted.”", "Then more"])
+        self.assertEqual(split_sentences(""), [])
+        self.assertEqual(split_sentences("Café in Zürich opened. Über gut."),
+                         ["Café in Zürich opened.", "Über gut."])
+
+    def test_question_type(self):
+        cases = {
+            "When did the museum open?": "date", "What year was it founded?": "date",
+            "In what year did it end?": "date",
+            "What is the date of the launch?": "date", "How much revenue did Acme report?": "quantity",
+            "How many episodes are there?": "quantity", "How long is the warranty?": "quantity",
+            "What is the price of a ticket?": "quantity", "What was Acme Corp's annual revenue for 2023?": "quantity",
+            "What is the API rate limit for the standard tier?": "quantity", "Who is the CEO of Acme?": "name",
+            "Whose idea was it?": "name", "Which company makes the iPhone?": "name",
+            "What is the name of the ship?": "name", "Natya shastra was written by?": "name",
+            "What is the status of the beacon?": "state", "Is the legacy export service available?": "state",
+            "Does the plan require approval?": "state", "What is the capital of Australia?": "other",
+            "How did revenue change?": "other", "Where does the process get its energy?": "other",
+        }
+        for question, expected in cases.items():
+            self.assertEqual(question_type(question), expected, question)
+
+
+class TestPolarity(unittest.TestCase):
+    def test_negation_flips(self):
+        self.assertEqual(extract_polarity("Attendance is not required."), {"required": -1})
+        self.assertEqual(extract_polarity("Attendance is no longer required."), {"required": -1})
+        self.assertEqual(extract_polarity("It does not require approval."), {"required": -1})
+        self.assertEqual(extract_polarity("The service isn't available."), {"available": -1})
+        self.assertEqual(extract_polarity("The service is never available."), {"available": -1})
+        self.assertEqual(extract_polarity("The store cannot be closed."), {"open": 1})
+
+    def test_modals(self):
+        self.assertEqual(extract_polarity("Employees may work remotely."), {"allowed": 1})
+        self.assertEqual(extract_polarity("Employees must not smoke."), {"allowed": -1})
+        self.assertEqual(extract_polarity("Employees must badge in."), {"required": 1})
+        self.assertEqual(extract_polarity("May 1 is a holiday."), {})
+
+    def test_groups_and_subjects(self):
+        self.assertEqual(extract_polarity("The API was shut down."), {"available": -1})
+        self.assertEqual(extract_polarity("The beacon status is INACTIVE."), {"active": -1})
+        self.assertEqual(extract_polarity("Revenue grew by 12%."), {"direction:revenue": 1})
+        self.assertEqual(extract_polarity("Costs were cut sharply."), {"direction:costs": -1})
+        self.assertEqual(extract_polarity("Revenue did not increase."), {})
+
+    def test_negation_must_be_close(self):
+        self.assertEqual(extract_polarity("It is not in Paris, and it is open daily."), {"open": 1})
+        self.assertEqual(extract_polarity("Cameron Smith won the British Open."), {})
+
+
+class TestNames(unittest.TestCase):
+    def test_excludes_question_words_and_months(self):
+        exclude = question_words("Who is the CEO of Acme?")
+        self.assertEqual(extract_names("Acme's CEO is Maria Lopez.", exclude), frozenset({"maria lopez"}))
+        self.assertEqual(extract_names("In March, Acme named Maria Lopez CEO on Monday.", exclude),
+                         frozenset({"maria lopez"}))
+
+    def test_sentence_initial_words(self):
+        self.assertEqual(extract_names("Revenue rose at Globex.", frozenset()), frozenset({"globex"}))
+        self.assertEqual(extract_names("Jane Doe started the company.", frozenset()), frozenset({"jane doe"}))
+        self.assertEqual(extract_names("The Aravali Range is old.", frozenset()), frozenset({"aravali range"}))
+
+    def test_units_titles_and_particles(self):
+        self.assertEqual(extract_names("General Sir Robert Lockhart paid USD 5.", frozenset()),
+                         frozenset({"robert lockhart"}))
+        self.assertEqual(extract_names("It was by Ludwig van Beethoven.", frozenset()),
+                         frozenset({"ludwig van beethoven"}))
+
+    def test_token_overlap_agrees(self):
+        self.assertIsNone(compare_answers("Who runs Apple?", ["Tim Cook runs it."], ["It is run by CEO Cook."]))
+
+
+class TestFeatureProperties(unittest.TestCase):
+    def test_docstring_examples(self):
+        """Every feature function's one-line `Example:` expression must evaluate truthy."""
+        count, module = 0, sys.modules[__name__]
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if "Example:" not in (fn.__doc__ or ""):
+                continue  # the feature functions state their worked example as an expression
+            examples = [line.strip()[len("Example:"):] for line in (fn.__doc__ or "").splitlines()
+                        if line.strip().startswith("Example:")]
+            self.assertTrue(examples, f"{name} has no worked example")
+            for expr in examples:
+                with self.subTest(function=name):
+                    self.assertTrue(eval(expr, vars(module)), f"{name}: {expr}")
+                    count += 1
+        self.assertGreater(count, 50)
+
+    def test_deterministic_and_frozen(self):
+        args = ("What was Acme's revenue?", ["Acme's revenue was $4.2M."], ["Acme's revenue was $6.8M."])
+        self.assertEqual(compare_answers(*args), compare_answers(*args))
+        with self.assertRaises(Exception):
+            compare_answers(*args).kind = "x"
 
 
 def retrieved_of(*docs):
