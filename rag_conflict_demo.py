@@ -84,6 +84,14 @@ class Config:
     slot_max_span: int = 3  # longest replaced run (tokens) still read as a single answer slot
     slot_max_extra: int = 2  # inserted/deleted tokens tolerated beside the one replace ("city", "now")
     event_window: int = 4  # words either side of a year that name its event, for non-date questions
+    relevance_gate: float = 0.25  # question-aware gate: both documents' best sentence-to-question cosine >= this
+    answer_sentences: int = 3  # answer-bearing sentences kept per document (most similar to the question)
+    answer_margin: float = 1.0  # ... within this cosine of the document's best sentence (1.0: no margin)
+    reader_min_confidence: float = 0.30  # detector 'full': both per-document answers at least this confident
+    nli_model: str | None = None  # cross-encoder for --nli; None: NLI off
+    nli_threshold: float = 0.5  # contradiction probability, either direction, that flags a pair
+    detector: str = "full"  # 'article' | 'heuristic' | 'full'
+    strategy: str = "kind"  # 'kind' (superseded / disputed) | 'recency' (the article's policy)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -119,6 +127,11 @@ KNOWLEDGE_BASE = (
     Document("api-002", "API-Reference-v2.0", "2023-09-20",
              "After an infrastructure upgrade, the standard tier API rate limit was increased to 500 requests "
              "per minute. Clients that exceed the limit are throttled until the next minute."),
+    Document("ops-001", "Harbor-Beacon-Log-A", None,
+             "Harbor beacon HB-7 at the north pier: the beacon status is ACTIVE, transmitting on marine channel "
+             "16."),
+    Document("ops-002", "Harbor-Beacon-Log-B", None,
+             "Harbor beacon HB-7 at the north pier: the beacon status is INACTIVE, and its lamp is dark."),
     Document("gen-001", "Company-Overview-2024", "2024-01-01",
              "Headquartered in Denver, Acme Corp makes analytics dashboards for mid-sized retailers. The "
              "company has 140 employees in three offices and was founded in 2015."),
@@ -137,6 +150,7 @@ SCENARIOS = (  # (short name, question)
     ("Revenue restatement", "What was Acme Corp's annual revenue for fiscal year 2023?"),
     ("Policy reversal", "What is the current remote work policy for employees?"),
     ("Versioned API docs", "What is the API rate limit for the standard tier?"),
+    ("Undated status reports", "What is the status of harbor beacon HB-7?"),
 )
 
 
@@ -1453,7 +1467,7 @@ CHECKS = {
     "date": (_TEMPORAL, _polarity_finding),
     "name": (_name_finding, _polarity_finding),
     "state": (_polarity_finding, _state_slot_finding),
-    "other": (_ALL_VALUES, _polarity_finding, _slot_finding),
+    "other": (_polarity_finding, _ALL_VALUES, _slot_finding),  # a policy's dates matter less than its polarity
 }
 
 
@@ -1607,12 +1621,12 @@ class ConflictDetector:
                 if sims[i, j] < self.threshold:
                     continue  # different topics: skipped before any text work
                 checked += 1
-                found = self.check_pair(docs[i], docs[j], features[i], features[j], float(sims[i, j]))
+                found = self.check_pair(docs[i], docs[j], features[i], features[j], float(sims[i, j]), question)
                 if found:
                     conflicts.append(found)
         return ConflictReport(tuple(conflicts), checked)
 
-    def check_pair(self, a, b, fa, fb, topic_sim):
+    def check_pair(self, a, b, fa, fb, topic_sim, question=""):
         """First heuristic that fires on a topically similar pair, as a Conflict; None when all agree."""
         for heuristic in self.heuristics:
             fired = heuristic(fa, fb)
@@ -1620,6 +1634,112 @@ class ConflictDetector:
                 kind, reason, evidence = fired
                 return Conflict(a, b, kind, reason, topic_sim, evidence)
         return None
+
+
+@dataclass(frozen=True)
+class AnswerView:
+    """What one document says in answer to the question."""
+
+    sentences: tuple  # answer-bearing sentences, in document order
+    relevance: float  # cosine between the question and the document's most relevant sentence
+    answer: object = None  # the reader's Answer on this document alone (detector 'full'), else None
+
+
+class QuestionAwareDetector(ConflictDetector):
+    """Flags pairs whose answers to the question disagree: values, polarity, names, slots (compare_answers),
+    then, when given, the reader run on each document alone and an NLI model on the answer-bearing sentences.
+
+    Only pairs where both documents bear on the question (relevance >= cfg.relevance_gate) are compared.
+    """
+
+    def __init__(self, cfg, embed, read=None, nli=None):
+        super().__init__(cfg.relevance_gate)
+        self.cfg, self.embed, self.read, self.nli = cfg, embed, read, nli
+        self.split = {}  # content -> (sentences, (n, dim) vectors): each document's sentences are embedded once
+
+    def prime(self, docs):
+        """Split and embed, in batches, the sentences of every document not seen before."""
+        new = list(dict.fromkeys(d.content for d in docs if d.content not in self.split))
+        parts = [split_sentences(c) or [c.strip()] for c in new]
+        flat = [x for p in parts for x in p]
+        if not flat:
+            return
+        step = self.cfg.embed_batch
+        vectors = normalise(np.vstack([self.embed(flat[i:i + step]) for i in range(0, len(flat), step)]))
+        start = 0
+        for content, p in zip(new, parts):
+            self.split[content] = (p, vectors[start:start + len(p)])
+            start += len(p)
+
+    def view(self, doc, question_vector):
+        """The document's answer-bearing sentences: the most similar to the question, within a margin of the best."""
+        sentences, vectors = self.split[doc.content]
+        if question_vector is None:
+            return AnswerView(tuple(sentences), 1.0)
+        sims = vectors @ question_vector
+        order = sorted(range(len(sentences)), key=lambda i: (-sims[i], i))[:self.cfg.answer_sentences]
+        best = float(sims[order[0]])
+        keep = sorted(i for i in order if sims[i] >= best - self.cfg.answer_margin)
+        return AnswerView(tuple(sentences[i] for i in keep), best)
+
+    def features(self, docs, question, question_vector):
+        self.prime(docs)
+        qv = None if question_vector is None else normalise(np.atleast_2d(question_vector))[0]
+        views = [self.view(d, qv) for d in docs]
+        if self.read and question:  # k small forward passes, only for documents that bear on the question
+            views = [replace(v, answer=self.read(question, d.content)) if v.relevance >= self.threshold else v
+                     for d, v in zip(docs, views)]
+        return views
+
+    def detect(self, docs, vectors, question="", question_vector=None):
+        sims = normalise(vectors) @ normalise(vectors).T if len(docs) else np.zeros((0, 0))
+        views = self.features(docs, question, question_vector)
+        conflicts, checked = [], 0
+        for i in range(len(docs)):
+            for j in range(i + 1, len(docs)):
+                if min(views[i].relevance, views[j].relevance) < self.threshold:
+                    continue  # one of the two does not bear on the question
+                checked += 1
+                found = self.check_pair(docs[i], docs[j], views[i], views[j], float(sims[i, j]), question)
+                if found:
+                    conflicts.append(found)
+        return ConflictReport(tuple(conflicts), checked)
+
+    def check_pair(self, a, b, fa, fb, topic_sim, question=""):
+        finding = compare_answers(question, list(fa.sentences), list(fb.sentences), self.cfg)
+        if finding is None and fa.answer and fb.answer:
+            finding = reader_disagreement(fa.answer, fb.answer, self.cfg)
+        if finding is None and self.nli:
+            finding = self.nli.judge(fa.sentences, fb.sentences)
+        if finding is None:
+            return None
+        evidence = tuple((side,) if isinstance(side, str) else tuple(side) for side in finding.evidence)
+        return Conflict(a, b, finding.kind, finding.reason, topic_sim, evidence)
+
+
+def reader_disagreement(x, y, cfg):
+    """A Finding when the reader, run on each document alone, gives two confident answers that don't agree.
+
+    "$4.2M" vs "$6.8 million" -> value finding; "Maria Lopez" vs "Lopez" -> None (one contains the other)
+    """
+    if min(x.confidence, y.confidence) < cfg.reader_min_confidence or not x.text or not y.text:
+        return None
+    a, b = (" ".join(tokens(t)) for t in (x.text, y.text))
+    if not a or not b or a in b or b in a:
+        return None
+    values = _value_finding([x.text], [y.text], cfg=cfg)
+    if values or (extract_values(x.text) and extract_values(y.text)):
+        return values and Finding("reader", f"the reader answers differently: {values.reason}", values.evidence)
+    if set(a.split()) & set(b.split()) - STOPWORDS:
+        return None
+    return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
+
+
+def make_detector(name, cfg, embed, read=None, nli=None):
+    """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader."""
+    if name == "article":
+        return ConflictDetector(cfg.threshold)
+    return QuestionAwareDetector(cfg, embed, read if name == "full" else None, nli)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -1850,23 +1970,62 @@ def hub_unreachable(name, timeout):
         return str(getattr(e, "reason", e)) or type(e).__name__
 
 
-def load_models(cfg, quiet):
-    """(embed, read) callables for the configured models; ModelUnavailable when either can't be had."""
+class NLIJudge:
+    """A cross-encoder NLI model, run in both directions on two documents' answer-bearing sentences."""
+
+    def __init__(self, path, cfg):
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        self.torch, self.cfg = torch, cfg
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+        labels = {str(name).lower(): int(i) for i, name in self.model.config.id2label.items()}
+        found = [i for name, i in labels.items() if name.startswith("contradict")]
+        if not found:
+            raise ValueError(f"it has no 'contradiction' label (labels: {', '.join(sorted(labels))})")
+        self.contradiction = found[0]
+
+    def judge(self, sents_a, sents_b):
+        """A Finding when either direction (a => b, b => a) is a contradiction with p >= cfg.nli_threshold."""
+        a, b = " ".join(sents_a), " ".join(sents_b)
+        enc = self.tokenizer([a, b], [b, a], truncation=True, max_length=self.cfg.max_seq_len, padding=True,
+                             return_tensors="pt")
+        with self.torch.no_grad():
+            probs = self.torch.softmax(self.model(**enc).logits, dim=-1)[:, self.contradiction]
+        p = float(probs.max())
+        if p < self.cfg.nli_threshold:
+            return None
+        return Finding("nli", f"NLI model reads a contradiction (p={p:.2f})", (a[:120], b[:120]))
+
+
+MODELS = {  # what -> (config field, class, flag, environment variable)
+    "embedding": ("embed_model", SentenceEmbedder, "--embed-model", "RAG_EMBED_MODEL"),
+    "QA": ("qa_model", TransformersReader, "--qa-model", "RAG_QA_MODEL"),
+    "NLI": ("nli_model", NLIJudge, "--nli", "RAG_NLI_MODEL"),
+}
+
+
+def load_models(cfg, quiet, wanted=("embedding", "QA")):
+    """{what: loaded model} for the wanted models; ModelUnavailable (one line) when any can't be had.
+
+    Every model is located before any is loaded, so a missing one fails in seconds, not after a long load.
+    """
     if quiet:
         silence_model_libraries()
-    embed_dir = locate_model(cfg.embed_model, "embedding", "--embed-model", "RAG_EMBED_MODEL", cfg.hub_timeout)
-    qa_dir = locate_model(cfg.qa_model, "QA", "--qa-model", "RAG_QA_MODEL", cfg.hub_timeout)
+    paths = {what: locate_model(getattr(cfg, MODELS[what][0]), what, *MODELS[what][2:], cfg.hub_timeout)
+             for what in wanted}
     if quiet:
         silence_model_libraries()  # the libraries are imported now; set their own switches too
-    loaded = []
-    for what, cls, path in (("embedding", SentenceEmbedder, embed_dir), ("QA", TransformersReader, qa_dir)):
+    loaded = {}
+    for what, path in paths.items():
         log.info("loading %s model from %s", what, path)
         try:
-            loaded.append(cls(path, cfg))
+            loaded[what] = MODELS[what][1](path, cfg)
         except (OSError, ValueError, KeyError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ModelUnavailable(f"{what} model at '{path}' could not be loaded: {first}")
-    return loaded[0], loaded[1]
+    return loaded
 
 
 def silence_model_libraries():
@@ -2173,8 +2332,10 @@ def render_block(resp, paint, cfg):
         mark = "" if r.doc.source_id in used else paint("  (discarded)", "dim")
         lines.append(f"  [{r.score:.3f}] {r.doc.title} ({r.doc.date or 'undated'}){mark}")
     for c in resp.report.conflicts:
-        lines.append(paint(f"  ! {c.a.title} vs {c.b.title}: {c.reason}, topic similarity {c.topic_sim:.2f}, "
-                           f"{format_evidence(c.evidence)}", "conflict"))
+        evidence = format_evidence(c.evidence)
+        shown = "" if evidence in c.reason else f", {evidence}"  # question-aware reasons already quote the values
+        lines.append(paint(f"  ! {c.a.title} vs {c.b.title}: {c.reason}, topic similarity {c.topic_sim:.2f}{shown}",
+                           "conflict"))
     for cl in resp.clusters:
         if cl.kind == "disputed":
             names = " and ".join(f"'{d.title}'" for d in cl.members)
@@ -2281,7 +2442,24 @@ def parse_args(argv):
                    help="topic-similarity gate of the detector, in [0, 1] (default %(default)s)")
     p.add_argument("--json", action="store_true", help="JSON Lines on stdout, one object per question")
     p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH")
-    return p.parse_args(argv)
+    p.add_argument("--detector", choices=("article", "heuristic", "full"), default=Config.detector,
+                   help="article: the two original heuristics; heuristic: question-aware, no reader; full: "
+                   "heuristic plus the reader run on each document (default %(default)s)")
+    p.add_argument("--strategy", choices=("kind", "recency"), default=Config.strategy,
+                   help="kind: keep the newest of superseded clusters, UNCERTAIN for disputed ones; recency: the "
+                   "article's keep-the-newest (default %(default)s)")
+    p.add_argument("--nli", nargs="?", const=NLI_DEFAULT, metavar="MODEL",
+                   help=f"also judge pairs with an NLI cross-encoder (default model {NLI_DEFAULT}; env RAG_NLI_MODEL)")
+    p.add_argument("--eval", nargs="?", const=BUILTIN, metavar="PATH",
+                   help="score the detector on labelled pairs (JSON Lines; without PATH the built-in set)")
+    args = p.parse_args(argv)
+    if args.nli == NLI_DEFAULT and os.environ.get("RAG_NLI_MODEL"):
+        args.nli = os.environ["RAG_NLI_MODEL"]
+    return args
+
+
+NLI_DEFAULT = "cross-encoder/nli-deberta-v3-small"
+BUILTIN = "builtin"  # --eval without PATH
 
 
 def setup_logging(quiet):
@@ -2327,35 +2505,48 @@ def check_log_path(path):
         raise UsageError(f"--log-conflicts {path}: not writable")
 
 
-def main(argv=None, embed=None, read=None):
-    """The experiment; embed and read are seams for tests (fakes skip model loading)."""
+def main(argv=None, embed=None, read=None, nli=None):
+    """The experiment; embed, read and nli are seams for tests (fakes skip model loading)."""
     try:
         args = parse_args(argv)
         if args.test:
             return run_tests()
         setup_logging(args.quiet)
-        docs, questions = experiment_inputs(args)
+        if args.eval:
+            pairs = load_eval(args.eval, BUILTIN_PAIRS if args.eval == BUILTIN else None)
+        else:
+            docs, questions = experiment_inputs(args)
         if args.log_conflicts:
             check_log_path(args.log_conflicts)
     except UsageError as e:
         error(str(e))
         return 2
-    cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model, top_k=args.top_k, threshold=args.threshold)
+    cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model, top_k=args.top_k, threshold=args.threshold,
+                 detector=args.detector, strategy=args.strategy, nli_model=args.nli)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from the tokenizers library
+    needs_reader = not args.eval or cfg.detector == "full"
+    wanted = [what for what, have, need in (("embedding", embed, True), ("QA", read, needs_reader),
+                                            ("NLI", nli, bool(cfg.nli_model))) if need and have is None]
+    try:
+        loaded = load_models(cfg, args.quiet, wanted) if wanted else {}
+    except ModelUnavailable as e:
+        error(str(e))
+        return 1
+    embed, read = embed or loaded.get("embedding"), read or loaded.get("QA")
+    nli = (nli or loaded.get("NLI")) if cfg.nli_model else None
+    detector = make_detector(cfg.detector, cfg, embed, read, nli)
+    if args.eval:
+        result = evaluate(pairs, detector, embed, cfg.embed_batch)
+        print(json.dumps({"detector": cfg.detector, **result}) if args.json else
+              render_eval(result, f"detector '{cfg.detector}' on {args.eval}"))
+        return 0
     if cfg.top_k > len(docs):
         note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
         cfg.top_k = len(docs)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from the tokenizers library
-    if embed is None or read is None:
-        try:
-            embed, read = load_models(cfg, args.quiet)
-        except ModelUnavailable as e:
-            error(str(e))
-            return 1
     index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
     log.info("indexed %d documents", len(index.docs))
-    detector = ConflictDetector(cfg.threshold)
-    naive, resolved = ([run_query(q, index, embed, detector, read, cfg.top_k, phase) for _, q in questions]
-                       for phase in (False, True))
+    naive, resolved = ([run_query(q, index, embed, detector, read, cfg.top_k, phase, cfg.strategy)
+                        for _, q in questions] for phase in (False, True))
     if args.json:
         for n, r in zip(naive, resolved):
             print(json.dumps({"query": n.query, "naive": result_json(n), "resolved": result_json(r)}))
@@ -2384,7 +2575,7 @@ def render_eval(result, label):
 def print_walkthrough(names, naive, resolved, paint, cfg):
     rule = "=" * 100
     for title, responses in (("PHASE 1 - NAIVE RAG: the whole top-k goes to the reader", naive),
-                             ("PHASE 2 - CONFLICT-AWARE RAG: detect, resolve by recency, then read", resolved)):
+                             ("PHASE 2 - CONFLICT-AWARE RAG: detect, resolve, then read", resolved)):
         print(paint(f"\n{rule}\n{title}\n{rule}", "title"))
         for name, resp in zip(names, responses):
             print(paint(f"\n--- {name} ---", "title"))
@@ -2394,13 +2585,149 @@ def print_walkthrough(names, naive, resolved, paint, cfg):
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# Labelled pairs for --eval: written for this project (invented companies and places), one JSON object per line.
+# Types: conflicts (status, retired, name, duration, year, quantity, policy, paraphrase_conflict, snippet_conflict)
+# and controls (format_equiv, period, entity, paraphrase_agree, modal_scope, snippet_date, passage_figures,
+# stray_negation, same_answer).
+
+BUILTIN_PAIRS = r"""
+{"id": "bi-001", "question": "How much did a litre of diesel cost in Portmere?", "docs": [{"id": "A", "text": "In January, diesel in Portmere averaged €1.62 per litre.", "date": null, "title": null}, {"id": "B", "text": "Portmere diesel prices averaged €1.71 per litre in February.", "date": null, "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-002", "question": "Who directed the film 'Paper Lanterns'?", "docs": [{"id": "A", "text": "Mar 4, 2019 ... 'Paper Lanterns', directed by Odile Fontaine, opens in cinemas this Friday.", "date": "2019-03-04", "title": null}, {"id": "B", "text": "Apr 12, 2019 ... Odile Fontaine's film 'Paper Lanterns' has become the surprise hit of the spring.", "date": "2019-04-12", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-003", "question": "Which Chartwell plans include advanced analytics?", "docs": [{"id": "A", "text": "Advanced analytics is not available on Chartwell's free plan.", "date": null, "title": null}, {"id": "B", "text": "Advanced analytics is available on Chartwell's Pro plan.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-004", "question": "How much did Pellucid Labs raise in seed funding?", "docs": [{"id": "A", "text": "Pellucid Labs raised $4.2M in seed funding.", "date": "2023-05-30", "title": null}, {"id": "B", "text": "Pellucid Labs' seed round brought in 4.2 million dollars.", "date": "2023-05-30", "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-005", "question": "How many seats does Harborview Arena have?", "docs": [{"id": "A", "text": "Aug 23, 2020 ... The new Harborview Arena seats 18,000 spectators for basketball games and hosts its first match next week.", "date": "2020-08-23", "title": null}, {"id": "B", "text": "Aug 25, 2020 ... Harborview Arena, which is about to host its first match, has a basketball capacity of 12,500 spectators.", "date": "2020-08-25", "title": null}], "conflict": true, "type": "snippet_conflict"}
+{"id": "bi-006", "question": "Who won the women's race at the 2023 Kestrel Valley Marathon?", "docs": [{"id": "A", "text": "Amara Njoroge won the women's race at the 2023 Kestrel Valley Marathon.", "date": null, "title": null}, {"id": "B", "text": "The 2023 Kestrel Valley Marathon women's title went to Sofie Lindqvist.", "date": null, "title": null}], "conflict": true, "type": "name"}
+{"id": "bi-007", "question": "Is the legacy_auth option supported in Cobaltdb?", "docs": [{"id": "A", "text": "The legacy_auth option has been removed from Cobaltdb; passing it causes the server to refuse to start.", "date": "2022-05-14", "title": null}, {"id": "B", "text": "Cobaltdb supports the legacy_auth option, which is available in the current release.", "date": "2022-05-14", "title": null}], "conflict": true, "type": "retired"}
+{"id": "bi-008", "question": "What is the status of the harbour beacons?", "docs": [{"id": "A", "text": "Harbour beacon 4 status is ACTIVE.", "date": "2024-03-11", "title": null}, {"id": "B", "text": "Harbour beacon 7 status is INACTIVE.", "date": "2024-03-11", "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-009", "question": "Is the Harlow Street bridge open?", "docs": [{"id": "A", "text": "The Harlow Street bridge is not open to cars.", "date": null, "title": null}, {"id": "B", "text": "The Harlow Street bridge is open to pedestrians and cyclists.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-010", "question": "How long is the warranty on Vexa appliances?", "docs": [{"id": "A", "text": "The Vexa K2 blender comes with a one-year warranty.", "date": null, "title": null}, {"id": "B", "text": "The Vexa R5 refrigerator is covered by a five-year warranty.", "date": null, "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-011", "question": "When was the video game 'Ember Drift' released?", "docs": [{"id": "A", "text": "'Ember Drift' was released in 2015.", "date": null, "title": null}, {"id": "B", "text": "The video game 'Ember Drift' came out in 2017.", "date": null, "title": null}], "conflict": true, "type": "year"}
+{"id": "bi-012", "question": "What is the free-tier API rate limit?", "docs": [{"id": "A", "text": "Acme's free-tier API limit is 100 requests per minute.", "date": "2024-03-01", "title": null}, {"id": "B", "text": "Globex's free-tier API limit is 500 requests per minute.", "date": "2024-03-01", "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-013", "question": "What discount do students get at Cobble Lane Cinema?", "docs": [{"id": "A", "text": "Students receive a 15% discount on tickets at Cobble Lane Cinema.", "date": "2024-01-08", "title": null}, {"id": "B", "text": "Cobble Lane Cinema gives students fifteen percent off every ticket.", "date": "2024-01-08", "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-014", "question": "How long do customers have to return items to Pinebrook Outfitters?", "docs": [{"id": "A", "text": "Pinebrook Outfitters accepts returns within two weeks of purchase.", "date": "2023-07-01", "title": null}, {"id": "B", "text": "Items bought from Pinebrook Outfitters can be returned within 30 days.", "date": "2023-07-01", "title": null}], "conflict": true, "type": "duration"}
+{"id": "bi-015", "question": "Is the Quillmark PDF export service still available?", "docs": [{"id": "A", "text": "Quillmark retired its PDF export service; the feature is no longer offered to any customer.", "date": "2024-04-02", "title": null}, {"id": "B", "text": "Quillmark's PDF export service is currently available to all subscribers.", "date": "2024-04-02", "title": null}], "conflict": true, "type": "retired"}
+{"id": "bi-016", "question": "By what percentage did Norcastle Energy's revenue grow in 2023?", "docs": [{"id": "A", "text": "Feb 15, 2024 ... Norcastle Energy said its revenue grew 12% in 2023.", "date": "2024-02-15", "title": null}, {"id": "B", "text": "Mar 8, 2024 ... Norcastle Energy's 12% revenue increase in 2023 pleased investors.", "date": "2024-03-08", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-017", "question": "Who designed the Aldwater Bridge?", "docs": [{"id": "A", "text": "The Aldwater Bridge was designed by the engineer Margit Solberg. It opened in 1932 and spans 1,140 metres across the estuary. Construction cost £2.3 million and employed around 900 workers at its peak.", "date": "2019-05-20", "title": null}, {"id": "B", "text": "Margit Solberg's best-known work is the Aldwater Bridge. Today about 31,000 vehicles cross it each day, and its two main towers stand 96 metres high. The bridge was repainted in 2004 using 58 tonnes of paint.", "date": "2021-08-03", "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-018", "question": "Is a cover letter required for applications to the Hollis Fellowship?", "docs": [{"id": "A", "text": "A cover letter is mandatory for all Hollis Fellowship applications.", "date": "2024-09-01", "title": null}, {"id": "B", "text": "Cover letters are optional for Hollis Fellowship applicants.", "date": "2024-09-01", "title": null}], "conflict": true, "type": "policy"}
+{"id": "bi-019", "question": "How much rain fell in Calder Bay?", "docs": [{"id": "A", "text": "Calder Bay recorded 48 mm of rain in July, well below the monthly average.", "date": "2023-08-02", "title": null}, {"id": "B", "text": "August was wetter in Calder Bay, with 97 mm of rainfall measured at the harbour station.", "date": "2023-09-01", "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-020", "question": "Who chaired the Westbrook Historical Society?", "docs": [{"id": "A", "text": "From 2010 to 2016 the Westbrook Historical Society was chaired by Ruth Ellery.", "date": "2018-03-14", "title": null}, {"id": "B", "text": "Marcus Dell has chaired the Westbrook Historical Society since 2017.", "date": "2018-03-14", "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-021", "question": "Who is the head coach of the Riverside Falcons?", "docs": [{"id": "A", "text": "The Riverside Falcons are a professional football club based in Riverside. The team's head coach is Dana Whitfield, who also oversees the youth academy. The Falcons play their home games at Meadowline Stadium.", "date": "2024-01-15", "title": "Riverside Falcons"}, {"id": "B", "text": "Riverside Falcons head coach Victor Almeida led the team through training camp this week. Almeida has been in charge of the squad since the start of the season.", "date": "2024-01-15", "title": null}], "conflict": true, "type": "name"}
+{"id": "bi-022", "question": "What were the 2023 revenues of the region's two power utilities?", "docs": [{"id": "A", "text": "Norcastle Energy's 2023 revenue was $1.2 billion.", "date": "2024-03-05", "title": null}, {"id": "B", "text": "Brightfield Power reported 2023 revenue of $860 million.", "date": "2024-03-05", "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-023", "question": "How long is the warranty on the Vexa K2 blender?", "docs": [{"id": "A", "text": "May 2, 2021 ... The Vexa K2 blender ships with a one-year warranty.", "date": "2021-05-02", "title": null}, {"id": "B", "text": "Jul 19, 2021 ... Vexa covers the K2 blender for one year against manufacturing defects.", "date": "2021-07-19", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-024", "question": "What is the capital of Australia?", "docs": [{"id": "A", "text": "Nov 3, 2018 ... Canberra, the capital of Australia, hosts the national parliament.", "date": "2018-11-03", "title": null}, {"id": "B", "text": "Dec 1, 2019 ... Australia's capital city, Canberra, is a planned city.", "date": "2019-12-01", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-025", "question": "Can people swim in the Kelby Reservoir this month?", "docs": [{"id": "A", "text": "Swimming is banned at the Kelby Reservoir this month.", "date": null, "title": null}, {"id": "B", "text": "No one is allowed in the water at the Kelby Reservoir for the rest of this month.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-026", "question": "Is the Lumo Classic phone still sold?", "docs": [{"id": "A", "text": "Lumo has stopped selling the Lumo Classic phone.", "date": null, "title": null}, {"id": "B", "text": "The Lumo Classic phone is still on sale in Lumo's online store.", "date": null, "title": null}], "conflict": true, "type": "retired"}
+{"id": "bi-027", "question": "What was the outcome of the 2022 Ridgeway mayoral election for incumbent Carla Benn?", "docs": [{"id": "A", "text": "Carla Benn secured a second term as mayor of Ridgeway in the 2022 election.", "date": null, "title": null}, {"id": "B", "text": "Ridgeway voters ousted mayor Carla Benn in 2022, handing the office to her challenger.", "date": null, "title": null}], "conflict": true, "type": "paraphrase_conflict"}
+{"id": "bi-028", "question": "Can Stonebridge employees work remotely on Fridays?", "docs": [{"id": "A", "text": "Employees may work remotely on Fridays.", "date": "2023-02-06", "title": "Stonebridge Employee Handbook"}, {"id": "B", "text": "Working remotely on Fridays does not require approval.", "date": "2023-02-06", "title": "Stonebridge Employee Handbook"}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-029", "question": "What is the status of replication node Orrin-7?", "docs": [{"id": "A", "text": "Status report: replication node Orrin-7 is ONLINE and accepting writes.", "date": "2024-06-18", "title": null}, {"id": "B", "text": "Status report: replication node Orrin-7 is OFFLINE.", "date": "2024-06-18", "title": null}], "conflict": true, "type": "status"}
+{"id": "bi-030", "question": "When was the Gannet Point lighthouse completed?", "docs": [{"id": "A", "text": "The Gannet Point lighthouse was completed in 1856.", "date": "2020-06-12", "title": null}, {"id": "B", "text": "Construction of the Gannet Point lighthouse was finished in 1872.", "date": "2020-06-12", "title": null}], "conflict": true, "type": "year"}
+{"id": "bi-031", "question": "How long is the free trial for Stratus Notes?", "docs": [{"id": "A", "text": "Stratus Notes offers a 7-day free trial to new users.", "date": null, "title": null}, {"id": "B", "text": "New users get fourteen days of Stratus Notes free before they are charged.", "date": null, "title": null}], "conflict": true, "type": "duration"}
+{"id": "bi-032", "question": "What is the capital of Veldmark?", "docs": [{"id": "A", "text": "Kessin is the capital of Veldmark.", "date": null, "title": null}, {"id": "B", "text": "Kessin, the capital of Veldmark, has never hosted the Olympic Games.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-033", "question": "Is the Dunmore tax office open on Sundays?", "docs": [{"id": "A", "text": "The Dunmore tax office is closed on Sundays.", "date": null, "title": null}, {"id": "B", "text": "On Sundays the Dunmore tax office does not open.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-034", "question": "How tall are the Twin Spire towers?", "docs": [{"id": "A", "text": "The north tower of the Twin Spire complex rises 212 metres.", "date": null, "title": null}, {"id": "B", "text": "The south tower of the Twin Spire complex is 187 metres tall.", "date": null, "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-035", "question": "Is the Tovin X3 laptop waterproof?", "docs": [{"id": "A", "text": "The Tovin X3 is not waterproof.", "date": null, "title": null}, {"id": "B", "text": "Keep the Tovin X3 away from liquids: the laptop has no water resistance at all.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-036", "question": "How many employees does Quarrytech have?", "docs": [{"id": "A", "text": "Quarrytech employs 1,200 people.", "date": null, "title": null}, {"id": "B", "text": "Quarrytech, which has 1,200 employees, is not planning any layoffs.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-037", "question": "Who is older, Priya Nair or her brother Arjun?", "docs": [{"id": "A", "text": "Priya is the eldest of the Nair children and helped raise her younger brother Arjun.", "date": null, "title": null}, {"id": "B", "text": "Arjun Nair was born three years before his sister Priya.", "date": null, "title": null}], "conflict": true, "type": "paraphrase_conflict"}
+{"id": "bi-038", "question": "What is the population of Elmsworth according to the 2020 census?", "docs": [{"id": "A", "text": "Elmsworth is a market town in the Dene valley. The 2020 census recorded a population of 26,980. The town was granted a charter in 1287 and covers 14.6 square kilometres. Its parish church tower is 41 metres tall.", "date": "2022-04-11", "title": null}, {"id": "B", "text": "With 26,980 residents at the 2020 census, Elmsworth is the largest town in the district. It lies 112 metres above sea level and is 38 kilometres from the coast. The railway reached Elmsworth in 1849, and the station now handles about 1.3 million passengers a year.", "date": "2023-01-17", "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-039", "question": "Is the Harlow Street pedestrian bridge open?", "docs": [{"id": "A", "text": "The Harlow Street pedestrian bridge is open to foot and bicycle traffic.", "date": null, "title": null}, {"id": "B", "text": "The Harlow Street pedestrian bridge is closed to all traffic.", "date": null, "title": null}], "conflict": true, "type": "status"}
+{"id": "bi-040", "question": "Do Stonebridge employees need manager approval to work remotely?", "docs": [{"id": "A", "text": "Remote work at Stonebridge requires written approval from the employee's manager.", "date": null, "title": null}, {"id": "B", "text": "Stonebridge employees can work remotely without asking their manager for approval.", "date": null, "title": null}], "conflict": true, "type": "policy"}
+{"id": "bi-041", "question": "How many students were enrolled at Ashgrove Secondary School?", "docs": [{"id": "A", "text": "Ashgrove Secondary School had 812 students enrolled in the 2019 school year.", "date": null, "title": null}, {"id": "B", "text": "Enrollment at Ashgrove Secondary School reached 905 students in 2021, the school reported.", "date": null, "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-042", "question": "What is the capital of Australia?", "docs": [{"id": "A", "text": "Canberra is the capital of Australia.", "date": null, "title": null}, {"id": "B", "text": "The capital of Australia is Canberra.", "date": null, "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-043", "question": "Who won the women's race at the 2023 Kestrel Valley Marathon?", "docs": [{"id": "A", "text": "Amara Njoroge won the women's race at the 2023 Kestrel Valley Marathon.", "date": "2023-04-24", "title": null}, {"id": "B", "text": "The women's race at the 2023 Kestrel Valley Marathon was won by Amara Njoroge.", "date": "2023-04-24", "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-044", "question": "What is the capital of Australia?", "docs": [{"id": "A", "text": "Canberra is the capital of Australia.", "date": null, "title": null}, {"id": "B", "text": "The capital of Australia is Sydney.", "date": null, "title": null}], "conflict": true, "type": "name"}
+{"id": "bi-045", "question": "When did the Marlow Public Library open?", "docs": [{"id": "A", "text": "The Marlow Public Library opened in 1998.", "date": null, "title": null}, {"id": "B", "text": "The Marlow Public Library opened its doors in 2001.", "date": null, "title": null}], "conflict": true, "type": "year"}
+{"id": "bi-046", "question": "How long does the Corbel Institute's data science course last?", "docs": [{"id": "A", "text": "The Corbel Institute's data science course runs for 12 weeks. Classes meet twice a week in the evening.", "date": null, "title": "Corbel Institute Course Catalogue"}, {"id": "B", "text": "The Corbel Institute's data science course is a six-month program that ends with a capstone project.", "date": null, "title": null}], "conflict": true, "type": "duration"}
+{"id": "bi-047", "question": "In what year was the Gannet Point lighthouse first lit?", "docs": [{"id": "A", "text": "The Gannet Point lighthouse was first lit in 1856. Its tower is 34 metres tall, and visitors climb 117 steps to reach the lantern room. The light was automated in 1987.", "date": null, "title": "Gannet Point Lighthouse"}, {"id": "B", "text": "First lit in 1856, the Gannet Point lighthouse can be seen from 22 nautical miles away. Around 18,000 people visit each year, and the keeper's cottage was restored in 2009 at a cost of $640,000.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-048", "question": "How many visitors did the Fenwick Aquarium receive?", "docs": [{"id": "A", "text": "The Fenwick Aquarium welcomed 615,000 visitors in 2018.", "date": null, "title": null}, {"id": "B", "text": "In 2019 the Fenwick Aquarium drew 702,000 visitors, its best year so far.", "date": null, "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-049", "question": "What do Orbitly's plans cost per month?", "docs": [{"id": "A", "text": "Orbitly Basic costs $9 per month.", "date": null, "title": "Orbitly Pricing"}, {"id": "B", "text": "Orbitly Pro costs $29 per month.", "date": null, "title": "Orbitly Pricing"}], "conflict": false, "type": "entity"}
+{"id": "bi-050", "question": "Is smoking allowed on the terrace of the Cedar Hall hotel?", "docs": [{"id": "A", "text": "Smoking is not permitted on the terrace of the Cedar Hall hotel.", "date": "2022-07-07", "title": null}, {"id": "B", "text": "Smoking is not permitted anywhere at the Cedar Hall hotel, including the terrace.", "date": "2022-07-07", "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-051", "question": "Who wrote the novel 'The Salt Orchard'?", "docs": [{"id": "A", "text": "'The Salt Orchard' is a novel by Helena Varga.", "date": "2021-02-08", "title": null}, {"id": "B", "text": "'The Salt Orchard' was written by Thomas Beaulieu.", "date": "2021-02-08", "title": null}], "conflict": true, "type": "name"}
+{"id": "bi-052", "question": "Are dogs allowed in Tarn Valley park?", "docs": [{"id": "A", "text": "Dogs are not allowed off the leash in Tarn Valley park.", "date": null, "title": null}, {"id": "B", "text": "Dogs on a leash are welcome throughout Tarn Valley park.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-053", "question": "Did Wrenfield Motors make a profit last year?", "docs": [{"id": "A", "text": "Wrenfield Motors ended last year in the black, posting net earnings for the first time in four years.", "date": null, "title": null}, {"id": "B", "text": "Last year brought another net loss for Wrenfield Motors, whose costs once again outran its income.", "date": null, "title": null}], "conflict": true, "type": "paraphrase_conflict"}
+{"id": "bi-054", "question": "How much did Calloway Foods' revenue change in 2023?", "docs": [{"id": "A", "text": "Calloway Foods' revenue increased 12% in 2023.", "date": "2024-02-02", "title": null}, {"id": "B", "text": "In 2023, Calloway Foods' revenue grew by 12%.", "date": "2024-02-02", "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-055", "question": "How many people live in Lower Ashby and Upper Ashby?", "docs": [{"id": "A", "text": "Lower Ashby has a population of 4,300.", "date": null, "title": null}, {"id": "B", "text": "Upper Ashby is home to about 2,900 residents.", "date": null, "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-056", "question": "How much does the Arlo T9 tent weigh?", "docs": [{"id": "A", "text": "The Arlo T9 tent weighs 2.5 kg.", "date": null, "title": null}, {"id": "B", "text": "At 2,500 grams, the Arlo T9 is one of the lighter two-person tents on the market.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-057", "question": "When was Halvorsen Shipping founded?", "docs": [{"id": "A", "text": "Halvorsen Shipping was founded in 1921.", "date": "2022-10-03", "title": null}, {"id": "B", "text": "Halvorsen Shipping was established in 1934.", "date": "2022-10-03", "title": null}], "conflict": true, "type": "year"}
+{"id": "bi-058", "question": "How many employees does Quarrytech have?", "docs": [{"id": "A", "text": "Quarrytech builds inspection drones for mining companies. The firm has 1,200 employees across its offices.", "date": "2024-05-01", "title": "Quarrytech company profile"}, {"id": "B", "text": "Quarrytech currently employs about 3,400 people.", "date": "2024-05-01", "title": null}], "conflict": true, "type": "quantity"}
+{"id": "bi-059", "question": "How many moons does Mars have?", "docs": [{"id": "A", "text": "Mars is the fourth planet from the Sun and has a diameter of about 6,779 km. It takes roughly 687 Earth days to complete one orbit. Mars has two moons, Phobos and Deimos. Phobos is about 22 km across, while Deimos is about 12 km across.", "date": null, "title": "Mars"}, {"id": "B", "text": "A day on Mars lasts about 24 hours and 37 minutes. The planet's surface gravity is roughly 38% of Earth's, and its average distance from the Sun is about 228 million km. Mars is orbited by two small moons, named Phobos and Deimos.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-060", "question": "What is the population of Elmsworth?", "docs": [{"id": "A", "text": "According to the 2010 census, Elmsworth had a population of 23,450.", "date": null, "title": null}, {"id": "B", "text": "The 2020 census counted 26,980 residents in Elmsworth, an increase driven by new housing on the town's east side.", "date": null, "title": "Elmsworth"}], "conflict": false, "type": "period"}
+{"id": "bi-061", "question": "Is a cover letter required for the Hollis Fellowship?", "docs": [{"id": "A", "text": "A cover letter is not required for the Hollis Fellowship.", "date": null, "title": null}, {"id": "B", "text": "Applicants to the Hollis Fellowship may include a cover letter if they wish.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-062", "question": "Who is the chief executive at each of the Tarrow Group's subsidiaries?", "docs": [{"id": "A", "text": "Tarrow Robotics is led by CEO Maria Lopez.", "date": "2023-06-20", "title": null}, {"id": "B", "text": "Tarrow Logistics' chief executive is Daniel Okafor.", "date": "2023-06-20", "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-063", "question": "How long is the free trial for Stratus Notes?", "docs": [{"id": "A", "text": "Stratus Notes offers a 14-day free trial.", "date": null, "title": null}, {"id": "B", "text": "New Stratus Notes users get a 14-day free trial.", "date": null, "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-064", "question": "Who is the CEO of Tarrow Robotics?", "docs": [{"id": "A", "text": "Tarrow Robotics' CEO is Maria Lopez.", "date": "2023-06-20", "title": null}, {"id": "B", "text": "The CEO of Tarrow Robotics is Maria Lopez.", "date": "2023-06-20", "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-065", "question": "When did the Marlow Public Library open?", "docs": [{"id": "A", "text": "The Marlow Public Library opened in 1998.", "date": null, "title": null}, {"id": "B", "text": "Opened in 1998, the Marlow Public Library does not charge late fees on children's books.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-066", "question": "What is the status of the beacon?", "docs": [{"id": "A", "text": "The beacon status is ACTIVE.", "date": "2024-04-02", "title": null}, {"id": "B", "text": "The beacon status is ACTIVE. No maintenance is scheduled this week.", "date": "2024-04-02", "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-067", "question": "What is the rate limit for the Helix Maps API free tier?", "docs": [{"id": "A", "text": "Sep 14, 2022 ... The Helix Maps API free tier is limited to 100 requests per minute.", "date": "2022-09-14", "title": null}, {"id": "B", "text": "Jan 30, 2023 ... Free-tier Helix Maps keys can make up to 100 requests each minute.", "date": "2023-01-30", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-068", "question": "Was the Orla Bridge finished on time?", "docs": [{"id": "A", "text": "The Orla Bridge was completed on schedule.", "date": "2021-10-11", "title": null}, {"id": "B", "text": "Work on the Orla Bridge wrapped up by its original deadline, without any delays.", "date": "2021-10-11", "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-069", "question": "Is parking free at the Marlow Public Library?", "docs": [{"id": "A", "text": "Parking at the Marlow Public Library is free on weekends.", "date": "2023-05-15", "title": null}, {"id": "B", "text": "On weekdays, parking at the Marlow Public Library is not free; drivers pay $2 per hour.", "date": "2023-05-15", "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-070", "question": "How many employees does Brackenridge Analytics have?", "docs": [{"id": "A", "text": "At the end of 2022, Brackenridge Analytics employed 340 people.", "date": "2023-01-10", "title": null}, {"id": "B", "text": "Brackenridge Analytics' headcount stood at 410 at the end of 2023.", "date": "2024-01-09", "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-071", "question": "When was Halvorsen Shipping founded?", "docs": [{"id": "A", "text": "Halvorsen Shipping was founded in 1921.", "date": null, "title": null}, {"id": "B", "text": "Halvorsen Shipping was founded in 1921 and is based in Bergen.", "date": null, "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-072", "question": "When were the colleges of Aldmoor University founded?", "docs": [{"id": "A", "text": "St. Aldric College, the oldest college of Aldmoor University, was founded in 1452.", "date": null, "title": null}, {"id": "B", "text": "Merrow College of Aldmoor University was founded in 1610 by a wealthy wool merchant.", "date": null, "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-073", "question": "By what percentage did Norcastle Energy's revenue grow in 2023?", "docs": [{"id": "A", "text": "Norcastle Energy's revenue grew 12% in 2023.", "date": "2024-02-15", "title": null}, {"id": "B", "text": "Norcastle Energy's 2023 revenue rose 15 percent compared with the previous year.", "date": "2024-02-15", "title": null}], "conflict": true, "type": "quantity"}
+{"id": "bi-074", "question": "Who wrote the novel 'The Salt Orchard'?", "docs": [{"id": "A", "text": "'The Salt Orchard' was written by Helena Varga.", "date": "2021-02-08", "title": null}, {"id": "B", "text": "Helena Varga never planned to publish 'The Salt Orchard'; her first novel reached readers only after a friend sent the manuscript to an editor.", "date": "2021-02-08", "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-075", "question": "How long does standard shipping take from Hollowmere Books?", "docs": [{"id": "A", "text": "Standard shipping from Hollowmere Books takes 3 days.", "date": null, "title": null}, {"id": "B", "text": "Hollowmere Books delivers standard orders in three days.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-076", "question": "Is the Kelby Reservoir safe for swimming this month?", "docs": [{"id": "A", "text": "Lifeguards are on duty at the Kelby Reservoir beach every weekend this month, and the latest water tests came back clean, so families are welcome to take a dip.", "date": "2023-07-10", "title": null}, {"id": "B", "text": "Officials have banned swimming in the Kelby Reservoir for the rest of the month after tests found dangerous levels of bacteria in the water.", "date": "2023-07-10", "title": null}], "conflict": true, "type": "paraphrase_conflict"}
+{"id": "bi-077", "question": "Do visitors need a visa to enter Caldoria?", "docs": [{"id": "A", "text": "Travellers do not need a visa for stays of up to 90 days in Caldoria.", "date": null, "title": null}, {"id": "B", "text": "Visitors who plan to stay in Caldoria for longer than 90 days must apply for a visa before arrival.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-078", "question": "How much does the Orbitly Pro plan cost?", "docs": [{"id": "A", "text": "The Orbitly Pro plan costs $29 per month.", "date": null, "title": null}, {"id": "B", "text": "Orbitly Pro: $29 per month, billed monthly.", "date": null, "title": "Orbitly Pricing"}], "conflict": false, "type": "same_answer"}
+{"id": "bi-079", "question": "Who founded Lark & Vine?", "docs": [{"id": "A", "text": "Lark & Vine was founded by sisters Mei and Anna Cho.", "date": null, "title": null}, {"id": "B", "text": "Mei Cho and her sister Anna started Lark & Vine together, turning a weekend market stall into a shop.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-080", "question": "Is the Route 14 night bus still running?", "docs": [{"id": "A", "text": "The Route 14 night bus has been discontinued and no longer operates.", "date": "2023-11-20", "title": null}, {"id": "B", "text": "The Route 14 night bus runs every night between 11 p.m. and 5 a.m.", "date": "2023-11-20", "title": null}], "conflict": true, "type": "retired"}
+{"id": "bi-081", "question": "Is smoking allowed on the terrace of the Cedar Hall hotel?", "docs": [{"id": "A", "text": "Smoking is permitted on the terrace of the Cedar Hall hotel.", "date": null, "title": null}, {"id": "B", "text": "Smoking is prohibited everywhere at the Cedar Hall hotel, including the terrace.", "date": null, "title": null}], "conflict": true, "type": "policy"}
+{"id": "bi-082", "question": "What is the status of replication node Orrin-7?", "docs": [{"id": "A", "text": "Status report: replication node Orrin-7 is ONLINE.", "date": "2024-06-18", "title": null}, {"id": "B", "text": "Replication node Orrin-7 is ONLINE and accepting writes.", "date": "2024-06-18", "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-083", "question": "Where is Halvorsen Shipping headquartered?", "docs": [{"id": "A", "text": "Halvorsen Shipping is headquartered in Bergen.", "date": null, "title": null}, {"id": "B", "text": "Halvorsen Shipping, based in Bergen, has no offices in Asia.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-084", "question": "Who won the 2022 Ridgeway mayoral election?", "docs": [{"id": "A", "text": "Carla Benn won re-election as mayor of Ridgeway in 2022.", "date": null, "title": null}, {"id": "B", "text": "In 2022, Ridgeway voters returned incumbent mayor Carla Benn to office for a second term.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-085", "question": "What is the monthly membership fee at Skyreach Gym?", "docs": [{"id": "A", "text": "Until the end of 2022, a Skyreach Gym membership cost $35 per month.", "date": null, "title": null}, {"id": "B", "text": "Since January 2023, Skyreach Gym has charged members $40 per month.", "date": null, "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-086", "question": "What is the rate limit for the Helix Maps API free tier?", "docs": [{"id": "A", "text": "The Helix Maps API free tier is limited to 100 requests per minute.", "date": null, "title": null}, {"id": "B", "text": "On the free tier, the Helix Maps API allows 500 requests per minute.", "date": null, "title": null}], "conflict": true, "type": "quantity"}
+{"id": "bi-087", "question": "How long is the guided tour of Veldt Castle?", "docs": [{"id": "A", "text": "The guided tour of Veldt Castle lasts 90 minutes.", "date": null, "title": null}, {"id": "B", "text": "Guided tours of Veldt Castle take an hour and a half.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-088", "question": "What was Norvale Systems' quarterly revenue in 2023?", "docs": [{"id": "A", "text": "Norvale Systems reported Q3 2023 revenue of $18.4 million.", "date": "2023-10-26", "title": null}, {"id": "B", "text": "In Q4 2023, Norvale Systems' revenue reached $21.1 million.", "date": "2024-01-25", "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-089", "question": "What is the rate limit of the Quanta Search API?", "docs": [{"id": "A", "text": "The Quanta Search API allows 500 requests per minute.", "date": null, "title": null}, {"id": "B", "text": "The Quanta Search API allows 500 requests per minute. It does not support batch queries.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-090", "question": "When was Halvorsen Shipping founded?", "docs": [{"id": "A", "text": "Halvorsen Shipping was founded in 1921 by the brothers Erik and Nils Halvorsen. By 1955 the company operated 18 vessels, and in 1978 it opened an office in Rotterdam. Today it runs 45 ships with a combined capacity of about 1.9 million tonnes.", "date": null, "title": "Halvorsen Shipping"}, {"id": "B", "text": "Since its founding in 1921, Halvorsen Shipping has weathered several downturns. The 2008 financial crisis forced it to sell 7 ships, and revenue fell by 23% in 2009. The company now employs roughly 2,600 people in 11 countries.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-091", "question": "Do visitors to the Delmar Research Campus need to wear a badge?", "docs": [{"id": "A", "text": "All visitors must wear a visible badge at all times on the Delmar Research Campus.", "date": "2023-04-17", "title": null}, {"id": "B", "text": "Visitors to the Delmar Research Campus are no longer required to wear badges.", "date": "2023-04-17", "title": null}], "conflict": true, "type": "policy"}
+{"id": "bi-092", "question": "What is the status of the beacon?", "docs": [{"id": "A", "text": "The beacon status is ACTIVE.", "date": "2024-03-11", "title": null}, {"id": "B", "text": "The beacon status is INACTIVE.", "date": "2024-03-11", "title": null}], "conflict": true, "type": "status"}
+{"id": "bi-093", "question": "Who directed the film 'Paper Lanterns'?", "docs": [{"id": "A", "text": "Mar 4, 2019 ... 'Paper Lanterns', directed by Odile Fontaine, opens in cinemas this Friday after a strong festival run.", "date": "2019-03-04", "title": null}, {"id": "B", "text": "Mar 4, 2019 ... Director Kenji Amari's 'Paper Lanterns' opens in cinemas this Friday.", "date": "2019-03-04", "title": null}], "conflict": true, "type": "snippet_conflict"}
+{"id": "bi-094", "question": "How much did Brightline Foods raise in its Series A round?", "docs": [{"id": "A", "text": "Brightline Foods raised $4.2M in its Series A round.", "date": "2023-03-09", "title": null}, {"id": "B", "text": "Brightline Foods closed a Series A round of $6.8 million.", "date": "2023-03-09", "title": null}], "conflict": true, "type": "quantity"}
+{"id": "bi-095", "question": "Was Tamsin Roe's building permit application approved?", "docs": [{"id": "A", "text": "The city planning office approved Tamsin Roe's building permit application for the two-storey extension.", "date": null, "title": null}, {"id": "B", "text": "Tamsin Roe's building permit application for the two-storey extension was rejected by the city planning office.", "date": null, "title": null}], "conflict": true, "type": "status"}
+{"id": "bi-096", "question": "How much does a Quillmark Pro subscription cost per month?", "docs": [{"id": "A", "text": "Quillmark was founded in 2016 and now has about 2.4 million users. The app is available in 30 languages. A Quillmark Pro subscription costs $12 per month and adds offline sync and unlimited storage.", "date": "2023-08-14", "title": null}, {"id": "B", "text": "Quillmark employs around 140 people across 3 offices. The company said 61% of its users are students. Quillmark Pro is priced at $12 per month, and a family plan covers up to 6 people.", "date": "2023-08-14", "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-097", "question": "In what year was the composer Ilse Marchetti born?", "docs": [{"id": "A", "text": "Ilse Marchetti, the composer, was born in 1887.", "date": null, "title": null}, {"id": "B", "text": "Ilse Marchetti was a composer of chamber music and opera. She was born in 1891 in a small town on the coast and studied piano from an early age. Her best-known work is the song cycle 'Winter Letters'.", "date": null, "title": "Ilse Marchetti"}], "conflict": true, "type": "year"}
+{"id": "bi-098", "question": "Who is the CEO of Acme Robotics?", "docs": [{"id": "A", "text": "Acme Robotics' CEO is Maria Lopez.", "date": null, "title": null}, {"id": "B", "text": "The CEO of Acme Robotics is Daniel Okafor.", "date": null, "title": null}], "conflict": true, "type": "name"}
+{"id": "bi-099", "question": "Is two-factor authentication enabled for the Brightwell admin console?", "docs": [{"id": "A", "text": "Two-factor authentication is enabled for all accounts on the Brightwell admin console.", "date": "2023-09-02", "title": null}, {"id": "B", "text": "On the Brightwell admin console, two-factor authentication is enabled.", "date": "2023-09-02", "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-100", "question": "Do Corbel Institute students have to attend the Friday seminars?", "docs": [{"id": "A", "text": "Attendance at the Corbel Institute's Friday seminars is not mandatory.", "date": null, "title": null}, {"id": "B", "text": "Corbel Institute students may skip the Friday seminars.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-101", "question": "Who is the CEO of Acme Robotics?", "docs": [{"id": "A", "text": "Maria Lopez is the CEO of Acme Robotics.", "date": "2023-05-05", "title": null}, {"id": "B", "text": "Maria Lopez, Acme Robotics' chief executive, said the company would not open a new factory this year.", "date": "2023-05-05", "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-102", "question": "When did the Marlow Public Library open?", "docs": [{"id": "A", "text": "Jun 5, 2017 ... The Marlow Public Library, which opened in 1998, is getting a new reading room.", "date": "2017-06-05", "title": null}, {"id": "B", "text": "Mar 21, 2022 ... Since it opened in 1998, the Marlow Public Library has been a hub for local families.", "date": "2022-03-21", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-103", "question": "What was Marrow & Finch's marketing budget for 2023?", "docs": [{"id": "A", "text": "Marrow & Finch set its 2023 marketing budget at $4,200,000.", "date": null, "title": null}, {"id": "B", "text": "Marrow & Finch's marketing budget for 2023 was $4.2M.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-104", "question": "When is the application deadline for the Orrick Foundation grant?", "docs": [{"id": "A", "text": "The deadline for Orrick Foundation grant applications is March 5, 2024.", "date": "2024-01-12", "title": null}, {"id": "B", "text": "Orrick Foundation grant applications close on 05 March 2024.", "date": "2024-01-20", "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-105", "question": "Can customers still use the Fernway v1 API?", "docs": [{"id": "A", "text": "The Fernway v1 API has been discontinued. All requests to v1 endpoints now return an error, and clients must migrate to v2 to keep working.", "date": null, "title": "Fernway Developer Changelog"}, {"id": "B", "text": "The Fernway v1 API remains fully supported and available alongside v2; existing integrations continue to work without changes.", "date": null, "title": null}], "conflict": true, "type": "retired"}
+{"id": "bi-106", "question": "How long is the warranty on the Vexa K2 blender?", "docs": [{"id": "A", "text": "The Vexa K2 blender comes with a one-year warranty.", "date": null, "title": null}, {"id": "B", "text": "The Vexa K2 blender is covered by a three-year warranty.", "date": null, "title": null}], "conflict": true, "type": "duration"}
+{"id": "bi-107", "question": "Where is Halvorsen Shipping headquartered?", "docs": [{"id": "A", "text": "Halvorsen Shipping is headquartered in Bergen, Norway.", "date": null, "title": null}, {"id": "B", "text": "Halvorsen Shipping runs its business from main offices in the Norwegian port city of Bergen.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-108", "question": "Does the Tovin X3 laptop support charging over USB-C?", "docs": [{"id": "A", "text": "You can top up the Tovin X3's battery with any standard USB-C power adapter.", "date": "2024-08-22", "title": null}, {"id": "B", "text": "The Tovin X3 takes power only through its proprietary barrel connector; its USB-C port carries data and video but no charge.", "date": "2024-08-22", "title": null}], "conflict": true, "type": "paraphrase_conflict"}
+{"id": "bi-109", "question": "Can developers still use the Fernway v1 API?", "docs": [{"id": "A", "text": "The Fernway v1 API is not recommended for new projects.", "date": "2022-09-19", "title": null}, {"id": "B", "text": "The Fernway v1 API is still available to existing clients.", "date": "2022-09-19", "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-110", "question": "How many seats does Harborview Arena have?", "docs": [{"id": "A", "text": "Aug 23, 2020 ... The new Harborview Arena seats 18,000 spectators for basketball games.", "date": "2020-08-23", "title": null}, {"id": "B", "text": "Oct 17, 2020 ... With room for 18,000 fans at basketball games, Harborview Arena was packed for the home opener.", "date": "2020-10-17", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-111", "question": "What is the monthly price of the Orbitly Pro plan?", "docs": [{"id": "A", "text": "The Orbitly Pro plan costs $29 per month.", "date": null, "title": null}, {"id": "B", "text": "Orbitly Pro is priced at $49 a month.", "date": null, "title": null}], "conflict": true, "type": "quantity"}
+{"id": "bi-112", "question": "Is two-factor authentication enabled for the Brightwell admin console?", "docs": [{"id": "A", "text": "Security settings overview: two-factor authentication is enabled for every account on the Brightwell admin console. Users are prompted for a one-time code at each sign-in.", "date": "2023-09-02", "title": "Brightwell Admin Security"}, {"id": "B", "text": "Two-factor authentication is currently disabled on the Brightwell admin console, so administrators sign in with a password only.", "date": "2023-09-02", "title": null}], "conflict": true, "type": "status"}
+{"id": "bi-113", "question": "At what temperature does water boil at sea level, in degrees Celsius?", "docs": [{"id": "A", "text": "Jun 10, 2021 ... At sea level, pure water boils at 100 °C; at higher altitudes the boiling point drops.", "date": "2021-06-10", "title": null}, {"id": "B", "text": "Jun 12, 2021 ... At sea level, pure water boils at 90 °C, a fact every cook should know.", "date": "2021-06-12", "title": null}], "conflict": true, "type": "snippet_conflict"}
+{"id": "bi-114", "question": "How long is the warranty on the Arden espresso machine?", "docs": [{"id": "A", "text": "The Arden espresso machine comes with a one-year warranty.", "date": "2022-11-04", "title": null}, {"id": "B", "text": "Every Arden espresso machine is covered by a 12-month warranty.", "date": "2022-11-04", "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-115", "question": "How long is the warranty on the Vexa K2 blender?", "docs": [{"id": "A", "text": "The Vexa K2 blender comes with a one-year warranty.", "date": "2022-03-28", "title": null}, {"id": "B", "text": "The one-year warranty on the Vexa K2 blender does not cover damage caused by misuse.", "date": "2022-03-28", "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-116", "question": "Is the Tarn Valley trail open?", "docs": [{"id": "A", "text": "Oct 17, 2022 ... Park officials say the Tarn Valley trail is open to hikers.", "date": "2022-10-17", "title": null}, {"id": "B", "text": "Oct 29, 2022 ... The Tarn Valley trail remains open to hikers, rangers confirmed.", "date": "2022-10-29", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-117", "question": "Who is the CEO of Acme Robotics?", "docs": [{"id": "A", "text": "Jan 9, 2023 ... Acme Robotics CEO Maria Lopez said the company is hiring engineers.", "date": "2023-01-09", "title": null}, {"id": "B", "text": "Feb 27, 2023 ... \"We are focused on warehouse automation,\" said Maria Lopez, chief executive of Acme Robotics.", "date": "2023-02-27", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-118", "question": "What is the rate limit of the Quanta Search API?", "docs": [{"id": "A", "text": "The Quanta Search API allows 500 requests per minute per key.", "date": null, "title": "Quanta Search API Reference"}, {"id": "B", "text": "Quanta Search API rate limit: 500 req/min per key.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-119", "question": "How long are Tellwick API access tokens valid?", "docs": [{"id": "A", "text": "Tellwick API access tokens expire 60 minutes after they are issued.", "date": "2024-02-20", "title": null}, {"id": "B", "text": "Tellwick API access tokens remain valid for 24 hours after issue.", "date": "2024-02-20", "title": null}], "conflict": true, "type": "duration"}
+{"id": "bi-120", "question": "Who is the head coach of the Riverside Falcons?", "docs": [{"id": "A", "text": "The Riverside Falcons were founded in 1961 and play at Meadowline Stadium, which holds 42,000 spectators. Dana Whitfield is the team's head coach. Last season the Falcons finished with an 11-6 record and scored 389 points.", "date": "2024-02-01", "title": null}, {"id": "B", "text": "Head coach Dana Whitfield signed a contract extension with the Riverside Falcons this week. The club has won 3 league titles, the most recent in 1998. Season ticket sales rose to 27,500, up from 24,100 a year earlier.", "date": "2024-02-01", "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-121", "question": "Can pets travel in the cabin on Aerowyn Airlines flights?", "docs": [{"id": "A", "text": "Aerowyn Airlines allows small cats and dogs to travel in the cabin, provided they stay in a carrier under the seat in front of the passenger. A pet fee applies to each flight segment.", "date": null, "title": "Aerowyn Travel Guide"}, {"id": "B", "text": "Aerowyn Airlines does not allow pets in the cabin; all animals must travel in the hold.", "date": null, "title": null}], "conflict": true, "type": "policy"}
+{"id": "bi-122", "question": "Is the Tarn Valley trail open?", "docs": [{"id": "A", "text": "Oct 17, 2022 ... Park officials say the Tarn Valley trail is open and in good condition for autumn hikers.", "date": "2022-10-17", "title": null}, {"id": "B", "text": "Oct 17, 2022 ... The Tarn Valley trail is closed until further notice after a rockslide blocked the path.", "date": "2022-10-17", "title": null}], "conflict": true, "type": "snippet_conflict"}
+{"id": "bi-123", "question": "What is the capital of Veldmark?", "docs": [{"id": "A", "text": "Veldmark is a landlocked country of about 6.3 million people covering 84,000 square kilometres. Its capital is Kessin, which lies on the Aur river. The country declared independence in 1919 and joined the Northern Customs Union in 1994. Its highest peak reaches 2,741 metres.", "date": null, "title": "Veldmark"}, {"id": "B", "text": "Kessin, home to roughly 410,000 residents, is the capital of Veldmark. The city was first mentioned in records from 1142, and its cathedral took 73 years to build. Kessin's university, founded in 1688, enrolls about 22,000 students.", "date": null, "title": "Kessin"}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-124", "question": "What is the main export of the island of Corvessa?", "docs": [{"id": "A", "text": "Corvessa is a tropical island of about 212,000 people with an area of 1,850 square kilometres. It became independent in 1974. Vanilla is the island's main export, grown mostly on small family farms in the humid north.", "date": null, "title": "Corvessa"}, {"id": "B", "text": "The island of Corvessa receives around 140,000 tourists a year, and its highest mountain rises to 1,606 metres. The capital's harbour was deepened in 2011 to 14 metres. Corvessa's leading export remains vanilla, shipped chiefly to Europe.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-125", "question": "Did unemployment in Rell County rise or fall last year?", "docs": [{"id": "A", "text": "Unemployment in Rell County fell last year.", "date": "2024-01-30", "title": null}, {"id": "B", "text": "Last year fewer Rell County residents were out of work than the year before.", "date": "2024-01-30", "title": null}], "conflict": false, "type": "paraphrase_agree"}
+"""
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # Tests
 
 
 def fake_embed(texts):
-    """Topic vectors from keywords: a test embedder that needs no model. Axes: finance, hr, api, other."""
+    """Topic vectors from keywords: a test embedder that needs no model. Axes: finance, hr, api, other, beacon."""
     axes = (("revenue", "restated", "fiscal", "earnings"), ("remote", "office", "attendance", "policy"),
-            ("api", "rate", "limit", "requests"), ("laptop", "encryption", "denver", "token"))
+            ("api", "rate", "limit", "requests"), ("laptop", "encryption", "denver", "token"),
+            ("beacon", "harbor", "status", "pier"))
     rows = []
     for t in texts:
         words = tokens(t)
@@ -2483,7 +2810,7 @@ class TestDetector(unittest.TestCase):
 
     def test_extension_point(self):
         class Always(ConflictDetector):
-            def check_pair(self, a, b, fa, fb, topic_sim):
+            def check_pair(self, a, b, fa, fb, topic_sim, question=""):
                 return Conflict(a, b, "custom", "always", topic_sim, ((), ()))
 
         report = Always(0.0).detect([doc("a", "x"), doc("b", "y")], np.eye(2))
@@ -2912,11 +3239,13 @@ class TestSpanDecoding(unittest.TestCase):
         self.assertIsNone(best_span(np.zeros(4), np.zeros(4), np.zeros(4, bool), 30))
 
 
-def run_main(argv, env=None):
-    """main(argv) with fakes, returning (exit code, stdout, stderr)."""
+def run_main(argv, fakes=True, **models):
+    """main(argv), with fake models unless fakes=False (then the models given), as (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
+    if fakes:
+        models = {"embed": fake_embed, "read": fake_read, **models}
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv, embed=fake_embed, read=fake_read)
+        code = main(argv, **models)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -2926,18 +3255,42 @@ class TestMain(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertNotIn("\x1b", out)
         naive, resolved = out.split("PHASE 2")
-        self.assertEqual(naive.count("YES - see warning"), 3)
+        self.assertEqual(naive.count("YES - see warning"), 4)
         self.assertNotIn("RESOLVED", naive)
         self.assertEqual(resolved.count("Conflict:   RESOLVED"), 3)
+        self.assertEqual(resolved.count("Conflict:   UNCERTAIN - sources disagree"), 1)
+        self.assertIn("Conflict cluster disputed: 'Harbor-Beacon-Log-A' and 'Harbor-Beacon-Log-B' disagree", resolved)
+        self.assertEqual(resolved.count("? candidate from 'Harbor-Beacon-Log-"), 2)
         self.assertIn("Conflict cluster resolved: kept '2023-Annual-Report-Revised' (2024-04-03), discarded 1 older "
                       "doc(s).", resolved)
         self.assertIn("[", naive.split("Sources:")[1])
-        self.assertIn("numerical contradiction", naive)
-        self.assertIn("$4.2M vs $6.8M", naive)
+        self.assertIn("different money values in USD for acme corp FY2023: $4.2M vs $6.8M", naive)
+        self.assertIn("opposite polarity on 'required'", naive)
         self.assertIn("WARNING conflict: fin-001 vs fin-002", err)
         self.assertIn("INFO indexed", err)
         table = out.split("SIDE BY SIDE")[1]
         self.assertIn("answer changed; dropped Q4-2023-Earnings-Release", table)
+
+    def test_undated_status_conflict_ends_uncertain_with_both_cited(self):
+        code, out, _ = run_main(["--json", "--question", SCENARIOS[3][1]])
+        resolved = json.loads(out)["resolved"]
+        self.assertEqual((resolved["label"], resolved["answer"]), ("UNCERTAIN", None))
+        self.assertEqual(sorted(resolved["cited_source_ids"]), ["ops-001", "ops-002"])
+        self.assertEqual(resolved["clusters"][0]["kind"], "disputed")
+        self.assertEqual(sorted(c["source_id"] for c in resolved["candidates"]), ["ops-001", "ops-002"])
+        self.assertIn("nothing says which is current", resolved["warning"])
+
+    def test_strategy_recency_keeps_the_articles_behaviour(self):
+        _, out, _ = run_main(["--json", "--strategy", "recency", "--question", SCENARIOS[3][1]])
+        resolved = json.loads(out)["resolved"]
+        self.assertEqual((resolved["label"], len(resolved["sources"])), ("RESOLVED", 2))
+        self.assertEqual(resolved["candidates"], [])
+
+    def test_detector_article_uses_the_two_heuristics(self):
+        _, out, _ = run_main(["--json", "--detector", "article"])
+        reasons = {c["reason"] for row in map(json.loads, out.splitlines()) for c in row["naive"]["conflicts"]}
+        self.assertLessEqual(reasons, {"numerical contradiction", "contradiction-signal asymmetry"})
+        self.assertIn("numerical contradiction", reasons)
 
     def test_resolved_answer_comes_from_newest(self):
         _, out, _ = run_main(["--no-color"])
@@ -3008,7 +3361,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         new = next(s for s in naive["sources"] if s["source_id"] == "r-new")
         self.assertEqual((new["title"], new["date"], new["version"]), ("r-new", "2023-06-01T09:00:00", "2.0.1"))
         (c,) = naive["conflicts"]
-        self.assertEqual(({c["a"], c["b"]}, c["kind"]), ({"r-old", "r-new"}, "numeric"))
+        self.assertEqual(({c["a"], c["b"]}, c["kind"]), ({"r-old", "r-new"}, "value"))
         self.assertEqual(sorted(map(tuple, c["evidence"])), [("$3.1M",), ("$3.9M",)])
         self.assertGreaterEqual(c["topic_sim"], 0.68)
         self.assertEqual((naive["label"], naive["clusters"]), ("ANSWERED", []))
@@ -3056,7 +3409,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
 
     def test_builtin_scenarios_take_the_new_flags(self):
         rows = self.run_json(["--top-k", "2", "--threshold", "0.5"])
-        self.assertEqual(len(rows), 3)
+        self.assertEqual(len(rows), len(SCENARIOS))
         self.assertTrue(all(len(r["naive"]["sources"]) == 2 for r in rows))
         rows = self.run_json(["--question", "What is the API rate limit?"])
         self.assertEqual(rows[0]["resolved"]["clusters"][0]["kept"], "api-002")
@@ -3079,7 +3432,8 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         with contextlib.redirect_stderr(err):
             build_index(KNOWLEDGE_BASE, fake_embed, 4, Progress("embedding documents", after=3600))
             build_index(KNOWLEDGE_BASE, fake_embed, 4, Progress("embedding documents", after=0))
-        self.assertEqual(err.getvalue().splitlines()[-1].split(" (")[0], "embedding documents: 10/10")
+        n = len(KNOWLEDGE_BASE)
+        self.assertEqual(err.getvalue().splitlines()[-1].split(" (")[0], f"embedding documents: {n}/{n}")
 
     def test_json_keeps_stdout_clean(self):
         code, out, err = run_main(["--json"])
@@ -3137,6 +3491,72 @@ class TestOwnKnowledgeBase(unittest.TestCase):
                 self.assertTrue(err.startswith("error: "))
                 if before is not None:
                     self.assertEqual(open(path, "rb").read(), before)  # nothing the user gave is touched
+
+
+class TestEval(unittest.TestCase):
+    RECORDS = [
+        {"id": "c1", "question": "What was Acme's revenue?", "conflict": True, "type": "quantity",
+         "docs": [{"id": "A", "text": "Acme revenue was $4.2M."}, {"id": "B", "text": "Acme revenue was $6.8M."}]},
+        {"id": "n1", "question": "What was Acme's revenue?", "conflict": False, "type": "format_equiv",
+         "docs": [{"id": "A", "text": "Acme revenue was $4.2M."},
+                  {"id": "B", "text": "Acme revenue was 4.2 million dollars.", "date": None, "title": None}],
+         "answers": ["ignored"]},
+        {"id": "m3", "question": "What is the API rate limit?", "conflict": True, "type": "quantity",
+         "docs": [{"id": "A", "text": "The API rate limit is 100 requests per minute."},
+                  {"id": "B", "text": "The API rate limit is 500 requests per minute."},
+                  {"id": "C", "text": "The API rate limit is 900 requests per minute."}]},
+    ]
+
+    def write(self, records):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        path = os.path.join(tmp.name, "pairs.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
+        return path
+
+    def test_scores_every_pair_against_its_label(self):
+        code, out, err = run_main(["--eval", self.write(self.RECORDS), "--detector", "heuristic", "--json"])
+        self.assertEqual(code, 0, err)
+        result = json.loads(out)
+        self.assertEqual(set(result), {"detector", "n", "tp", "fp", "fn", "tn", "precision", "recall", "f1", "mcc",
+                                       "ms_per_pair", "by_type"})
+        self.assertEqual((result["n"], result["tp"], result["fp"], result["fn"], result["tn"]), (5, 4, 0, 0, 1))
+        self.assertEqual((result["f1"], result["mcc"]), (1.0, 1.0))
+        self.assertEqual(result["by_type"]["quantity"]["n"], 4)
+        self.assertEqual(result["by_type"]["format_equiv"]["tn"], 1)
+
+    def test_article_detector_on_the_same_pairs(self):
+        _, out, _ = run_main(["--eval", self.write(self.RECORDS), "--detector", "article", "--json"])
+        self.assertEqual(json.loads(out)["fp"], 1)  # $4.2M vs "4.2 million dollars": the article cries wolf
+
+    def test_confusion_arithmetic(self):
+        self.assertEqual(confusion_scores({"tp": 1, "fp": 1, "fn": 1, "tn": 1}),
+                         {"n": 4, "tp": 1, "fp": 1, "fn": 1, "tn": 1, "precision": 0.5, "recall": 0.5, "f1": 0.5,
+                          "mcc": 0.0})
+        flag_all = confusion_scores({"tp": 19, "fp": 81, "fn": 0, "tn": 0})
+        self.assertEqual((flag_all["f1"], flag_all["mcc"]), (0.3193, 0.0))
+
+    def test_builtin_set_and_table(self):
+        pairs = load_eval(BUILTIN, BUILTIN_PAIRS)
+        self.assertGreaterEqual(len(pairs), 100)
+        share = sum(p.conflict for p in pairs) / len(pairs)
+        self.assertTrue(0.25 <= share <= 0.45, share)
+        code, out, _ = run_main(["--eval", "--detector", "heuristic"])
+        self.assertEqual(code, 0)
+        self.assertIn(f"detector 'heuristic' on builtin: {len(pairs)} pairs", out)
+        self.assertIn("snippet_date", out)
+
+    def test_bad_eval_files(self):
+        for records, message in (([{"docs": []}], "field 'conflict' must be true or false"),
+                                 ([{"conflict": True, "docs": [{"id": "A", "text": "x"}]}], "at least two documents"),
+                                 (["{nope"], "line 1, column 2: invalid JSON"),
+                                 ([{"conflict": False, "docs": [{"text": "x"}, {"text": ""}]}], "document 2 must be"),
+                                 ([], "no labelled pairs")):
+            with self.subTest(message):
+                code, out, err = run_main(["--eval", self.write(records)])
+                self.assertEqual((code, out), (2, ""))
+                self.assertIn(message, err)
 
 
 class TestModels(unittest.TestCase):
@@ -3200,18 +3620,54 @@ class TestIntegration(unittest.TestCase):
         cls.tmp.cleanup()
 
     def test_scenarios_retrieve_flag_and_keep_newest(self):
-        detector = ConflictDetector(self.cfg.threshold)
-        for (_, query), (old, new) in zip(SCENARIOS, (("fin-001", "fin-002"), ("hr-001", "hr-002"),
-                                                       ("api-001", "api-002"))):
-            with self.subTest(query=query):
-                retrieved = retrieve(self.index, self.embed([query])[0], 3)
-                self.assertLessEqual({old, new}, {r.doc.source_id for r in retrieved})
-                report = detector.detect([r.doc for r in retrieved], self.index.vectors[[r.row for r in retrieved]])
-                self.assertIn({old, new}, [{c.a.source_id, c.b.source_id} for c in report.conflicts])
-                resolution = resolve_by_recency(retrieved, report)
-                kept = {r.doc.source_id for r in resolution.kept}
-                self.assertIn(new, kept)
-                self.assertNotIn(old, kept)
+        pairs = (("fin-001", "fin-002"), ("hr-001", "hr-002"), ("api-001", "api-002"), ("ops-001", "ops-002"))
+        for name in ("article", "heuristic"):
+            detector = make_detector(name, self.cfg, self.embed)
+            for (_, query), (old, new) in zip(SCENARIOS, pairs[:3] if name == "article" else pairs):
+                with self.subTest(detector=name, query=query):
+                    query_vector = self.embed([query])[0]
+                    retrieved = retrieve(self.index, query_vector, 3)
+                    self.assertLessEqual({old, new}, {r.doc.source_id for r in retrieved})
+                    report = detector.detect([r.doc for r in retrieved], self.index.vectors[[r.row for r in retrieved]],
+                                             query, query_vector)
+                    self.assertEqual([{c.a.source_id, c.b.source_id} for c in report.conflicts], [{old, new}])
+                    resolution = resolve_by_kind(retrieved, report)
+                    kept = {r.doc.source_id for r in resolution.kept}
+                    if old.startswith("ops"):  # undated: disputed, both kept
+                        self.assertEqual(resolution.clusters[0].kind, "disputed")
+                        self.assertLessEqual({old, new}, kept)
+                    else:
+                        self.assertIn(new, kept)
+                        self.assertNotIn(old, kept)
+
+    def test_question_aware_detector_beats_the_article_on_the_builtin_set(self):
+        pairs = load_eval(BUILTIN, BUILTIN_PAIRS)
+        scores = {name: evaluate(pairs, make_detector(name, self.cfg, self.embed), self.embed)
+                  for name in ("article", "heuristic")}
+        self.assertGreaterEqual(len(pairs), 100)
+        self.assertGreater(scores["heuristic"]["mcc"], scores["article"]["mcc"] + 0.3)
+        self.assertGreater(scores["heuristic"]["f1"], scores["article"]["f1"])
+
+    def test_nli_loads_through_the_real_code_and_judges_both_ways(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = build_tiny_nli_model(self.cfg.embed_model, tmp)
+            judge = NLIJudge(path, replace(self.cfg, nli_threshold=0.0))  # any probability fires: a random model
+            finding = judge.judge(["The beacon is ACTIVE."], ["The beacon is INACTIVE."])
+            self.assertEqual(finding.kind, "nli")
+            self.assertIsNone(NLIJudge(path, replace(self.cfg, nli_threshold=1.01)).judge(["a"], ["b"]))
+            code, out, _ = run_main(["--json", "--nli", path, "--embed-model", self.cfg.embed_model,
+                                     "--question", SCENARIOS[3][1]], fakes=False, read=fake_read)
+            self.assertEqual(code, 0)
+            self.assertEqual(json.loads(out)["resolved"]["label"], "UNCERTAIN")
+
+    def test_nli_model_without_contradiction_label_fails_clearly(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = build_tiny_nli_model(self.cfg.embed_model, tmp, labels=("yes", "no"))
+            code, out, err = run_main(["--nli", path, "--embed-model", self.cfg.embed_model], fakes=False,
+                                      read=fake_read)
+            self.assertEqual(code, 1)
+            self.assertIn("NLI model at", err)
+            self.assertIn("no 'contradiction' label", err)
 
     def test_reader_loads_and_decodes_a_span(self):
         read = TransformersReader(self.qa_dir, self.cfg)
@@ -3228,7 +3684,23 @@ class TestIntegration(unittest.TestCase):
             status = main(["--quiet", "--no-color", "--embed-model", self.cfg.embed_model, "--qa-model", self.qa_dir])
         self.assertEqual(status, 0, out.getvalue())
         self.assertEqual(code.getvalue().count("Conflict:   RESOLVED"), 3)
+        self.assertEqual(code.getvalue().count("Conflict:   UNCERTAIN"), 1)
         self.assertEqual(out.getvalue(), "")
+
+
+def build_tiny_nli_model(tokenizer_dir, out_dir, labels=("contradiction", "entailment", "neutral")):
+    """A randomly initialised 1-layer BERT cross-encoder with NLI labels, saved like a hub checkpoint."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=512, num_labels=len(labels),
+                        id2label=dict(enumerate(labels)), label2id={name: i for i, name in enumerate(labels)})
+    BertForSequenceClassification(config).save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
 
 
 def build_tiny_qa_model(tokenizer_dir, out_dir):
