@@ -409,6 +409,7 @@ UNIT_ALIASES = {
     "d": "day", "wk": "week", "wks": "week", "mo": "month", "mos": "month", "yr": "year", "yrs": "year",
     "annum": "year", "centuries": "century", "req": "requests", "reqs": "requests", "request": "requests",
 }
+HEADCOUNT_NOUNS = frozenset({"employees", "staff", "workers", "persons", "personnel", "staffers", "people"})
 IRREGULAR_PLURALS = {"person": "people", "man": "men", "woman": "women", "child": "children", "foot": "feet"}
 PLURAL_FORMS = frozenset(IRREGULAR_PLURALS.values()) | frozenset({"staff", "personnel", "data", "series"})
 
@@ -434,12 +435,15 @@ POLARITY_LEXICON = {
     ("enabled",): ("enabled", 1), ("disabled",): ("enabled", -1),
     ("allowed",): ("allowed", 1), ("permitted",): ("allowed", 1), ("may",): ("allowed", 1),
     ("prohibited",): ("allowed", -1), ("forbidden",): ("allowed", -1), ("banned",): ("allowed", -1),
-    ("disallowed",): ("allowed", -1),
+    ("disallowed",): ("allowed", -1), ("allow",): ("allowed", 1), ("allows",): ("allowed", 1),
+    ("permit",): ("allowed", 1), ("permits",): ("allowed", 1),
     ("available",): ("available", 1), ("in", "service"): ("available", 1), ("offered",): ("available", 1),
     ("retired",): ("available", -1), ("discontinued",): ("available", -1), ("deprecated",): ("available", -1),
     ("unavailable",): ("available", -1), ("shut", "down"): ("available", -1), ("sunset",): ("available", -1),
     ("sunsetted",): ("available", -1), ("withdrawn",): ("available", -1), ("decommissioned",): ("available", -1),
     ("out", "of", "service"): ("available", -1), ("phased", "out"): ("available", -1),
+    ("supported",): ("available", 1), ("supports",): ("available", 1), ("on", "sale"): ("available", 1),
+    ("removed",): ("available", -1), ("unsupported",): ("available", -1),
     ("required",): ("required", 1), ("require",): ("required", 1), ("requires",): ("required", 1),
     ("mandatory",): ("required", 1), ("must",): ("required", 1), ("compulsory",): ("required", 1),
     ("obligatory",): ("required", 1), ("optional",): ("required", -1), ("voluntary",): ("required", -1),
@@ -527,6 +531,10 @@ _DATE_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st
                           rf"(?P<year>\d{{4}})(?![\w])")
 _DATE_DMY_RE = re.compile(rf"{_LEAD}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon>{_MONTH}),?"
                           rf"(?:\s(?:in\s)?(?P<year>\d{{4}}))?(?![\w])")
+# Full month names with no day or year after them; "May" is left out: far more often a modal verb.
+_MONTH_ONLY_RE = re.compile(r"(?<![\w])(?P<mon>January|February|March|April|June|July|August|September|October"
+                            r"|November|December)(?![\w])(?!,?\s\d)")
+_ANY_YEAR_RE = re.compile(r"(?<![\w.,$€£-])(?P<year>1[89]\d{2}|20\d{2})(?![\w%])")
 _DATE_MY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH}),?\s(?P<year>\d{{4}})(?![\w])")
 _DATE_MD_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\w])")
 _YEAR_RANGE_RE = re.compile(r"(?<![\w.,$€£¥#:])(?P<year>1\d{3}|20\d{2})\s?[-–]\s?(?P<end>\d{4}|\d{2})"
@@ -835,7 +843,9 @@ def _count_values(m: re.Match) -> list[Value]:
     if amount is None or _is_identifier(m):
         return []
     if len(noun) > 1 and noun not in STOPWORDS and noun not in MONTHS:
-        return [Value("quantity", amount, _plural(noun), "", "", m.group(0).strip())]
+        unit = _plural(noun)
+        unit = "people" if unit in HEADCOUNT_NOUNS else unit  # "1,200 employees" counts the same as "1,200 people"
+        return [Value("quantity", amount, unit, "", "", m.group(0).strip())]
     if is_word:
         return []  # subtle: "one of", "the two" are pronouns far more often than amounts
     return [Value("quantity", amount, "", "", "", m.string[m.start():m.end("scale") if m["scale"] else m.end("num")])]
@@ -893,6 +903,8 @@ _PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = 
     (_FOR_YEAR_RE, lambda m: "FY" + m["year"], False),
     (_IN_YEAR_RE, lambda m: m["year"], False),
     (_DATE_MY_RE, _month_period, False),
+    (_MONTH_ONLY_RE, lambda m: f"M{MONTHS[m['mon'].lower()]:02d}", False),  # "In January, diesel cost ..."
+    (_ANY_YEAR_RE, lambda m: m["year"], False),  # "the 2019 school year", "until the end of 2022"
 )
 
 
@@ -906,12 +918,13 @@ def _period_markers(sentence: str) -> tuple[list[tuple[int, str]], list[tuple[in
 
     Example: _period_markers("Acme's Q3 revenue")[0] == [(7, "Q3")]
     """
-    markers, claimed = [], []
+    markers, claimed, taken = [], [], []
     for regex, label, claims in _PERIOD_RULES:
         for m in regex.finditer(sentence):
-            if _overlaps(m.span(), claimed):
-                continue
+            if _overlaps(m.span(), taken):
+                continue  # an earlier rule read this period already ("for 2023" is FY2023, not also 2023)
             markers.append((m.start(), label(m)))
+            taken.append(m.span())
             if claims:
                 claimed.append(m.span())
     return sorted(markers), claimed
@@ -1187,7 +1200,7 @@ def _period_parts(period: str) -> tuple[str, str]:
     """
     m = _PERIOD_LABEL_RE.fullmatch(period)
     if not m:
-        return "", period
+        return "", period  # includes "M07": a month of an unknown year
     year = m["y1"] or m["y2"] or m["y3"] or ""
     sub = m["sub"] or ("FY" if m["y2"] else (f"M{m['mon']}" if m["mon"] else ""))
     return year, sub
@@ -1266,7 +1279,8 @@ def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg
         if event_years:
             values = _drop_period_years(values)
         out.extend((v, _event_words(s, v, qwords, cfg.event_window)) for v in values)
-    return out
+    asked = [(v, e) for v, e in out if v.unit and _plural(v.unit) in {_plural(w) for w in qwords}]
+    return asked or out  # "How many moons?": count moons, not the diameter in km that shares the sentence
 
 
 def _value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
@@ -1625,6 +1639,9 @@ class ConflictDetector:
                 if found:
                     conflicts.append(found)
         return ConflictReport(tuple(conflicts), checked)
+
+    def prime(self, docs):
+        """Prepare per-document state ahead of detect (the article's heuristics need none)."""
 
     def check_pair(self, a, b, fa, fb, topic_sim, question=""):
         """First heuristic that fires on a topically similar pair, as a Conflict; None when all agree."""
@@ -2251,6 +2268,7 @@ def evaluate(pairs, detector, embed, batch_size=64):
     texts = sorted({p.a.content for p in pairs} | {p.b.content for p in pairs} | {p.question for p in pairs})
     vectors = normalise(np.vstack([embed(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size)]))
     row = {t: i for i, t in enumerate(texts)}
+    detector.prime([p.a for p in pairs] + [p.b for p in pairs])  # sentence embeddings in batches, not per pair
     counts, elapsed = {}, 0.0
     for p in pairs:
         start = time.perf_counter()
@@ -2967,8 +2985,8 @@ class TestValues(unittest.TestCase):
 
     def test_counts_and_scales(self):
         self.assertAmounts(["Sold 1.5K units.", "Sold 1,500 units."], "quantity", 1500.0, "units")
-        self.assertAmounts(["Acme has 200 employees.", "Acme has two hundred employees."], "quantity", 200.0,
-                           "employees")
+        self.assertAmounts(["Acme has 200 employees.", "Acme has two hundred staff.", "Acme employs 200 people."],
+                           "quantity", 200.0, "people")
         self.assertAmounts(["Three-hundred-seventeen cars were used."], "quantity", 317.0, "cars")
         self.assertAmounts(["Total: 1.5K."], "quantity", 1500.0, "")
 
@@ -3731,4 +3749,8 @@ def run_tests():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # e.g. piped into head: the reader left, nothing to report
+        sys.stderr.close()
+        sys.exit(0)
