@@ -2596,8 +2596,13 @@ def main(argv=None, embed=None, read=None, nli=None):
 def render_eval(result, label):
     """The --eval table: overall, then one row per type."""
     head = f"{'type':<26} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
-    row = lambda name, r: (f"{clip(name, 26):<26} {r['n']:>4} {r['tp']:>4} {r['fp']:>4} {r['fn']:>4} {r['tn']:>4} "  # noqa: E731
-                           f"{r['precision']:>6.3f} {r['recall']:>6.3f} {r['f1']:>6.3f} {r['mcc']:>6.3f}")
+
+    def row(name, r):
+        tp, fp, fn, tn = r["tp"], r["fp"], r["fn"], r["tn"]
+        defined = {"precision": tp + fp, "recall": tp + fn, "f1": (tp + fp) * (tp + fn),
+                   "mcc": (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)}  # '-' where a denominator is 0
+        cells = " ".join(f"{r[k]:>6.3f}" if defined[k] else f"{'-':>6}" for k in ("precision", "recall", "f1", "mcc"))
+        return f"{clip(name, 26):<26} {r['n']:>4} {tp:>4} {fp:>4} {fn:>4} {tn:>4} {cells}"
     lines = [f"{label}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)", head,
              row("all", result), "-" * len(head)]
     lines += [row(name, r) for name, r in result["by_type"].items()]
