@@ -1,38 +1,40 @@
 #!/usr/bin/env python3
 """rag_conflict_demo: a RAG pipeline silently picks a side when its sources disagree; a conflict layer fixes it.
 
-A small knowledge base holds three real-life contradictions: a revenue restatement ($4.2M preliminary vs $6.8M
-audited), a policy reversal (3 office days vs fully remote) and versioned API docs (100 vs 500 requests per minute).
-Each scenario's question retrieves the top-k documents by cosine similarity (sentence-transformers
-all-MiniLM-L6-v2), then runs twice on the same retrieval:
+A small knowledge base holds four contradictions: a revenue restatement ($4.2M preliminary vs $6.8M audited), a
+policy reversal (3 office days vs fully remote), versioned API docs (100 vs 500 requests per minute) and two undated
+status reports (ACTIVE vs INACTIVE). Each question retrieves the top-k documents by cosine similarity
+(sentence-transformers all-MiniLM-L6-v2), then runs twice on the same retrieval:
 
   1. naive     the whole top-k goes to an extractive QA reader (deepset/minilm-uncased-squad2), which answers
-               from whichever document it happens to prefer; the conflict is detected and logged, not acted on.
-  2. resolved  a ConflictDetector flags contradicting document pairs (numbers that disagree, a negation or
-               direction word one side lacks), a resolver keeps the newest document of each conflict cluster,
-               and the reader answers from what is left, saying what it discarded and why.
+               from whichever document it happens to prefer; conflicts are detected and logged, not acted on.
+  2. resolved  the detector flags pairs whose answers to the question disagree (values, polarity, names, slots;
+               optionally the reader per document and an NLI model), the resolver keeps the newest document of
+               each superseded cluster and withholds the answer (UNCERTAIN) where nothing says which is current,
+               and the reader answers from what is left, saying what was discarded and why.
 
 Everything runs on a CPU with no API key. Models load by hub name, or from a local directory.
 
-Set up and run (about a minute, the first run downloads ~150 MB of models):
-  python -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python rag_conflict_demo.py
+Set up and run (the first run downloads ~150 MB of models):
+  python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python rag_conflict_demo.py
 Test (no model download, no network):
-  python rag_conflict_demo.py --test
+  .venv/bin/python rag_conflict_demo.py --test
 
 Usage:
-  python rag_conflict_demo.py               full walkthrough, with INFO logs on stderr
-  python rag_conflict_demo.py --quiet       demo output only
-  python rag_conflict_demo.py --no-color    plain text (also when stdout is not a TTY or NO_COLOR is set)
-  python rag_conflict_demo.py --embed-model DIR --qa-model DIR    local model copies (offline)
-  python rag_conflict_demo.py --test        the embedded unittest suite
+  rag_conflict_demo.py                          the walkthrough, with INFO logs on stderr
+  rag_conflict_demo.py --quiet --no-color       demo output only, plain text
+  rag_conflict_demo.py --kb docs.jsonl --question "What is the refund window?" --json
+  rag_conflict_demo.py --eval [pairs.jsonl] --detector heuristic     score the detector on labelled pairs
+  rag_conflict_demo.py --embed-model DIR --qa-model DIR             local model copies (offline)
 
-Environment: RAG_EMBED_MODEL, RAG_QA_MODEL name the models like the flags do (the flags win). With
-RAG_EMBED_MODEL set to a local directory, --test also runs integration tests with the real embedder.
+Environment: RAG_EMBED_MODEL, RAG_QA_MODEL, RAG_NLI_MODEL name the models like the flags do (the flags win).
+With RAG_EMBED_MODEL set to a local directory, --test also runs integration tests with the real embedder.
 
 Exit status: 0 success, 1 the experiment could not run (e.g. a model is missing), 2 bad usage.
 
 References: the article's pipeline (top-k retrieval, pairwise conflict heuristics gated on topic similarity,
-cluster-aware recency resolution); Rajpurkar et al. 2018, SQuAD 2.0 (the null answer at [CLS]).
+cluster-aware recency resolution); Rajpurkar et al. 2018, SQuAD 2.0 (the null answer at [CLS]); Liu et al. 2025,
+"Open Domain Question Answering with Conflicting Contexts" (QACC, the calibration set).
 """
 
 import argparse
