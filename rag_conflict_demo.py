@@ -43,6 +43,7 @@ import dataclasses
 import datetime as dt
 import difflib
 import functools
+import importlib.util
 import inspect
 import io
 import json
@@ -1972,6 +1973,7 @@ def locate_model(name, what, flag, env, timeout):
         return name
     if name.startswith((".", "/", "~")) or os.path.exists(name):
         raise ModelUnavailable(f"{what} model directory '{name}' does not exist; {hint}")
+    require_libraries()
     from huggingface_hub import snapshot_download
 
     with contextlib.suppress(Exception):
@@ -1985,6 +1987,14 @@ def locate_model(name, what, flag, env, timeout):
         return snapshot_download(name)
     except Exception as e:  # the hub answered but the download failed: name it, don't dump a traceback
         raise ModelUnavailable(f"{what} model '{name}' could not be downloaded ({type(e).__name__}); {hint}")
+
+
+def require_libraries():
+    """ModelUnavailable, saying how to install them, when the model libraries are missing from this Python."""
+    for module in ("huggingface_hub", "transformers", "sentence_transformers", "torch"):
+        if importlib.util.find_spec(module) is None:
+            raise ModelUnavailable(f"the model libraries are not installed (no module '{module}'); run "
+                                   f"'pip install -r requirements.txt' in this Python environment ({sys.executable})")
 
 
 def hub_unreachable(name, timeout):
@@ -2048,6 +2058,7 @@ def load_models(cfg, quiet, wanted=("embedding", "QA")):
         silence_model_libraries()
     paths = {what: locate_model(getattr(cfg, MODELS[what][0]), what, *MODELS[what][2:], cfg.hub_timeout)
              for what in wanted}
+    require_libraries()
     if quiet:
         silence_model_libraries()  # the libraries are imported now; set their own switches too
     loaded = {}
@@ -2074,6 +2085,81 @@ def silence_model_libraries():
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# ConflictScore: how conflicted is the answer? Claim-level, per-document evidence (after ConflictScore): each claim
+# of the answer is judged against each document the reader saw as SUPPORT, CONTRADICT or IRRELEVANT.
+#   CS-C = share of claims with both supporting and contradicting documents
+#   CS-R = over those claims, the mean of |D-| / (|D+| + |D-|)
+
+
+@dataclass(frozen=True)
+class ClaimJudgement:
+    text: str
+    support: tuple  # source_ids of documents that support the claim (in part counts)
+    contradict: tuple  # source_ids of documents that contradict it
+
+
+@dataclass(frozen=True)
+class ConflictScore:
+    cs_c: float
+    cs_r: float
+    claims: tuple  # ClaimJudgement
+
+
+CLAUSE_RE = re.compile(r";\s*|,\s+(?:and|but|while)\s+|\.\s+(?=[A-Z])")
+
+
+def answer_claims(answer):
+    """An extractive answer as claims: one, or one per clause when it holds several.
+
+    "$6.8M" -> ['$6.8M']; "no longer required; fully remote is permitted" -> ['no longer required', 'fully remote ...']
+    """
+    return [c.strip(" .") for c in CLAUSE_RE.split(answer or "") if c.strip(" .")]
+
+
+def judge_claim(question, claim, doc, cfg, nli=None):
+    """'CONTRADICT' when the document disagrees with the claim on the question (the detector's values, polarity,
+    names, slots; NLI when on), else 'SUPPORT' when it says the claim in whole or in part, else 'IRRELEVANT'.
+
+    claim "$4.2M" vs "Revenue was restated to $6.8M." -> 'CONTRADICT'
+    """
+    sentences = split_sentences(doc.content) or [doc.content]
+    if compare_answers(question, [claim], sentences, cfg) or (nli and nli.judge([claim], sentences)):
+        return "CONTRADICT"
+    words = {w for w in tokens(claim) if w not in STOPWORDS}
+    doc_words = set(tokens(doc.content))
+    claim_values = extract_values(claim)
+    doc_values = [v for s in sentences for v in extract_values(s)]
+    if claim_values and all(any(_values_agree(v, d, cfg) for d in doc_values if _value_key(v) == _value_key(d))
+                            for v in claim_values):
+        return "SUPPORT"
+    if words and len(words & doc_words) * 2 >= len(words):
+        return "SUPPORT"
+    return "IRRELEVANT"
+
+
+def score_judgements(claims):
+    """(CS-C, CS-R) of judged claims; 0.0 for both when no claim has both kinds of evidence.
+
+    [2 support + 1 contradict, 1 support only] -> (0.5, 1/3)
+    """
+    conflicted = [c for c in claims if c.support and c.contradict]
+    if not claims or not conflicted:
+        return 0.0, 0.0
+    cs_r = sum(len(c.contradict) / (len(c.support) + len(c.contradict)) for c in conflicted) / len(conflicted)
+    return len(conflicted) / len(claims), cs_r
+
+
+def conflict_score(question, answer, docs, cfg, nli=None):
+    """ConflictScore of an answer against the documents the reader saw."""
+    judged = []
+    for claim in answer_claims(answer):
+        verdicts = {d.source_id: judge_claim(question, claim, d, cfg, nli) for d in docs}
+        judged.append(ClaimJudgement(claim, tuple(k for k, v in verdicts.items() if v == "SUPPORT"),
+                                     tuple(k for k, v in verdicts.items() if v == "CONTRADICT")))
+    return ConflictScore(*score_judgements(judged), tuple(judged))
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # The pipeline
 
 
@@ -2091,6 +2177,7 @@ class RAGResponse:
     cited: tuple = ()  # source_ids the answer was read from
     label: str = "ANSWERED"  # ANSWERED: nothing acted on; RESOLVED: all clusters superseded; UNCERTAIN: any disputed
     candidates: tuple = ()  # Candidate answers, one per document of a disputed cluster
+    score: ConflictScore = ConflictScore(0.0, 0.0, ())  # how conflicted the answer is among the context it was read from
 
 
 @dataclass(frozen=True)
@@ -2106,14 +2193,14 @@ CONTEXT_SEPARATOR = "\n\n"
 STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
 
 
-def run_query(query, index, embed, detector, read, k, resolve, strategy="kind"):
+def run_query(query, index, embed, detector, read, cfg, resolve):
     """Retrieve top-k, detect conflicts, optionally resolve them, then read; one RAGResponse.
 
     A disputed cluster withholds the answer: the reader runs on each of its documents alone and every candidate
     is reported, so nothing is picked silently.
     """
     query_vector = embed([query])[0]
-    retrieved = retrieve(index, query_vector, k)
+    retrieved = retrieve(index, query_vector, cfg.top_k)
     report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
                              query_vector)
     for c in report.conflicts:
@@ -2121,7 +2208,7 @@ def run_query(query, index, embed, detector, read, k, resolve, strategy="kind"):
                     c.topic_sim)
     context, clusters = tuple(retrieved), ()
     if resolve and report.has_conflict:
-        resolution = STRATEGIES[strategy](retrieved, report)
+        resolution = STRATEGIES[cfg.strategy](retrieved, report)
         context, clusters = resolution.kept, resolution.clusters
     warning = describe(report, clusters, resolve)
     phase = "resolved" if resolve else "naive"
@@ -2131,8 +2218,9 @@ def run_query(query, index, embed, detector, read, k, resolve, strategy="kind"):
         return RAGResponse(query, phase, "", 0.0, tuple(retrieved), context, report, clusters, warning,
                            tuple(d.source_id for d in disputed), "UNCERTAIN", candidates)
     answer = read(query, CONTEXT_SEPARATOR.join(r.doc.content for r in context))
+    score = conflict_score(query, answer.text, [r.doc for r in context], cfg, getattr(detector, "nli", None))
     return RAGResponse(query, phase, answer.text, answer.confidence, tuple(retrieved), context, report, clusters,
-                       warning, cited_ids(context, answer), "RESOLVED" if clusters else "ANSWERED")
+                       warning, cited_ids(context, answer), "RESOLVED" if clusters else "ANSWERED", (), score)
 
 
 def cited_ids(context, answer):
@@ -2164,6 +2252,9 @@ def result_json(resp):
         "warning": resp.warning,
         "candidates": [{"source_id": c.doc.source_id, "answer": c.answer or None, "confidence": round(c.confidence, 6)}
                        for c in resp.candidates],
+        "conflict_score": {"cs_c": round(resp.score.cs_c, 6), "cs_r": round(resp.score.cs_r, 6),
+                           "claims": [{"text": c.text, "support": list(c.support), "contradict": list(c.contradict)}
+                                      for c in resp.score.claims]},
     }
 
 
@@ -2359,6 +2450,7 @@ def render_block(resp, paint, cfg):
     lines = [f"{paint('Query:', 'label')}      {resp.query}",
              f"{paint('Answer:', 'label')}     {answer}",
              f"{paint('Confidence:', 'label')} {resp.confidence:.1%}",
+             f"{paint('ConflictScore:', 'label')} {format_score(resp.score, paint)}",
              f"{paint('Conflict:', 'label')}   {paint(status[0], status[1])}",
              f"{paint('Sources:', 'label')}"]
     used = {r.doc.source_id for r in resp.context}
@@ -2387,6 +2479,14 @@ def render_block(resp, paint, cfg):
                      + textwrap.fill(resp.warning, cfg.answer_width + 14, subsequent_indent="  ",
                                      break_on_hyphens=False))
     return "\n".join(lines)
+
+
+def format_score(score, paint):
+    """'CS-C 1.00, CS-R 0.50 over 1 claim(s): supported by fin-001, contradicted by fin-002' (conflict colour if > 0)."""
+    text = f"CS-C {score.cs_c:.2f}, CS-R {score.cs_r:.2f} over {len(score.claims)} claim(s)"
+    evidence = "; ".join(f"supported by {', '.join(c.support) or '-'}, contradicted by {', '.join(c.contradict) or '-'}"
+                         for c in score.claims)
+    return paint(text + (f": {evidence}" if evidence else ""), "conflict" if score.cs_c else "ok")
 
 
 def format_evidence(evidence):
@@ -2579,8 +2679,8 @@ def main(argv=None, embed=None, read=None, nli=None):
         cfg.top_k = len(docs)
     index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
     log.info("indexed %d documents", len(index.docs))
-    naive, resolved = ([run_query(q, index, embed, detector, read, cfg.top_k, phase, cfg.strategy)
-                        for _, q in questions] for phase in (False, True))
+    naive, resolved = ([run_query(q, index, embed, detector, read, cfg, phase) for _, q in questions]
+                       for phase in (False, True))
     if args.json:
         for n, r in zip(naive, resolved):
             print(json.dumps({"query": n.query, "naive": result_json(n), "resolved": result_json(r)}))
@@ -3240,6 +3340,41 @@ class TestResolutionKinds(unittest.TestCase):
         self.assertEqual(res.clusters[0].kept, a)  # the article's policy picks anyway (higher rank)
 
 
+class TestConflictScore(unittest.TestCase):
+    def judged(self, support, contradict):
+        return ClaimJudgement("c", tuple(f"s{i}" for i in range(support)), tuple(f"x{i}" for i in range(contradict)))
+
+    def test_arithmetic_on_hand_made_judgements(self):
+        self.assertEqual(score_judgements([self.judged(2, 1), self.judged(1, 0)]), (0.5, 1 / 3))
+        self.assertEqual(score_judgements([self.judged(1, 1), self.judged(1, 3)]), (1.0, (0.5 + 0.75) / 2))
+        self.assertEqual(score_judgements([self.judged(3, 0), self.judged(0, 2)]), (0.0, 0.0))  # none has both
+        self.assertEqual(score_judgements([]), (0.0, 0.0))
+
+    def test_claims_split_on_clauses(self):
+        self.assertEqual(answer_claims("$6.8M"), ["$6.8M"])
+        self.assertEqual(answer_claims("no longer required; employees may work fully remote."),
+                         ["no longer required", "employees may work fully remote"])
+        self.assertEqual(answer_claims(""), [])
+
+    def test_judgements(self):
+        q = "What was Acme's revenue for fiscal year 2023?"
+        self.assertEqual(judge_claim(q, "$4.2M", KNOWLEDGE_BASE[0], DEFAULT_CONFIG), "SUPPORT")
+        self.assertEqual(judge_claim(q, "$4.2M", KNOWLEDGE_BASE[1], DEFAULT_CONFIG), "CONTRADICT")
+        self.assertEqual(judge_claim(q, "4.2 million dollars", KNOWLEDGE_BASE[0], DEFAULT_CONFIG), "SUPPORT")
+        self.assertEqual(judge_claim(q, "$4.2M", doc("x", "Laptops need encryption."), DEFAULT_CONFIG), "IRRELEVANT")
+
+    def test_naive_answers_are_conflicted_and_resolved_ones_are_not(self):
+        _, out, _ = run_main(["--json"])
+        rows = [json.loads(line) for line in out.splitlines()]
+        for row in rows[:3]:
+            with self.subTest(row["query"]):
+                self.assertGreater(row["naive"]["conflict_score"]["cs_c"], 0)
+                self.assertEqual(row["resolved"]["conflict_score"]["cs_c"], 0)
+        claim = rows[0]["naive"]["conflict_score"]["claims"][0]
+        self.assertEqual((claim["support"], claim["contradict"]), (["fin-001"], ["fin-002"]))
+        self.assertEqual(rows[0]["naive"]["conflict_score"]["cs_r"], 0.5)
+
+
 class TestSpanDecoding(unittest.TestCase):
     def test_peak_span(self):
         start, end = np.zeros(8), np.zeros(8)
@@ -3394,7 +3529,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
                                                       "How are laptops protected?"])
         naive, resolved = rows[0]["naive"], rows[0]["resolved"]
         self.assertEqual(set(naive), {"answer", "confidence", "label", "sources", "conflicts", "clusters",
-                                      "cited_source_ids", "warning", "candidates"})
+                                      "cited_source_ids", "warning", "candidates", "conflict_score"})
         self.assertEqual({s["source_id"] for s in naive["sources"]}, {"r-old", "r-new"})
         self.assertEqual(set(naive["sources"][0]), {"source_id", "title", "date", "version", "score"})
         new = next(s for s in naive["sources"] if s["source_id"] == "r-new")
@@ -3618,6 +3753,14 @@ class TestModels(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             with self.assertRaisesRegex(ModelUnavailable, "has no config.json.*--qa-model"):
                 locate_model(tmp, "QA", "--qa-model", "RAG_QA_MODEL", 1.0)
+
+    def test_missing_nli_model_fails_with_one_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, _, err = run_main(["--nli", os.path.join(tmp, "none"), "--question", "q"])
+        self.assertEqual(code, 1)
+        self.assertEqual(len(err.strip().splitlines()), 1)
+        self.assertIn("NLI model directory", err)
+        self.assertIn("--nli", err)
 
     def test_env_names_the_models(self):
         with unittest.mock.patch.dict(os.environ, {"RAG_EMBED_MODEL": "/e", "RAG_QA_MODEL": "/q"}):
