@@ -102,6 +102,11 @@ class Config:
     nli_model: str | None = None  # cross-encoder for --nli; None: NLI off
     nli_threshold: float = 0.5  # contradiction probability, either direction, that flags a pair
     detector: str = "full"  # 'article' | 'heuristic' | 'full'
+    scan_chunk: int = 1024  # rows of the similarity matrix held at once by --scan: memory chunk x n floats
+    scan_shown: int = 8  # documents and pairs named per cluster in the human --scan report (--json has all)
+    bench_ks: tuple = (3, 10, 30, 100, 300, 1000)  # retrieved documents per query measured by --bench
+    bench_repeats: int = 7  # timed runs per k; the median is reported
+    bench_scan_sizes: tuple = (1000, 10000)  # corpus sizes of the --bench scan
     strategy: str = "kind"  # 'kind' (superseded / disputed) | 'recency' (the article's policy)
 
 
@@ -1476,6 +1481,8 @@ def _slot_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
         return None
     i1, i2, j1, j2 = diff
     left, right = ta[i1:i2], tb[j1:j2]
+    if i1 == j1 == 0 and not all(c in qwords for c, _ in ta[i2:]):
+        return None  # different subjects ("Ixmo employs 850" vs "Tormo employs 850"), unless the slot answers "who"
     if max(len(left), len(right)) > cfg.slot_max_span or not all(_is_slot_word(c, qwords) for c, _ in left + right):
         return None
     salient = all(any(_is_salient(o, sent) for _, o in side) for side, sent in ((left, sa), (right, sb)))
@@ -1726,7 +1733,7 @@ class QuestionAwareDetector(ConflictDetector):
     def prime(self, docs):
         """Split and embed, in batches, the sentences of every document not seen before."""
         new = list(dict.fromkeys(d.content for d in docs if d.content not in self.split))
-        parts = [split_sentences(c) or [c.strip()] for c in new]
+        parts = [list(self.sentences_of(c)) for c in new]
         flat = [x for p in parts for x in p]
         if not flat:
             return
@@ -1736,6 +1743,11 @@ class QuestionAwareDetector(ConflictDetector):
         for content, p in zip(new, parts):
             self.split[content] = (p, vectors[start:start + len(p)])
             start += len(p)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=1 << 16)
+    def sentences_of(content):
+        return tuple(split_sentences(content) or [content.strip()])
 
     def view(self, doc, question_vector):
         """The document's answer-bearing sentences: the most similar to the question, within a margin of the best."""
@@ -1749,8 +1761,10 @@ class QuestionAwareDetector(ConflictDetector):
         return AnswerView(tuple(sentences[i] for i in keep), best)
 
     def features(self, docs, question, question_vector):
+        if question_vector is None:  # no question to aim at (a corpus scan): every sentence, no embedding needed
+            return [AnswerView(self.sentences_of(d.content), 1.0) for d in docs]
         self.prime(docs)
-        qv = None if question_vector is None else normalise(np.atleast_2d(question_vector))[0]
+        qv = normalise(np.atleast_2d(question_vector))[0]
         views = [self.view(d, qv) for d in docs]
         if self.read and question:  # k small forward passes, only for documents that bear on the question
             views = [replace(v, answer=self.read(question, d.content)) if v.relevance >= self.threshold else v
@@ -1869,14 +1883,20 @@ def resolve_by_kind(retrieved, report):
 
 def resolve(retrieved, report, pick):
     """Apply pick(members) -> (kept or None, basis) to each conflict cluster; non-conflicting documents pass."""
-    clusters, dropped = [], set()
-    for members in conflict_components([r.doc for r in retrieved], report.conflicts):
+    clusters = make_clusters([r.doc for r in retrieved], report.conflicts, pick)
+    dropped = {d.source_id for c in clusters for d in c.discarded}
+    kept = tuple(r for r in retrieved if r.doc.source_id not in dropped)
+    return Resolution(kept, tuple(clusters))
+
+
+def make_clusters(docs, conflicts, pick):
+    """One Cluster per connected component of the conflict graph, its winner chosen by pick(members)."""
+    clusters = []
+    for members in conflict_components(docs, conflicts):
         kept, basis = pick(members)
         discarded = tuple(d for d in members if kept is not None and d is not kept)
         clusters.append(Cluster(members, kept, discarded, "superseded" if kept else "disputed", basis))
-        dropped.update(d.source_id for d in discarded)
-    kept = tuple(r for r in retrieved if r.doc.source_id not in dropped)
-    return Resolution(kept, tuple(clusters))
+    return clusters
 
 
 # "restated", "revised", "replaces", "no longer", "effective November 2023", "effective 2024-04-01", ...
@@ -2227,16 +2247,18 @@ CONTEXT_SEPARATOR = "\n\n"
 STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
 
 
-def run_query(query, index, embed, detector, read, cfg, resolve):
+def run_query(query, index, embed, detector, read, cfg, resolve, timings=None):
     """Retrieve top-k, detect conflicts, optionally resolve them, then read; one RAGResponse.
 
     A disputed cluster withholds the answer: the reader runs on each of its documents alone and every candidate
-    is reported, so nothing is picked silently.
+    is reported, so nothing is picked silently. timings, a dict, collects seconds per stage (for --bench).
     """
-    query_vector = embed([query])[0]
-    retrieved = retrieve(index, query_vector, cfg.top_k)
-    report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
-                             query_vector)
+    with timed(timings, "retrieval"):
+        query_vector = embed([query])[0]
+        retrieved = retrieve(index, query_vector, cfg.top_k)
+    with timed(timings, "detection"):
+        report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
+                                 query_vector)
     for c in report.conflicts:
         log.warning("conflict: %s vs %s, %s (topic similarity %.2f)", c.a.source_id, c.b.source_id, c.reason,
                     c.topic_sim)
@@ -2251,10 +2273,20 @@ def run_query(query, index, embed, detector, read, cfg, resolve):
         candidates = tuple(Candidate(d, *dataclasses.astuple(read(query, d.content))[:2]) for d in disputed)
         return RAGResponse(query, phase, "", 0.0, tuple(retrieved), context, report, clusters, warning,
                            tuple(d.source_id for d in disputed), "UNCERTAIN", candidates)
-    answer = read(query, CONTEXT_SEPARATOR.join(r.doc.content for r in context))
+    with timed(timings, "reading"):
+        answer = read(query, CONTEXT_SEPARATOR.join(r.doc.content for r in context))
     score = conflict_score(query, answer.text, [r.doc for r in context], cfg, getattr(detector, "nli", None))
     return RAGResponse(query, phase, answer.text, answer.confidence, tuple(retrieved), context, report, clusters,
                        warning, cited_ids(context, answer), "RESOLVED" if clusters else "ANSWERED", (), score)
+
+
+@contextlib.contextmanager
+def timed(timings, stage):
+    """Append the block's wall time in seconds to timings[stage]; nothing when timings is None."""
+    start = time.perf_counter()
+    yield
+    if timings is not None:
+        timings.setdefault(stage, []).append(time.perf_counter() - start)
 
 
 def cited_ids(context, answer):
@@ -2339,6 +2371,54 @@ def said(doc, report):
             if d is doc and c.evidence[side]:
                 return ", ".join(map(str, c.evidence[side]))
     return "something else"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Whole-corpus scan: every conflicting pair of a knowledge base, not just inside one query's top-k
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    conflicts: tuple  # Conflict, most similar first
+    clusters: tuple  # Cluster with kind superseded / disputed, in order of their most similar conflict
+    documents: int
+    pairs_checked: int  # candidate pairs at or above the gate, each run through the detector once
+
+
+def candidate_pairs(vectors, gate, chunk=1024):
+    """(i, j, cosine) for every pair i < j with cosine >= gate, computed chunk rows at a time.
+
+    Memory is chunk x n floats, never n x n: 10,000 documents in chunks of 1,024 take 40 MB, not 400 MB.
+    """
+    for start in range(0, len(vectors), chunk):
+        block = vectors[start:start + chunk] @ vectors.T
+        rows, cols = np.nonzero(block >= gate)
+        keep = cols > rows + start  # each pair once, no self-pairs
+        for r, c in zip(rows[keep], cols[keep]):
+            yield start + int(r), int(c), float(block[r, c])
+
+
+def scan_corpus(docs, vectors, detector, gate, chunk=1024, progress=None):
+    """Run the detector (with no question: every sentence counts) on every candidate pair of the corpus."""
+    docs, vectors = tuple(docs), normalise(vectors)
+    views, found, checked = {}, [], 0
+    for i, j, sim in candidate_pairs(vectors, gate, chunk):
+        for n in (i, j):
+            if n not in views:
+                views[n] = detector.features([docs[n]], "", None)[0]
+        checked += 1
+        hit = detector.check_pair(docs[i], docs[j], views[i], views[j], sim, "")
+        if hit:
+            found.append(hit)
+        if progress and checked % 2000 == 0:
+            progress(i, len(docs))
+    found.sort(key=lambda c: (-c.topic_sim, c.a.source_id, c.b.source_id))
+    order = {}
+    for c in found:  # clusters ordered by their most similar conflict
+        order.setdefault(c.a.source_id, len(order))
+    clusters = make_clusters(docs, found, supersession_order)
+    clusters.sort(key=lambda cl: min(order.get(d.source_id, len(order)) for d in cl.members))
+    return ScanReport(tuple(found), tuple(clusters), len(docs), checked)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -2437,6 +2517,110 @@ def confusion_scores(c):
     return {"n": tp + fp + fn + tn, "tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": round(precision, 4),
             "recall": round(recall, 4), "f1": round(ratio(2 * precision * recall, precision + recall), 4),
             "mcc": round(mcc, 4)}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Benchmark: what the conflict layer costs, measured on synthetic but realistic documents
+
+SYLLABLES = ("ka", "lo", "mi", "ra", "ven", "tor", "sa", "bel", "dun", "ix", "or", "pel", "qua", "zen", "tri", "mo")
+FACETS = (  # (template, how the conflicting document differs): one fact each, as a retrieved source would say it
+    ("The {e} standard plan allows {v} requests per minute through the {w} gateway.", "value"),
+    ("{e} reported annual revenue of ${v}M for fiscal year 2023 in its {w} filing.", "value"),
+    ("The {e} {w} beacon status is {s}.", "state"),
+    ("{e} employs {v} people at its {w} campus.", "value"),
+    ("The {e} {w} warranty lasts {v} months from the date of purchase.", "value"),
+    ("At {e}, office attendance on {w} days is {r}.", "required"),
+)
+
+
+def synthetic_corpus(n, seed=0, conflict_share=0.5):
+    """n documents in topics of four: two that agree, one that conflicts with them in conflict_share of the topics
+    (or agrees), and one about another facet of the same entity. Topic words are invented, so unrelated topics
+    share little vocabulary, as unrelated documents do. Returns (documents, topic id per document).
+    """
+    import random
+
+    rng = random.Random(seed)
+    word = lambda k: "".join(rng.choice(SYLLABLES) for _ in range(k))  # noqa: E731
+    docs, topics = [], []
+    for t in range((n + 3) // 4):
+        entity, where = word(3).capitalize(), word(2)
+        facet, other = rng.sample(range(len(FACETS)), 2)
+        v, conflicted = rng.randint(2, 90) * 10, rng.random() < conflict_share
+        for d, (f, value, flip) in enumerate(((facet, v, False), (facet, v, False),
+                                              (facet, v * 3 if conflicted else v, conflicted), (other, v, False))):
+            text = FACETS[f][0].format(e=entity, w=where, v=value, s="INACTIVE" if flip else "ACTIVE",
+                                       r="no longer required" if flip else "required")
+            date = f"202{rng.randint(0, 4)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}" if rng.random() < 0.7 else None
+            docs.append(Document(f"syn-{t:05d}-{d}", f"{entity} note {d}", date, text))
+            topics.append(t)
+    return docs[:n], topics[:n]
+
+
+def topic_vectors(topics, dim=384, seed=0, spread=0.35):
+    """Unit vectors: each document near its topic's random direction (same topic: cosine ~0.9; others: ~0 +- 0.05),
+    the shape real sentence embeddings have for documents about one fact versus unrelated ones."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((max(topics) + 1, dim)).astype(np.float32)
+    centres = normalise(centres)
+    noise = rng.standard_normal((len(topics), dim)).astype(np.float32) * spread / np.sqrt(dim)
+    return normalise(centres[topics] + noise)
+
+
+def bench_detection(cfg, ks, repeats):
+    """[{"k", "median_ms", "pairs"}]: detection + resolution of k retrieved documents, embeddings given.
+
+    Worst case for the relevance gate: every document counts as bearing on the question, so only the
+    document-similarity gate prunes; per-document features are warm after the first repeat, as in a service.
+    """
+    rows = []
+    for k in ks:
+        docs, topics = synthetic_corpus(k, seed=k)
+        vectors = topic_vectors(topics, seed=k)
+        detector = QuestionAwareDetector(cfg, embed=None)
+        retrieved = [Retrieved(d, 1.0 - i / (k + 1), i) for i, d in enumerate(docs)]
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            report = detector.detect(docs, vectors, "What does the note say?", None)
+            resolve_by_kind(retrieved, report)
+            times.append(time.perf_counter() - start)
+        rows.append({"k": k, "median_ms": round(1000 * float(np.median(times)), 4), "pairs": report.pairs_checked,
+                     "conflicts": len(report.conflicts)})
+    return rows
+
+
+def bench_scan(cfg, sizes):
+    """[{"documents", "pairs_per_s", "seconds"}]: the whole-corpus scan, embeddings given."""
+    rows = []
+    for n in sizes:
+        docs, topics = synthetic_corpus(n, seed=n)
+        vectors = topic_vectors(topics, seed=n)
+        start = time.perf_counter()
+        report = scan_corpus(docs, vectors, QuestionAwareDetector(cfg, embed=None), cfg.threshold)
+        seconds = time.perf_counter() - start
+        rows.append({"documents": n, "pairs_per_s": round(report.pairs_checked / max(seconds, 1e-9), 1),
+                     "seconds": round(seconds, 4), "pairs": report.pairs_checked,
+                     "conflicts": len(report.conflicts)})
+    return rows
+
+
+def peak_rss_mb():
+    """Peak resident memory of this process in MB; None where the resource module does not exist (Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(kb / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS, KiB on Linux
+
+
+def walkthrough_stages(stages, timings):
+    """Per-query medians of the walkthrough's retrieval, detection and reading, in seconds."""
+    for name in ("retrieval", "detection", "reading"):
+        if timings.get(name):
+            stages[f"{name}_per_query"] = round(float(np.median(timings[name])), 6)
+    return stages
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -2620,6 +2804,11 @@ def parse_args(argv):
                    help=f"also judge pairs with an NLI cross-encoder (default model {NLI_DEFAULT}; env RAG_NLI_MODEL)")
     p.add_argument("--eval", nargs="?", const=BUILTIN, metavar="PATH",
                    help="score the detector on labelled pairs (JSON Lines; without PATH the built-in set)")
+    p.add_argument("--scan", action="store_true",
+                   help="find every conflicting pair in the whole knowledge base (--kb, or the built-in one); "
+                   "the gate is --threshold")
+    p.add_argument("--bench", action="store_true",
+                   help="measure the cost: detection time against k, the walkthrough's stages, memory, scan speed")
     args = p.parse_args(argv)
     if args.nli == NLI_DEFAULT and os.environ.get("RAG_NLI_MODEL"):
         args.nli = os.environ["RAG_NLI_MODEL"]
@@ -2680,9 +2869,13 @@ def main(argv=None, embed=None, read=None, nli=None):
         if args.test:
             return run_tests()
         setup_logging(args.quiet)
+        if sum(map(bool, (args.eval, args.scan, args.bench))) > 1:
+            raise UsageError("--eval, --scan and --bench are separate runs: give one of them")
         if args.eval:
             pairs = load_eval(args.eval, BUILTIN_PAIRS if args.eval == BUILTIN else None)
-        else:
+        elif args.scan:
+            docs = load_kb(args.kb)[0] if args.kb else KNOWLEDGE_BASE
+        elif not args.bench:
             docs, questions = experiment_inputs(args)
         if args.log_conflicts:
             check_log_path(args.log_conflicts)
@@ -2692,7 +2885,20 @@ def main(argv=None, embed=None, read=None, nli=None):
     cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model, top_k=args.top_k, threshold=args.threshold,
                  detector=args.detector, strategy=args.strategy, nli_model=args.nli)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from the tokenizers library
-    needs_reader = not args.eval or cfg.detector == "full"
+    stages, start = {}, time.perf_counter()
+    if args.bench and embed is None:
+        try:
+            require_libraries()
+        except ModelUnavailable as e:
+            error(str(e))
+            return 1
+        import sentence_transformers  # noqa: F401  (timed here: the cost of the imports alone)
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+
+        stages["imports"] = round(time.perf_counter() - start, 4)
+    start = time.perf_counter()
+    needs_reader = not (args.eval or args.scan) or (args.eval and cfg.detector == "full")  # a scan has no question
     wanted = [what for what, have, need in (("embedding", embed, True), ("QA", read, needs_reader),
                                             ("NLI", nli, bool(cfg.nli_model))) if need and have is None]
     try:
@@ -2700,9 +2906,17 @@ def main(argv=None, embed=None, read=None, nli=None):
     except ModelUnavailable as e:
         error(str(e))
         return 1
+    if wanted:
+        stages["model_loads"] = round(time.perf_counter() - start, 4)
     embed, read = embed or loaded.get("embedding"), read or loaded.get("QA")
     nli = (nli or loaded.get("NLI")) if cfg.nli_model else None
     detector = make_detector(cfg.detector, cfg, embed, read, nli)
+    if args.bench:
+        result = run_bench(cfg, stages, embed, detector, read)
+        print(json.dumps(result) if args.json else render_bench(result, cfg))
+        return 0
+    if args.scan:
+        return run_scan(docs, embed, cfg, args)
     if args.eval:
         result = evaluate(pairs, detector, embed, cfg.embed_batch)
         print(json.dumps({"detector": cfg.detector, **result}) if args.json else
@@ -2729,6 +2943,52 @@ def main(argv=None, embed=None, read=None, nli=None):
     return 0
 
 
+def render_scan(report, cfg, seconds, paint):
+    """The --scan report: a summary line, then each cluster with its pairs, most similar first."""
+    lines = [f"Scanned {report.documents} documents in {seconds:.1f} s: {report.pairs_checked} candidate pairs at "
+             f"topic similarity >= {cfg.threshold}, {len(report.conflicts)} conflicts in {len(report.clusters)} "
+             f"cluster(s)."]
+    by_cluster = {}
+    for c in report.conflicts:
+        by_cluster.setdefault(c.a.source_id, []).append(c)
+    for n, cl in enumerate(report.clusters, 1):
+        if cl.kind == "disputed":
+            head = paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg)} disagree and nothing says which "
+                         f"is current.", "uncertain")
+        else:
+            head = paint(f"\nCluster {n}, superseded (by {cl.basis}): keep '{cl.kept.title}' ({stamp(cl.kept)}); "
+                         f"older: {name_some(cl.discarded, cfg)}", "resolved")
+        lines.append(head)
+        ids = {d.source_id for d in cl.members}
+        pairs = [c for c in report.conflicts if c.a.source_id in ids]
+        for c in pairs[:cfg.scan_shown]:
+            lines.append(paint(f"  [{c.topic_sim:.3f}] {c.a.source_id} vs {c.b.source_id}: {c.reason}", "conflict"))
+        if len(pairs) > cfg.scan_shown:
+            lines.append(f"  ... and {len(pairs) - cfg.scan_shown} more pair(s): --json lists them all")
+    return "\n".join(lines)
+
+
+def name_some(docs, cfg):
+    """"'A' (2024-01-01), 'B' (undated)", at most cfg.scan_shown of them, then how many more."""
+    named = ", ".join(f"'{d.title}' ({stamp(d)})" for d in docs[:cfg.scan_shown])
+    return named + (f" and {len(docs) - cfg.scan_shown} more" if len(docs) > cfg.scan_shown else "")
+
+
+def render_bench(result, cfg):
+    """The --bench tables."""
+    lines = ["Detection + resolution per query, embeddings given (synthetic documents, median of "
+             f"{cfg.bench_repeats} runs)", f"{'k':>6} {'pairs checked':>14} {'median ms':>10}"]
+    lines += [f"{r['k']:>6} {r['pairs']:>14} {r['median_ms']:>10.3f}" for r in result["detection"]]
+    lines += ["", "Walkthrough stages (seconds; per query: median)"]
+    lines += [f"  {name:<22} {value:>10.4f}" for name, value in result["stages"].items()]
+    lines += ["", f"Peak memory: {result['peak_rss_mb']} MB", "",
+              "Whole-corpus scan, embeddings given (synthetic documents)",
+              f"{'documents':>10} {'pairs checked':>14} {'seconds':>9} {'pairs/s':>10}"]
+    lines += [f"{r['documents']:>10} {r['pairs']:>14} {r['seconds']:>9.3f} {r['pairs_per_s']:>10.0f}"
+              for r in result["scan"]]
+    return "\n".join(lines)
+
+
 def render_eval(result, label):
     """The --eval table: overall, then one row per type."""
     head = f"{'type':<26} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
@@ -2743,6 +3003,46 @@ def render_eval(result, label):
              row("all", result), "-" * len(head)]
     lines += [row(name, r) for name, r in result["by_type"].items()]
     return "\n".join(lines)
+
+
+def run_bench(cfg, stages, embed, detector, read):
+    """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements."""
+    start = time.perf_counter()
+    index = build_index(KNOWLEDGE_BASE, embed, cfg.embed_batch)
+    stages["kb_embedding"] = round(time.perf_counter() - start, 4)
+    timings = {}
+    for resolve in (False, True):
+        for _, query in SCENARIOS:
+            run_query(query, index, embed, detector, read, cfg, resolve, timings)
+    walkthrough_stages(stages, timings)
+    return {"detection": bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats), "stages": stages,
+            "peak_rss_mb": peak_rss_mb(), "scan": bench_scan(cfg, cfg.bench_scan_sizes)}
+
+
+def run_scan(docs, embed, cfg, args):
+    """--scan: embed the whole knowledge base, then every conflicting pair in it, most similar first."""
+    start = time.perf_counter()
+    index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
+    log.info("embedded %d documents in %.1f s", len(docs), time.perf_counter() - start)
+    detector = make_detector("article" if cfg.detector == "article" else "heuristic", cfg, embed)
+    report = scan_corpus(index.docs, index.vectors, detector, cfg.threshold, cfg.scan_chunk,
+                         None if args.quiet else Progress("scanning"))
+    seconds = time.perf_counter() - start
+    if args.json:
+        for line in scan_json_lines(report):
+            print(json.dumps(line))
+    else:
+        print(render_scan(report, cfg, seconds, Painter(colour_wanted(args.no_color, sys.stdout))))
+    return 0
+
+
+def scan_json_lines(report):
+    """One object per conflicting pair, most similar first, with the cluster it belongs to."""
+    cluster_of = {d.source_id: (n, c) for n, c in enumerate(report.clusters, 1) for d in c.members}
+    for c in report.conflicts:
+        n, cl = cluster_of[c.a.source_id]
+        yield {**conflict_json(c), "cluster": n, "cluster_kind": cl.kind, "kept": cl.kept.source_id if cl.kept else None,
+               "discarded": [d.source_id for d in cl.discarded]}
 
 
 def print_walkthrough(names, naive, resolved, paint, cfg):
@@ -3765,6 +4065,65 @@ class TestEval(unittest.TestCase):
                 code, out, err = run_main(["--eval", self.write(records)])
                 self.assertEqual((code, out), (2, ""))
                 self.assertIn(message, err)
+
+
+class TestScanAndBench(unittest.TestCase):
+    def test_blocking_misses_no_pair_above_the_gate(self):
+        rng = np.random.default_rng(0)
+        vectors = normalise(rng.standard_normal((57, 8)).astype(np.float32))
+        sims = vectors @ vectors.T
+        brute = {(i, j) for i in range(57) for j in range(i + 1, 57) if sims[i, j] >= 0.3}
+        self.assertTrue(brute)
+        for chunk in (1, 5, 16, 57, 1000):
+            with self.subTest(chunk=chunk):
+                found = [(i, j) for i, j, _ in candidate_pairs(vectors, 0.3, chunk)]
+                self.assertEqual(sorted(found), sorted(brute))  # every pair once, none missed, none extra
+
+    def test_scan_finds_the_planted_conflicts(self):
+        docs, topics = synthetic_corpus(40, seed=3)
+        report = scan_corpus(docs, topic_vectors(topics, seed=3), QuestionAwareDetector(DEFAULT_CONFIG, None), 0.68)
+        planted = {(d.source_id[:9]) for d, t in zip(docs, topics) if d.source_id.endswith("-2")}
+        conflicted_topics = {c.a.source_id[:9] for c in report.conflicts}
+        self.assertLessEqual(conflicted_topics, planted)  # conflicts only inside topics
+        self.assertTrue(report.conflicts)
+        self.assertEqual([c.topic_sim for c in report.conflicts],
+                         sorted((c.topic_sim for c in report.conflicts), reverse=True))
+        self.assertTrue(all(cl.kind in ("superseded", "disputed") for cl in report.clusters))
+        self.assertEqual(report.pairs_checked, 60)  # 10 topics x 6 pairs; nothing across topics
+
+    def test_scan_cli_json_lines(self):
+        code, out, err = run_main(["--scan", "--json", "--quiet"])
+        self.assertEqual(code, 0, err)
+        lines = [json.loads(line) for line in out.splitlines()]
+        pairs = {frozenset((x["a"], x["b"])) for x in lines}
+        self.assertIn(frozenset(("fin-001", "fin-002")), pairs)
+        self.assertIn(frozenset(("ops-001", "ops-002")), pairs)
+        beacon = next(x for x in lines if {x["a"], x["b"]} == {"ops-001", "ops-002"})
+        self.assertEqual((beacon["cluster_kind"], beacon["kept"]), ("disputed", None))
+        self.assertEqual([x["topic_sim"] for x in lines], sorted((x["topic_sim"] for x in lines), reverse=True))
+
+    def test_scan_cli_report(self):
+        code, out, _ = run_main(["--scan", "--no-color", "--quiet"])
+        self.assertEqual(code, 0)
+        self.assertTrue(out.startswith(f"Scanned {len(KNOWLEDGE_BASE)} documents"))
+        self.assertIn("superseded (by date): keep '2023-Annual-Report-Revised'", out)
+
+    def test_bench_output_shape(self):
+        cfg = replace(DEFAULT_CONFIG, bench_ks=(3, 10), bench_repeats=2, bench_scan_sizes=(40,))
+        result = run_bench(cfg, {}, fake_embed, QuestionAwareDetector(cfg, fake_embed), fake_read)
+        self.assertEqual(set(result), {"detection", "stages", "peak_rss_mb", "scan"})
+        self.assertEqual([r["k"] for r in result["detection"]], [3, 10])
+        self.assertTrue(all(set(r) >= {"k", "median_ms", "pairs"} and r["median_ms"] > 0 for r in result["detection"]))
+        self.assertEqual(set(result["stages"]), {"kb_embedding", "retrieval_per_query", "detection_per_query",
+                                                 "reading_per_query"})
+        self.assertEqual(result["scan"][0]["documents"], 40)
+        self.assertGreater(result["scan"][0]["pairs_per_s"], 0)
+        json.dumps(result)  # serialisable as the --json contract says
+
+    def test_one_mode_at_a_time(self):
+        code, _, err = run_main(["--scan", "--eval"])
+        self.assertEqual(code, 2)
+        self.assertIn("separate runs", err)
 
 
 class TestModels(unittest.TestCase):
