@@ -538,7 +538,7 @@ _ABBREVIATION_END_RE = re.compile(
     r"|Capt|Mt|Ft|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)|(?:\b[A-Za-z]\.)+[A-Za-z]|\b[A-Z])\.$")
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _POLARITY_TOKEN_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|[,;:.!?()—–]")
-_NAME_TOKEN_RE = re.compile(r"[^\W\d_][\w'’.&-]*")
+_NAME_TOKEN_RE = re.compile(r"(?<![\w$€£])[^\W\d_][\w'’.&-]*")
 _SLOT_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*[%\w]*|[^\W\d_]+(?:['’][^\W\d_]+)*")
 
 _MONEY_RES = (
@@ -1552,11 +1552,32 @@ def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
     if not a or not b:
         return None
     qwords = question_words(question)
+    if not question.strip() and _different_subjects(a, b):
+        return None
     for check in CHECKS[question_type(question)]:
         finding = check(a, b, qwords, cfg)
         if finding:
             return finding
     return None
+
+
+def _different_subjects(a: list[str], b: list[str]) -> bool:
+    """With no question to name the subject (a corpus scan), two sides that name subjects and never the same one
+    are statements about different things ("Ormoor reported $620M" vs "Ortrimi reported $810M"), not a conflict.
+    With a question, retrieval and the question fix the subject, and measured on QACC this check costs more
+    conflicts than it saves (MCC 0.39 -> 0.30), so it is not applied.
+
+    Example: _different_subjects(["At Kelso, it is required."], ["At Brora, it is optional."])
+    """
+    na, nb = (frozenset().union(*map(_subject_tokens, side)) for side in (a, b))
+    return bool(na and nb) and not _tokens_meet(na, nb)
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _subject_tokens(sentence: str) -> frozenset[str]:
+    """Example: _subject_tokens("Ormoor reported $620M in its Milo filing.") == {"ormoor", "milo"}"""
+    names = extract_names(sentence, frozenset()) | _opening_word(sentence, frozenset())
+    return frozenset(t for n in names for t in n.split())
 
 
 # ------------------------------------------------------------------------------------------------------------------
