@@ -2892,6 +2892,11 @@ def main(argv=None, embed=None, read=None, nli=None):
         setup_logging(args.quiet)
         if sum(map(bool, (args.eval, args.scan, args.bench))) > 1:
             raise UsageError("--eval, --scan and --bench are separate runs: give one of them")
+        mode = "--eval" if args.eval else "--bench" if args.bench else "--scan" if args.scan else None
+        unused = [flag for flag, given in (("--kb", args.kb and mode != "--scan"), ("--question", args.question),
+                                           ("--log-conflicts", args.log_conflicts)) if given]
+        if mode and unused:
+            raise UsageError(f"{mode} does not use {', '.join(unused)}")
         if args.eval:
             pairs = load_eval(args.eval, BUILTIN_PAIRS if args.eval == BUILTIN else None)
         elif args.scan:
@@ -4145,6 +4150,10 @@ class TestScanAndBench(unittest.TestCase):
         code, _, err = run_main(["--scan", "--eval"])
         self.assertEqual(code, 2)
         self.assertIn("separate runs", err)
+        code, _, err = run_main(["--eval", "--question", "q"])
+        self.assertEqual((code, err.strip()), (2, "error: --eval does not use --question"))
+        code, _, err = run_main(["--bench", "--kb", "x.json"])
+        self.assertEqual((code, err.strip()), (2, "error: --bench does not use --kb"))
 
 
 class TestModels(unittest.TestCase):
@@ -4192,6 +4201,18 @@ class TestModels(unittest.TestCase):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                              cwd=os.path.dirname(os.path.abspath(__file__)))
         self.assertEqual(out.stdout.strip(), "[]", out.stderr)
+
+    @unittest.skipIf(os.environ.get("RAG_DEMO_NESTED"), "already inside the nested suite")
+    def test_suite_without_models_imports_no_model_library(self):
+        code = ("import sys, contextlib, io, rag_conflict_demo as m\n"
+                "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+                "    status = m.main(['--test'])\n"
+                "heavy = [x for x in ('torch', 'transformers', 'sentence_transformers') if x in sys.modules]\n"
+                "print(status, heavy)")
+        env = {k: v for k, v in os.environ.items() if k != "RAG_EMBED_MODEL"}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                             cwd=os.path.dirname(os.path.abspath(__file__)), env={**env, "RAG_DEMO_NESTED": "1"})
+        self.assertEqual(out.stdout.strip(), "0 []", out.stderr)
 
 
 def local_embed_dir():
