@@ -2281,8 +2281,8 @@ def run_query(query, index, embed, detector, read, cfg, resolve, timings=None):
         report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
                                  query_vector)
     for c in report.conflicts:
-        log.warning("conflict: %s vs %s, %s (topic similarity %.2f)", c.a.source_id, c.b.source_id, c.reason,
-                    c.topic_sim)
+        log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolve else "naive",
+                    c.a.source_id, c.b.source_id, c.reason, c.topic_sim)
     context, clusters = tuple(retrieved), ()
     if resolve and report.has_conflict:
         resolution = STRATEGIES[cfg.strategy](retrieved, report)
@@ -2689,8 +2689,8 @@ def render_block(resp, paint, cfg):
     lines = [f"{paint('Query:', 'label')}      {resp.query}",
              f"{paint('Answer:', 'label')}     {answer}",
              f"{paint('Confidence:', 'label')} {resp.confidence:.1%}",
-             f"{paint('ConflictScore:', 'label')} {format_score(resp.score, paint)}",
              f"{paint('Conflict:', 'label')}   {paint(status[0], status[1])}",
+             f"{paint('ConflictScore:', 'label')} {format_score(resp.score, paint)}",
              f"{paint('Sources:', 'label')}"]
     used = {r.doc.source_id for r in resp.context}
     for r in resp.sources:
@@ -3800,7 +3800,8 @@ class TestMain(unittest.TestCase):
         self.assertIn("[", naive.split("Sources:")[1])
         self.assertIn("different money values in USD for acme corp FY2023: $4.2M vs $6.8M", naive)
         self.assertIn("opposite polarity on 'required'", naive)
-        self.assertIn("WARNING conflict: fin-001 vs fin-002", err)
+        self.assertIn("WARNING [naive] conflict: fin-001 vs fin-002", err)
+        self.assertIn("WARNING [resolved] conflict: fin-001 vs fin-002", err)
         self.assertIn("INFO indexed", err)
         table = out.split("SIDE BY SIDE")[1]
         self.assertIn("answer changed; dropped Q4-2023-Earnings-Release", table)
@@ -3973,7 +3974,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         code, out, err = run_main(["--json"])
         self.assertEqual(code, 0)
         self.assertTrue(all(line.startswith("{") for line in out.splitlines()))
-        self.assertIn("WARNING conflict", err)
+        self.assertIn("WARNING [naive] conflict", err)
 
     def test_bad_input(self):
         ok = json.dumps({"documents": KB_DOCS})
