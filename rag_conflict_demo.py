@@ -2767,6 +2767,68 @@ def what_changed(naive, resolved):
     return f"{verb}; dropped {dropped}", "resolved"
 
 
+def render_scan(report, cfg, seconds, paint):
+    """The --scan report: a summary line, then each cluster with its pairs, most similar first."""
+    lines = [f"Scanned {report.documents} documents in {seconds:.1f} s: {report.pairs_checked} candidate pairs at "
+             f"topic similarity >= {cfg.threshold}, {len(report.conflicts)} conflicts in {len(report.clusters)} "
+             f"cluster(s)."]
+    by_cluster = {}
+    for c in report.conflicts:
+        by_cluster.setdefault(c.a.source_id, []).append(c)
+    for n, cl in enumerate(report.clusters, 1):
+        if cl.kind == "disputed":
+            head = paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg)} disagree and nothing says which "
+                         f"is current.", "uncertain")
+        else:
+            head = paint(f"\nCluster {n}, superseded (by {cl.basis}): keep '{cl.kept.title}' ({stamp(cl.kept)}); "
+                         f"older: {name_some(cl.discarded, cfg)}", "resolved")
+        lines.append(head)
+        ids = {d.source_id for d in cl.members}
+        pairs = [c for c in report.conflicts if c.a.source_id in ids]
+        for c in pairs[:cfg.scan_shown]:
+            lines.append(paint(f"  [{c.topic_sim:.3f}] {c.a.source_id} vs {c.b.source_id}: {c.reason}", "conflict"))
+        if len(pairs) > cfg.scan_shown:
+            lines.append(f"  ... and {len(pairs) - cfg.scan_shown} more pair(s): --json lists them all")
+    return "\n".join(lines)
+
+
+def name_some(docs, cfg):
+    """"'A' (2024-01-01), 'B' (undated)", at most cfg.scan_shown of them, then how many more."""
+    named = ", ".join(f"'{d.title}' ({stamp(d)})" for d in docs[:cfg.scan_shown])
+    return named + (f" and {len(docs) - cfg.scan_shown} more" if len(docs) > cfg.scan_shown else "")
+
+
+def render_bench(result, cfg):
+    """The --bench tables."""
+    lines = ["Detection + resolution per query, embeddings given (synthetic documents, median of "
+             f"{cfg.bench_repeats} runs)", f"{'k':>6} {'pairs checked':>14} {'median ms':>10}"]
+    lines += [f"{r['k']:>6} {r['pairs']:>14} {r['median_ms']:>10.3f}" for r in result["detection"]]
+    lines += ["", "Walkthrough stages (seconds; per query: median)"]
+    lines += [f"  {name:<22} {value:>10.4f}" for name, value in result["stages"].items()]
+    lines += ["", f"Peak memory: {result['peak_rss_mb']} MB", "",
+              "Whole-corpus scan, embeddings given (synthetic documents)",
+              f"{'documents':>10} {'pairs checked':>14} {'seconds':>9} {'pairs/s':>10}"]
+    lines += [f"{r['documents']:>10} {r['pairs']:>14} {r['seconds']:>9.3f} {r['pairs_per_s']:>10.0f}"
+              for r in result["scan"]]
+    return "\n".join(lines)
+
+
+def render_eval(result, label):
+    """The --eval table: overall, then one row per type."""
+    head = f"{'type':<26} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
+
+    def row(name, r):
+        tp, fp, fn, tn = r["tp"], r["fp"], r["fn"], r["tn"]
+        defined = {"precision": tp + fp, "recall": tp + fn, "f1": (tp + fp) * (tp + fn),
+                   "mcc": (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)}  # '-' where a denominator is 0
+        cells = " ".join(f"{r[k]:>6.3f}" if defined[k] else f"{'-':>6}" for k in ("precision", "recall", "f1", "mcc"))
+        return f"{clip(name, 26):<26} {r['n']:>4} {tp:>4} {fp:>4} {fn:>4} {tn:>4} {cells}"
+    lines = [f"{label}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)", head,
+             row("all", result), "-" * len(head)]
+    lines += [row(name, r) for name, r in result["by_type"].items()]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # CLI
 
@@ -2890,64 +2952,76 @@ def main(argv=None, embed=None, read=None, nli=None):
         if args.test:
             return run_tests()
         setup_logging(args.quiet)
-        if sum(map(bool, (args.eval, args.scan, args.bench))) > 1:
-            raise UsageError("--eval, --scan and --bench are separate runs: give one of them")
-        mode = "--eval" if args.eval else "--bench" if args.bench else "--scan" if args.scan else None
-        unused = [flag for flag, given in (("--kb", args.kb and mode != "--scan"), ("--question", args.question),
-                                           ("--log-conflicts", args.log_conflicts)) if given]
-        if mode and unused:
-            raise UsageError(f"{mode} does not use {', '.join(unused)}")
-        if args.eval:
-            pairs = load_eval(args.eval, BUILTIN_PAIRS if args.eval == BUILTIN else None)
-        elif args.scan:
-            docs = load_kb(args.kb)[0] if args.kb else KNOWLEDGE_BASE
-        elif not args.bench:
-            docs, questions = experiment_inputs(args)
-        if args.log_conflicts:
-            check_log_path(args.log_conflicts)
+        inputs = read_inputs(args)
     except UsageError as e:
         error(str(e))
         return 2
     cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model, top_k=args.top_k, threshold=args.threshold,
                  detector=args.detector, strategy=args.strategy, nli_model=args.nli)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from the tokenizers library
-    stages, start = {}, time.perf_counter()
+    stages = {}
+    try:
+        embed, read, nli = provide_models(args, cfg, stages, embed, read, nli)
+    except ModelUnavailable as e:
+        error(str(e))
+        return 1
+    detector = make_detector(cfg.detector, cfg, embed, read, nli)
+    if args.bench:
+        result = run_bench(cfg, stages, embed, detector, read)
+        print(json.dumps(result) if args.json else render_bench(result, cfg))
+    elif args.scan:
+        run_scan(inputs, embed, cfg, args)
+    elif args.eval:
+        result = evaluate(inputs, detector, embed, cfg.embed_batch)
+        print(json.dumps({"detector": cfg.detector, **result}) if args.json else
+              render_eval(result, f"detector '{cfg.detector}' on {args.eval}"))
+    else:
+        run_walkthrough(*inputs, embed, detector, read, cfg, args)
+    return 0
+
+
+def read_inputs(args):
+    """What the run works on, checked before any model loads: labelled pairs (--eval), documents (--scan),
+    (documents, questions) for the walkthrough, or None (--bench). Bad input raises UsageError."""
+    if sum(map(bool, (args.eval, args.scan, args.bench))) > 1:
+        raise UsageError("--eval, --scan and --bench are separate runs: give one of them")
+    mode = "--eval" if args.eval else "--bench" if args.bench else "--scan" if args.scan else None
+    unused = [flag for flag, given in (("--kb", args.kb and mode != "--scan"), ("--question", args.question),
+                                       ("--log-conflicts", args.log_conflicts)) if given]
+    if mode and unused:
+        raise UsageError(f"{mode} does not use {', '.join(unused)}")
+    if args.log_conflicts:
+        check_log_path(args.log_conflicts)
+    if args.eval:
+        return load_eval(args.eval, BUILTIN_PAIRS if args.eval == BUILTIN else None)
+    if args.scan:
+        return load_kb(args.kb)[0] if args.kb else KNOWLEDGE_BASE
+    return None if args.bench else experiment_inputs(args)
+
+
+def provide_models(args, cfg, stages, embed, read, nli):
+    """(embed, read, nli): the ones given, else loaded; --bench records the imports' and loads' seconds."""
+    start = time.perf_counter()
     if args.bench and embed is None:
-        try:
-            require_libraries()
-        except ModelUnavailable as e:
-            error(str(e))
-            return 1
+        require_libraries()
         import sentence_transformers  # noqa: F401  (timed here: the cost of the imports alone)
         import torch  # noqa: F401
         import transformers  # noqa: F401
 
         stages["imports"] = round(time.perf_counter() - start, 4)
-    start = time.perf_counter()
+        start = time.perf_counter()
     needs_reader = not (args.eval or args.scan) or (args.eval and cfg.detector == "full")  # a scan has no question
     wanted = [what for what, have, need in (("embedding", embed, True), ("QA", read, needs_reader),
                                             ("NLI", nli, bool(cfg.nli_model))) if need and have is None]
-    try:
-        loaded = load_models(cfg, args.quiet, wanted) if wanted else {}
-    except ModelUnavailable as e:
-        error(str(e))
-        return 1
+    loaded = load_models(cfg, args.quiet, wanted) if wanted else {}
     if wanted:
         stages["model_loads"] = round(time.perf_counter() - start, 4)
-    embed, read = embed or loaded.get("embedding"), read or loaded.get("QA")
     nli = (nli or loaded.get("NLI")) if cfg.nli_model else None
-    detector = make_detector(cfg.detector, cfg, embed, read, nli)
-    if args.bench:
-        result = run_bench(cfg, stages, embed, detector, read)
-        print(json.dumps(result) if args.json else render_bench(result, cfg))
-        return 0
-    if args.scan:
-        return run_scan(docs, embed, cfg, args)
-    if args.eval:
-        result = evaluate(pairs, detector, embed, cfg.embed_batch)
-        print(json.dumps({"detector": cfg.detector, **result}) if args.json else
-              render_eval(result, f"detector '{cfg.detector}' on {args.eval}"))
-        return 0
+    return embed or loaded.get("embedding"), read or loaded.get("QA"), nli
+
+
+def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
+    """Both phases on every question, then the blocks and the side-by-side table (or JSON Lines)."""
     if cfg.top_k > len(docs):
         note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
         cfg.top_k = len(docs)
@@ -2966,69 +3040,6 @@ def main(argv=None, embed=None, read=None, nli=None):
         with open(args.log_conflicts, "a", encoding="utf-8") as f:  # append: never truncate a user's log
             for r in resolved:
                 f.writelines(json.dumps(line) + "\n" for line in conflict_log_lines(r, now))
-    return 0
-
-
-def render_scan(report, cfg, seconds, paint):
-    """The --scan report: a summary line, then each cluster with its pairs, most similar first."""
-    lines = [f"Scanned {report.documents} documents in {seconds:.1f} s: {report.pairs_checked} candidate pairs at "
-             f"topic similarity >= {cfg.threshold}, {len(report.conflicts)} conflicts in {len(report.clusters)} "
-             f"cluster(s)."]
-    by_cluster = {}
-    for c in report.conflicts:
-        by_cluster.setdefault(c.a.source_id, []).append(c)
-    for n, cl in enumerate(report.clusters, 1):
-        if cl.kind == "disputed":
-            head = paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg)} disagree and nothing says which "
-                         f"is current.", "uncertain")
-        else:
-            head = paint(f"\nCluster {n}, superseded (by {cl.basis}): keep '{cl.kept.title}' ({stamp(cl.kept)}); "
-                         f"older: {name_some(cl.discarded, cfg)}", "resolved")
-        lines.append(head)
-        ids = {d.source_id for d in cl.members}
-        pairs = [c for c in report.conflicts if c.a.source_id in ids]
-        for c in pairs[:cfg.scan_shown]:
-            lines.append(paint(f"  [{c.topic_sim:.3f}] {c.a.source_id} vs {c.b.source_id}: {c.reason}", "conflict"))
-        if len(pairs) > cfg.scan_shown:
-            lines.append(f"  ... and {len(pairs) - cfg.scan_shown} more pair(s): --json lists them all")
-    return "\n".join(lines)
-
-
-def name_some(docs, cfg):
-    """"'A' (2024-01-01), 'B' (undated)", at most cfg.scan_shown of them, then how many more."""
-    named = ", ".join(f"'{d.title}' ({stamp(d)})" for d in docs[:cfg.scan_shown])
-    return named + (f" and {len(docs) - cfg.scan_shown} more" if len(docs) > cfg.scan_shown else "")
-
-
-def render_bench(result, cfg):
-    """The --bench tables."""
-    lines = ["Detection + resolution per query, embeddings given (synthetic documents, median of "
-             f"{cfg.bench_repeats} runs)", f"{'k':>6} {'pairs checked':>14} {'median ms':>10}"]
-    lines += [f"{r['k']:>6} {r['pairs']:>14} {r['median_ms']:>10.3f}" for r in result["detection"]]
-    lines += ["", "Walkthrough stages (seconds; per query: median)"]
-    lines += [f"  {name:<22} {value:>10.4f}" for name, value in result["stages"].items()]
-    lines += ["", f"Peak memory: {result['peak_rss_mb']} MB", "",
-              "Whole-corpus scan, embeddings given (synthetic documents)",
-              f"{'documents':>10} {'pairs checked':>14} {'seconds':>9} {'pairs/s':>10}"]
-    lines += [f"{r['documents']:>10} {r['pairs']:>14} {r['seconds']:>9.3f} {r['pairs_per_s']:>10.0f}"
-              for r in result["scan"]]
-    return "\n".join(lines)
-
-
-def render_eval(result, label):
-    """The --eval table: overall, then one row per type."""
-    head = f"{'type':<26} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
-
-    def row(name, r):
-        tp, fp, fn, tn = r["tp"], r["fp"], r["fn"], r["tn"]
-        defined = {"precision": tp + fp, "recall": tp + fn, "f1": (tp + fp) * (tp + fn),
-                   "mcc": (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)}  # '-' where a denominator is 0
-        cells = " ".join(f"{r[k]:>6.3f}" if defined[k] else f"{'-':>6}" for k in ("precision", "recall", "f1", "mcc"))
-        return f"{clip(name, 26):<26} {r['n']:>4} {tp:>4} {fp:>4} {fn:>4} {tn:>4} {cells}"
-    lines = [f"{label}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)", head,
-             row("all", result), "-" * len(head)]
-    lines += [row(name, r) for name, r in result["by_type"].items()]
-    return "\n".join(lines)
 
 
 def run_bench(cfg, stages, embed, detector, read):
@@ -3059,7 +3070,6 @@ def run_scan(docs, embed, cfg, args):
             print(json.dumps(line))
     else:
         print(render_scan(report, cfg, seconds, Painter(colour_wanted(args.no_color, sys.stdout))))
-    return 0
 
 
 def scan_json_lines(report):
