@@ -76,6 +76,7 @@ class Config:
     threshold: float = 0.68  # topic-similarity gate, cosine of MiniLM embeddings in [0, 1]; the article's value
     max_answer_tokens: int = 30  # longest answer span the reader may return, in word pieces
     max_seq_len: int = 384  # reader window in word pieces (question + context), SQuAD fine-tuning length
+    max_question_tokens: int = 64  # longer questions are cut for the reader, leaving room for context
     doc_stride: int = 128  # overlap between reader windows on long contexts, in word pieces
     embed_batch: int = 64  # texts per embedding batch
     hub_timeout: float = 5.0  # seconds to wait for the model hub before giving up (fail fast, no retry loop)
@@ -101,6 +102,8 @@ class Config:
     reader_min_confidence: float = 0.30  # detector 'full': both per-document answers at least this confident
     nli_model: str | None = None  # cross-encoder for --nli; None: NLI off
     nli_threshold: float = 0.5  # contradiction probability, either direction, that flags a pair
+    claim_support_share: float = 0.5  # ConflictScore: share of a claim's content words a document must hold to SUPPORT
+    progress_after: float = 2.0  # seconds before progress lines appear on stderr (then at most one per second)
     detector: str = "full"  # 'article' | 'heuristic' | 'full'
     scan_chunk: int = 1024  # rows of the similarity matrix held at once by --scan: memory chunk x n floats
     scan_shown: int = 8  # documents and pairs named per cluster in the human --scan report (--json has all)
@@ -171,20 +174,24 @@ SCENARIOS = (  # (short name, question)
 
 
 def date_key(doc):
-    """Sort key for recency: a document's date as a naive datetime; undated documents sort oldest.
+    """Sort key for recency: a document's date as a naive UTC datetime; undated documents sort oldest.
 
-    "2024-04-03" -> datetime(2024, 4, 3, 0, 0); None -> datetime.min
+    "2024-04-03" -> datetime(2024, 4, 3, 0, 0); "2024-04-03T23:00:00-05:00" -> datetime(2024, 4, 4, 4, 0)
     """
-    if not doc.date:
-        return dt.datetime.min
-    return dt.datetime.fromisoformat(doc.date).replace(tzinfo=None)
+    return parse_iso(doc.date) if doc.date else dt.datetime.min
+
+
+def parse_iso(value):
+    """An ISO-8601 date or datetime as a naive UTC datetime (offsets applied, "Z" read as UTC on every Python)."""
+    parsed = dt.datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
+    return parsed.astimezone(dt.timezone.utc).replace(tzinfo=None) if parsed.tzinfo else parsed
 
 
 class UsageError(Exception):
     """Bad input from the user: one line on stderr, exit code 2."""
 
 
-VERSION_RE = re.compile(r"v?\d+(?:\.\d+)*")
+VERSION_RE = re.compile(r"v?\d{1,9}(?:\.\d{1,9}){0,9}")  # bounded: a version, not a number of any size
 
 
 def load_kb(path):
@@ -211,9 +218,9 @@ def read_kb_records(path):
     text = read_text(path)
     if not path.lower().endswith((".jsonl", ".ndjson")):
         try:
-            top = json.loads(text)
+            top = parse_json(text, path)
         except json.JSONDecodeError as e:
-            if not e.msg.startswith("Extra data"):  # several JSON values: JSON Lines without the extension
+            if not (e.msg.startswith("Extra data") and first_line_is_object(text)):  # JSON Lines, other extension
                 raise UsageError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}")
         else:
             if not isinstance(top, dict) or not isinstance(top.get("documents"), list):
@@ -228,10 +235,27 @@ def read_kb_records(path):
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                records.append((f" (line {lineno})", json.loads(line)))
+                records.append((f" (line {lineno})", parse_json(line, f"{path}: line {lineno}")))
             except json.JSONDecodeError as e:
                 raise UsageError(f"{path}: invalid JSON Lines at line {lineno}, column {e.colno}: {e.msg}")
     return records, []
+
+
+def parse_json(text, where):
+    """json.loads, with nesting too deep for the parser reported as bad input rather than a crash."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise UsageError(f"{where}: JSON nested too deeply")
+
+
+def first_line_is_object(text):
+    """True when the first non-blank line is a JSON object on its own: the mark of JSON Lines."""
+    line = next((x for x in text.splitlines() if x.strip()), "")
+    try:
+        return isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, RecursionError):
+        return False
 
 
 def read_text(path):
@@ -273,7 +297,7 @@ def parse_document(record, where):
         raise UsageError(f"{where} ('{sid}'): field 'date' {json.dumps(date)} is not an ISO-8601 date or "
                          f"datetime (e.g. 2024-04-03 or 2024-04-03T09:30:00)")
     version = record.get("version")
-    if isinstance(version, int) and not isinstance(version, bool) and version >= 0:
+    if isinstance(version, int) and not isinstance(version, bool) and 0 <= version < 10 ** 9:
         version = str(version)
     elif version is not None and not (isinstance(version, str) and VERSION_RE.fullmatch(version)):
         raise UsageError(f"{where} ('{sid}'): field 'version' {json.dumps(version)} is neither an integer nor "
@@ -288,7 +312,7 @@ def valid_iso_date(value):
     if not isinstance(value, str) or not re.match(r"\d{4}-\d{2}-\d{2}", value):
         return False
     try:
-        dt.datetime.fromisoformat(value)
+        parse_iso(value)
         return True
     except ValueError:
         return False
@@ -1573,11 +1597,15 @@ def _different_subjects(a: list[str], b: list[str]) -> bool:
     return bool(na and nb) and not _tokens_meet(na, nb)
 
 
+_ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,}\b")
+
+
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _subject_tokens(sentence: str) -> frozenset[str]:
     """Example: _subject_tokens("Ormoor reported $620M in its Milo filing.") == {"ormoor", "milo"}"""
     names = extract_names(sentence, frozenset()) | _opening_word(sentence, frozenset())
-    return frozenset(t for n in names for t in n.split())
+    shouted = {w.lower() for w in _ALL_CAPS_RE.findall(sentence)}  # ACTIVE, INACTIVE: states, not subjects
+    return frozenset(t for n in names for t in n.split() if t not in shouted)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -1597,7 +1625,7 @@ class Index:
     vectors: np.ndarray  # (n_docs, dim), L2-normalised
 
 
-def build_index(docs, embed, batch_size=64, progress=None):
+def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None):
     """Embed every document once, in batches of batch_size; vectors are L2-normalised rows.
 
     progress(done, total) is called after each batch (the CLI prints it once embedding takes a while).
@@ -1609,20 +1637,6 @@ def build_index(docs, embed, batch_size=64, progress=None):
         if progress:
             progress(min(i + batch_size, len(docs)), len(docs))
     return Index(docs, normalise(np.vstack(chunks)))
-
-
-class Progress:
-    """Progress on stderr, only once a task has run for `after` seconds, at most one line per second."""
-
-    def __init__(self, label, after=2.0):
-        self.label, self.after = label, after
-        self.start = self.last = time.monotonic()
-
-    def __call__(self, done, total):
-        now = time.monotonic()
-        if now - self.start >= self.after and (now - self.last >= 1.0 or done == total):
-            self.last = now
-            print(f"{self.label}: {done}/{total} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
 
 
 def normalise(vectors):
@@ -1705,7 +1719,7 @@ class ConflictDetector:
         The article's heuristics ignore the question; question-aware subclasses use it.
         """
         sims = normalise(vectors) @ normalise(vectors).T  # all pairwise topic similarities in one product
-        features = [doc_features(d) for d in docs]
+        features = self.features(docs, question, question_vector)
         conflicts, checked = [], 0
         for i in range(len(docs)):
             for j in range(i + 1, len(docs)):
@@ -1719,6 +1733,10 @@ class ConflictDetector:
 
     def prime(self, docs):
         """Prepare per-document state ahead of detect (the article's heuristics need none)."""
+
+    def features(self, docs, question, question_vector):
+        """Per-document features, computed once per document and shared by all its pairs."""
+        return [doc_features(d) for d in docs]
 
     def check_pair(self, a, b, fa, fb, topic_sim, question=""):
         """First heuristic that fires on a topically similar pair, as a Conflict; None when all agree."""
@@ -1855,7 +1873,7 @@ class Cluster:
     kept: Document | None  # None when the cluster is disputed: nothing says which document is current
     discarded: tuple
     kind: str = "superseded"  # 'superseded' (its documents can be ordered) or 'disputed'
-    basis: str | None = "date"  # what ordered it: 'date', 'version' or 'cue'; None when disputed
+    basis: str | None = "date"  # what ordered it: 'date', 'version', 'cue'; 'rank' (recency tie); None: disputed
 
 
 @dataclass(frozen=True)
@@ -1892,7 +1910,9 @@ def resolve_by_recency(retrieved, report):
     """
     def newest(members):
         rank = {r.doc.source_id: i for i, r in enumerate(retrieved)}
-        return max(members, key=lambda d: (date_key(d), -rank[d.source_id])), "date"
+        kept = max(members, key=lambda d: (date_key(d), -rank[d.source_id]))
+        tied = [d for d in members if date_key(d) == date_key(kept)]
+        return kept, "date" if kept.date and len(tied) == 1 else "rank"  # say so when nothing was newer
 
     return resolve(retrieved, report, newest)
 
@@ -1968,6 +1988,15 @@ def softmax(x):
     return z / z.sum()
 
 
+def trained_head(auto_class, path, head, kind):
+    """Load a model whose task head must come from the checkpoint: a checkpoint without it (an embedding model
+    passed as --qa-model, say) would get a random head and answer noise, so that is an error, not a warning."""
+    model, info = auto_class.from_pretrained(path, output_loading_info=True)
+    if any(key.startswith(head) for key in info["missing_keys"]):
+        raise ValueError(f"it has no trained '{head}' layer, so it is not {kind}")
+    return model.eval()
+
+
 def best_span(start_logits, end_logits, context_mask, max_answer_tokens):
     """Most probable answer span (start, end, probability) over context tokens, or None without context.
 
@@ -1997,9 +2026,13 @@ class TransformersReader:
 
         self.torch, self.cfg = torch, cfg
         self.tokenizer = AutoTokenizer.from_pretrained(path)  # a fast tokenizer: offsets map spans to characters
-        self.model = AutoModelForQuestionAnswering.from_pretrained(path).eval()
+        self.model = trained_head(AutoModelForQuestionAnswering, path, "qa_outputs", "an extractive QA model")
 
     def __call__(self, question, context):
+        pieces = self.tokenizer.tokenize(question)
+        if len(pieces) > self.cfg.max_question_tokens:  # else no room is left for the context in a window
+            log.warning("question cut to its first %d word pieces for the reader", self.cfg.max_question_tokens)
+            question = self.tokenizer.convert_tokens_to_string(pieces[:self.cfg.max_question_tokens])
         enc = self.tokenizer(question, context, truncation="only_second", max_length=self.cfg.max_seq_len,
                              stride=self.cfg.doc_stride, return_overflowing_tokens=True,
                              return_offsets_mapping=True, padding=True, return_tensors="pt")
@@ -2016,7 +2049,9 @@ class TransformersReader:
                 best = (span[2], int(offsets[span[0]][0]), int(offsets[span[1]][1]))
         if best is None:
             return Answer("", 0.0)
-        return Answer(" ".join(context[best[1]:best[2]].split()), best[0], best[1])  # a span may cross a blank line
+        start, end = best[1], best[2]
+        end = min(end, context.find(CONTEXT_SEPARATOR, start) % (len(context) + 1))  # one document's words only
+        return Answer(" ".join(context[start:end].split()), best[0], start)
 
 
 class SentenceEmbedder:
@@ -2051,7 +2086,7 @@ def locate_model(name, what, flag, env, timeout):
     require_libraries()
     from huggingface_hub import snapshot_download
 
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(OSError, ValueError):  # not in the local cache (LocalEntryNotFoundError is both)
         return snapshot_download(name, local_files_only=True)
     if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
         raise ModelUnavailable(f"{what} model '{name}' is not in the local cache and HF_HUB_OFFLINE is set; {hint}")
@@ -2060,8 +2095,9 @@ def locate_model(name, what, flag, env, timeout):
         raise ModelUnavailable(f"{what} model '{name}' is not cached and the hub is unreachable ({reason}); {hint}")
     try:
         return snapshot_download(name)
-    except Exception as e:  # the hub answered but the download failed: name it, don't dump a traceback
-        raise ModelUnavailable(f"{what} model '{name}' could not be downloaded ({type(e).__name__}); {hint}")
+    except Exception as e:  # subtle: the hub library's error types vary by release; any failure here is one line
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ModelUnavailable(f"{what} model '{name}' could not be downloaded ({type(e).__name__}: {detail}); {hint}")
 
 
 def require_libraries():
@@ -2097,7 +2133,7 @@ class NLIJudge:
 
         self.torch, self.cfg = torch, cfg
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+        self.model = trained_head(AutoModelForSequenceClassification, path, "classifier", "an NLI cross-encoder")
         labels = {str(name).lower(): int(i) for i, name in self.model.config.id2label.items()}
         found = [i for name, i in labels.items() if name.startswith("contradict")]
         if not found:
@@ -2207,7 +2243,7 @@ def judge_claim(question, claim, doc, cfg, nli=None):
     if claim_values and all(any(_values_agree(v, d, cfg) for d in doc_values if _value_key(v) == _value_key(d))
                             for v in claim_values):
         return "SUPPORT"
-    if words and len(words & doc_words) * 2 >= len(words):
+    if words and len(words & doc_words) >= cfg.claim_support_share * len(words):
         return "SUPPORT"
     return "IRRELEVANT"
 
@@ -2376,8 +2412,12 @@ def describe(report, clusters, resolved):
                         f"candidate answer is reported and all of them are cited")
         else:
             gone = ", ".join(f"{d.title} ({stamp(d)}), which said {said(d, report)}" for d in c.discarded)
-            done.append(f"kept {c.kept.title} ({stamp(c.kept)}, newest by {c.basis}), discarded {gone}")
+            done.append(f"kept {c.kept.title} ({stamp(c.kept)}, {BASIS_WORDS[c.basis]}), discarded {gone}")
     return f"The retrieved sources contradict each other ({pairs}); " + "; ".join(done) + "."
+
+
+BASIS_WORDS = {"date": "newest by date", "version": "highest version", "cue": "says it supersedes the others",
+               "rank": "ranked first: nothing says which is newer"}
 
 
 def stamp(doc):
@@ -2406,7 +2446,7 @@ class ScanReport:
     pairs_checked: int  # candidate pairs at or above the gate, each run through the detector once
 
 
-def candidate_pairs(vectors, gate, chunk=1024):
+def candidate_pairs(vectors, gate, chunk=DEFAULT_CONFIG.scan_chunk):
     """(i, j, cosine) for every pair i < j with cosine >= gate, computed chunk rows at a time.
 
     Memory is chunk x n floats, never n x n: 10,000 documents in chunks of 1,024 take 40 MB, not 400 MB.
@@ -2419,7 +2459,7 @@ def candidate_pairs(vectors, gate, chunk=1024):
             yield start + int(r), int(c), float(block[r, c])
 
 
-def scan_corpus(docs, vectors, detector, gate, chunk=1024, progress=None):
+def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, progress=None):
     """Run the detector (with no question: every sentence counts) on every candidate pair of the corpus."""
     docs, vectors = tuple(docs), normalise(vectors)
     views, found, checked = {}, [], 0
@@ -2467,7 +2507,7 @@ def load_eval(path, text=None):
             continue
         where = f"{path}: line {lineno}"
         try:
-            record = json.loads(line)
+            record = parse_json(line, where)
         except json.JSONDecodeError as e:
             raise UsageError(f"{where}, column {e.colno}: invalid JSON: {e.msg}")
         pairs.extend(eval_record_pairs(record, where))
@@ -2502,7 +2542,7 @@ def eval_record_pairs(record, where):
             for i, a in enumerate(parsed) for b in parsed[i + 1:]]
 
 
-def evaluate(pairs, detector, embed, batch_size=64):
+def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch):
     """Precision, recall, F1, MCC and confusion counts of detector on pairs, overall and per type.
 
     Documents and questions are embedded up front in batches; ms_per_pair times detection alone.
@@ -2515,7 +2555,7 @@ def evaluate(pairs, detector, embed, batch_size=64):
     for p in pairs:
         start = time.perf_counter()
         report = detector.detect([p.a, p.b], vectors[[row[p.a.content], row[p.b.content]]], p.question,
-                                 vectors[row[p.question]])
+                                 vectors[row[p.question]] if p.question.strip() else None)  # none: every sentence
         elapsed += time.perf_counter() - start
         cell = ("t" if report.has_conflict == p.conflict else "f") + ("p" if report.has_conflict else "n")
         for key in ("all", p.type):
@@ -2707,8 +2747,10 @@ def render_block(resp, paint, cfg):
             lines.append(paint(f"  Conflict cluster disputed: {names} disagree and nothing says which is current; "
                                f"kept all, picked none.", "uncertain"))
         else:
+            older = "older " if cl.basis != "rank" else ""
             lines.append(paint(f"  Conflict cluster resolved: kept '{cl.kept.title}' ({stamp(cl.kept)}), "
-                               f"discarded {len(cl.discarded)} older doc(s).", "resolved"))
+                               f"discarded {len(cl.discarded)} {older}doc(s){RANK_NOTE.get(cl.basis, '')}.",
+                               "resolved"))
     for c in resp.candidates:
         lines.append(paint(f"  ? candidate from '{c.doc.title}': {c.answer or '(none)'} ({c.confidence:.1%})",
                            "uncertain"))
@@ -2718,6 +2760,9 @@ def render_block(resp, paint, cfg):
                      + textwrap.fill(resp.warning, cfg.answer_width + 14, subsequent_indent="  ",
                                      break_on_hyphens=False))
     return "\n".join(lines)
+
+
+RANK_NOTE = {"rank": " (no newer date: kept the higher-ranked one)"}
 
 
 def format_score(score, paint):
@@ -2765,6 +2810,20 @@ def what_changed(naive, resolved):
     dropped = ", ".join(d.title for c in resolved.clusters for d in c.discarded)
     verb = "answer changed" if naive.answer != resolved.answer else "same answer"
     return f"{verb}; dropped {dropped}", "resolved"
+
+
+class Progress:
+    """Progress on stderr, only once a task has run for `after` seconds, at most one line per second."""
+
+    def __init__(self, label, after=DEFAULT_CONFIG.progress_after):
+        self.label, self.after = label, after
+        self.start = self.last = time.monotonic()
+
+    def __call__(self, done, total):
+        now = time.monotonic()
+        if now - self.start >= self.after and (now - self.last >= 1.0 or done == total):
+            self.last = now
+            print(f"{self.label}: {done}/{total} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
 
 
 def render_scan(report, cfg, seconds, paint):
@@ -2910,14 +2969,14 @@ def setup_logging(quiet):
     log.setLevel(logging.ERROR if quiet else logging.INFO)
 
 
-def error(message):
-    """One line on stderr, red when stderr is a terminal and colour is allowed."""
-    paint = Painter(colour_wanted(False, sys.stderr))
+def error(message, argv=None):
+    """One line on stderr, red when stderr is a terminal and colour is allowed (not --no-color, not NO_COLOR)."""
+    paint = Painter(colour_wanted("--no-color" in (sys.argv[1:] if argv is None else argv), sys.stderr))
     print(paint(f"error: {message}", "error"), file=sys.stderr)
 
 
 def note(message):
-    print(f"note: {message}", file=sys.stderr)
+    log.warning("note: %s", message)
 
 
 def experiment_inputs(args):
@@ -2934,8 +2993,16 @@ def experiment_inputs(args):
     return docs, [(f"Q{i}: {q}", q) for i, q in enumerate(questions, 1)]
 
 
+def ends_with_newline(path):
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
 def check_log_path(path):
     """--log-conflicts must name a file we can append to; checked before any work is done."""
+    if not path.strip():
+        raise UsageError("--log-conflicts needs a file path, got an empty one")
     if os.path.isdir(path):
         raise UsageError(f"--log-conflicts {path}: is a directory")
     parent = os.path.dirname(os.path.abspath(path))
@@ -2954,7 +3021,7 @@ def main(argv=None, embed=None, read=None, nli=None):
         setup_logging(args.quiet)
         inputs = read_inputs(args)
     except UsageError as e:
-        error(str(e))
+        error(str(e), argv)
         return 2
     cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model, top_k=args.top_k, threshold=args.threshold,
                  detector=args.detector, strategy=args.strategy, nli_model=args.nli)
@@ -2963,7 +3030,7 @@ def main(argv=None, embed=None, read=None, nli=None):
     try:
         embed, read, nli = provide_models(args, cfg, stages, embed, read, nli)
     except ModelUnavailable as e:
-        error(str(e))
+        error(str(e), argv)
         return 1
     detector = make_detector(cfg.detector, cfg, embed, read, nli)
     if args.bench:
@@ -2987,10 +3054,12 @@ def read_inputs(args):
         raise UsageError("--eval, --scan and --bench are separate runs: give one of them")
     mode = "--eval" if args.eval else "--bench" if args.bench else "--scan" if args.scan else None
     unused = [flag for flag, given in (("--kb", args.kb and mode != "--scan"), ("--question", args.question),
-                                       ("--log-conflicts", args.log_conflicts)) if given]
+                                       ("--log-conflicts", args.log_conflicts is not None),
+                                       ("--nli", args.nli and mode == "--scan"),
+                                       ("--strategy", args.strategy != Config.strategy)) if given]
     if mode and unused:
         raise UsageError(f"{mode} does not use {', '.join(unused)}")
-    if args.log_conflicts:
+    if args.log_conflicts is not None:
         check_log_path(args.log_conflicts)
     if args.eval:
         return load_eval(args.eval, BUILTIN_PAIRS if args.eval == BUILTIN else None)
@@ -3037,7 +3106,9 @@ def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
                           Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
     if args.log_conflicts:
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        with open(args.log_conflicts, "a", encoding="utf-8") as f:  # append: never truncate a user's log
+        with open(args.log_conflicts, "a+", encoding="utf-8") as f:  # append: never truncate a user's log
+            if f.tell() and not ends_with_newline(args.log_conflicts):
+                f.write("\n")  # subtle: don't glue the first record onto a last line that lacks its newline
             for r in resolved:
                 f.writelines(json.dumps(line) + "\n" for line in conflict_log_lines(r, now))
 
@@ -3672,10 +3743,16 @@ class TestResolver(unittest.TestCase):
     def test_date_tie_keeps_higher_rank_and_undated_is_oldest(self):
         a, b = doc("a", "1", "2024-01-01"), doc("b", "2", "2024-01-01")
         res = resolve_by_recency(retrieved_of(a, b), ConflictReport((conflict(a, b),), 1))
-        self.assertEqual(res.clusters[0].kept, a)
+        self.assertEqual((res.clusters[0].kept, res.clusters[0].basis), (a, "rank"))  # says it was no newer
         undated = doc("u", "3", None)
         res = resolve_by_recency(retrieved_of(undated, self.old), ConflictReport((conflict(undated, self.old),), 1))
-        self.assertEqual(res.clusters[0].kept, self.old)
+        self.assertEqual((res.clusters[0].kept, res.clusters[0].basis), (self.old, "date"))
+
+    def test_dates_compare_in_utc(self):
+        late = doc("late", "x", "2024-04-03T23:00:00-05:00")  # 04:00 UTC on the 4th
+        early = doc("early", "y", "2024-04-04T01:00:00Z")
+        self.assertGreater(date_key(late), date_key(early))
+        self.assertEqual(parse_iso("2024-04-03T09:30:00Z"), dt.datetime(2024, 4, 3, 9, 30))
 
 
 class TestResolutionKinds(unittest.TestCase):
@@ -3854,6 +3931,18 @@ class TestMain(unittest.TestCase):
         self.assertTrue(Painter(True)("x", "conflict").startswith("\x1b"))
         self.assertEqual(Painter(False)("x", "conflict"), "x")
 
+    def test_errors_obey_no_color(self):
+        class Tty(io.StringIO):
+            def isatty(self):
+                return True
+
+        for argv, escaped in ((["--kb", "/nonexistent"], True), (["--no-color", "--kb", "/nonexistent"], False)):
+            err = Tty()
+            with contextlib.redirect_stderr(err), unittest.mock.patch.dict(os.environ, {}, clear=False):
+                os.environ.pop("NO_COLOR", None)
+                self.assertEqual(main(argv), 2)
+            self.assertEqual("\x1b" in err.getvalue(), escaped, argv)
+
     def test_no_color_env(self):
         class Tty(io.StringIO):
             def isatty(self):
@@ -3938,6 +4027,15 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         self.assertEqual(docs[1].extra, {"owner": "finance"})
         self.assertEqual(docs[2].version, "3")
 
+    def test_log_conflicts_keeps_a_last_line_without_newline(self):
+        kb, log_path = self.json_kb(), self.write("old.jsonl", '{"old": 1}')
+        code, _, _ = run_main(["--kb", kb, "--question", "Initech revenue?", "--log-conflicts", log_path, "--quiet"])
+        self.assertEqual(code, 0)
+        with open(log_path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0], '{"old": 1}')
+        self.assertEqual(json.loads(lines[1])["query"], "Initech revenue?")
+
     def test_log_conflicts_appends_across_runs(self):
         kb, log_path = self.json_kb(), os.path.join(self.tmp.name, "conflicts.jsonl")
         for n in (1, 2):
@@ -4018,6 +4116,13 @@ class TestOwnKnowledgeBase(unittest.TestCase):
             ("top-k text", ok, ["--question", "q", "--top-k", "two"], "got 'two'"),
             ("threshold", ok, ["--question", "q", "--threshold", "1.5"], "must be a number in [0, 1], got '1.5'"),
             ("log is a directory", ok, ["--question", "q", "--log-conflicts", "."], "is a directory"),
+            ("log path empty", ok, ["--question", "q", "--log-conflicts", ""], "needs a file path"),
+            ("two JSON objects", ok + "\n" + ok, [], "document 1 (line 1): field 'source_id' is missing"),
+            ("stray brace", '{"documents": [\n' + json.dumps(doc0) + "\n]}\n}", [],
+             "invalid JSON at line 4, column 1: Extra data"),
+            ("deep nesting", "[" * 100_000, [], "JSON nested too deeply"),
+            ("huge version", json.dumps({"documents": [dict(doc0, version=10 ** 30)]}), [],
+             "is neither an integer nor a dotted version"),
         ]
         for name, text, extra, message in cases:
             with self.subTest(name):
@@ -4092,6 +4197,12 @@ class TestEval(unittest.TestCase):
         self.assertIn(f"detector 'heuristic' on builtin: {len(pairs)} pairs", out)
         self.assertIn("snippet_date", out)
 
+    def test_records_without_a_question_compare_every_sentence(self):
+        record = {"conflict": True, "docs": [{"id": "A", "text": "The beacon status is ACTIVE."},
+                                             {"id": "B", "text": "The beacon status is INACTIVE."}]}
+        _, out, _ = run_main(["--eval", self.write([record]), "--detector", "heuristic", "--json"])
+        self.assertEqual(json.loads(out)["tp"], 1)
+
     def test_bad_eval_files(self):
         for records, message in (([{"docs": []}], "field 'conflict' must be true or false"),
                                  ([{"conflict": True, "docs": [{"id": "A", "text": "x"}]}], "at least two documents"),
@@ -4156,6 +4267,22 @@ class TestScanAndBench(unittest.TestCase):
         self.assertEqual(result["scan"][0]["documents"], 40)
         self.assertGreater(result["scan"][0]["pairs_per_s"], 0)
         json.dumps(result)  # serialisable as the --json contract says
+
+    def test_scan_with_the_article_detector(self):
+        code, out, err = run_main(["--scan", "--json", "--quiet", "--detector", "article"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("numerical contradiction", {json.loads(line)["reason"] for line in out.splitlines()})
+
+    def test_scan_flags_states_in_capitals_without_names(self):
+        docs = [doc("a", "The beacon status is ACTIVE."), doc("b", "The beacon status is INACTIVE.")]
+        report = scan_corpus(docs, np.ones((2, 4)), QuestionAwareDetector(DEFAULT_CONFIG, None), 0.68)
+        self.assertEqual(len(report.conflicts), 1)
+
+    def test_scan_skips_statements_about_different_subjects(self):
+        docs = [doc("a", "Ormoor reported revenue of $620M."), doc("b", "Ortrimi reported revenue of $810M."),
+                doc("c", "Ormoor reported revenue of $650M.")]
+        report = scan_corpus(docs, np.ones((3, 4)), QuestionAwareDetector(DEFAULT_CONFIG, None), 0.68)
+        self.assertEqual([(c.a.source_id, c.b.source_id) for c in report.conflicts], [("a", "c")])
 
     def test_one_mode_at_a_time(self):
         code, _, err = run_main(["--scan", "--eval"])
@@ -4303,8 +4430,18 @@ class TestIntegration(unittest.TestCase):
         answer = read("What was the revenue?", context)
         self.assertIn(answer.text, context)
         self.assertTrue(answer.text)
+        joined = CONTEXT_SEPARATOR.join(d.content for d in KNOWLEDGE_BASE)
+        for question in ("What is the status?", "Who?", "How many employees?", "What " + "very " * 300 + "long?"):
+            span = read(question, joined).text  # cut to one document, the long question cut to fit
+            self.assertTrue(any(span in " ".join(d.content.split()) for d in KNOWLEDGE_BASE), span)
         self.assertGreaterEqual(answer.confidence, 0.0)
         self.assertLessEqual(answer.confidence, 1.0)
+
+    def test_a_model_without_its_task_head_is_refused(self):
+        code, _, err = run_main(["--quiet", "--embed-model", self.cfg.embed_model, "--qa-model", self.cfg.embed_model],
+                                fakes=False)
+        self.assertEqual(code, 1)
+        self.assertIn("no trained 'qa_outputs' layer", err)
 
     def test_main_end_to_end_with_local_models(self):
         code, out, err = io.StringIO(), io.StringIO(), None
