@@ -2933,7 +2933,8 @@ def parse_args(argv):
     p.add_argument("--top-k", type=positive_int, default=Config.top_k, metavar="N",
                    help="documents retrieved per question (default %(default)s)")
     p.add_argument("--threshold", type=unit_float, default=Config.threshold, metavar="X",
-                   help="topic-similarity gate of the detector, in [0, 1] (default %(default)s)")
+                   help="topic-similarity gate, in [0, 1], of --detector article and of --scan; the question-aware "
+                   "detectors gate on relevance to the question instead (default %(default)s)")
     p.add_argument("--json", action="store_true", help="JSON Lines on stdout, one object per question")
     p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH")
     p.add_argument("--detector", choices=("article", "heuristic", "full"), default=Config.detector,
@@ -2948,7 +2949,7 @@ def parse_args(argv):
                    help="score the detector on labelled pairs (JSON Lines; without PATH the built-in set)")
     p.add_argument("--scan", action="store_true",
                    help="find every conflicting pair in the whole knowledge base (--kb, or the built-in one); "
-                   "the gate is --threshold")
+                   "the gate is --threshold; with no question to read, 'full' runs as 'heuristic'")
     p.add_argument("--bench", action="store_true",
                    help="measure the cost: detection time against k, the walkthrough's stages, memory, scan speed")
     args = p.parse_args(argv)
