@@ -2058,6 +2058,9 @@ class SentenceEmbedder:
     def __init__(self, path, cfg):
         from sentence_transformers import SentenceTransformer
 
+        if not os.path.isfile(os.path.join(path, "modules.json")):  # announced even under --quiet: it changes results
+            print(f"note: embedding model '{path}' is not a sentence-transformers model; its token embeddings are "
+                  f"mean-pooled, which may retrieve poorly", file=sys.stderr)
         self.model = SentenceTransformer(path, device="cpu")
         self.batch = cfg.embed_batch
 
@@ -4437,6 +4440,12 @@ class TestIntegration(unittest.TestCase):
             self.assertTrue(any(span in " ".join(d.content.split()) for d in KNOWLEDGE_BASE), span)
         self.assertGreaterEqual(answer.confidence, 0.0)
         self.assertLessEqual(answer.confidence, 1.0)
+
+    def test_a_plain_transformer_as_embedder_is_announced(self):
+        code, _, err = run_main(["--quiet", "--json", "--question", "q", "--embed-model", self.qa_dir], fakes=False,
+                                read=fake_read)
+        self.assertEqual(code, 0)
+        self.assertIn("is not a sentence-transformers model", err)
 
     def test_a_model_without_its_task_head_is_refused(self):
         code, _, err = run_main(["--quiet", "--embed-model", self.cfg.embed_model, "--qa-model", self.cfg.embed_model],
