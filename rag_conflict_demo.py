@@ -1768,6 +1768,7 @@ class QuestionAwareDetector(ConflictDetector):
         super().__init__(cfg.relevance_gate)
         self.cfg, self.embed, self.read, self.nli = cfg, embed, read, nli
         self.split = {}  # content -> (sentences, (n, dim) vectors): each document's sentences are embedded once
+        self.answers = {}  # (question, content) -> the reader's Answer: both phases of a query read a document once
 
     def prime(self, docs):
         """Split and embed, in batches, the sentences of every document not seen before."""
@@ -1806,9 +1807,14 @@ class QuestionAwareDetector(ConflictDetector):
         qv = normalise(np.atleast_2d(question_vector))[0]
         views = [self.view(d, qv) for d in docs]
         if self.read and question:  # k small forward passes, only for documents that bear on the question
-            views = [replace(v, answer=self.read(question, d.content)) if v.relevance >= self.threshold else v
+            views = [replace(v, answer=self.read_alone(question, d.content)) if v.relevance >= self.threshold else v
                      for d, v in zip(docs, views)]
         return views
+
+    def read_alone(self, question, content):
+        if (question, content) not in self.answers:
+            self.answers[question, content] = self.read(question, content)
+        return self.answers[question, content]
 
     def detect(self, docs, vectors, question="", question_vector=None):
         if not len(docs):
@@ -1841,18 +1847,16 @@ class QuestionAwareDetector(ConflictDetector):
 def reader_disagreement(x, y, cfg):
     """A Finding when the reader, run on each document alone, gives two confident answers that don't agree.
 
-    "$4.2M" vs "$6.8 million" -> value finding; "Maria Lopez" vs "Lopez" -> None (one contains the other)
+    "$4.2M" vs "$6.8 million" -> a finding; "Maria Lopez" vs "Lopez" -> None (one holds the other)
     """
     if min(x.confidence, y.confidence) < cfg.reader_min_confidence or not x.text or not y.text:
         return None
-    a, b = (" ".join(tokens(t)) for t in (x.text, y.text))
-    if not a or not b or a in b or b in a:
-        return None
-    values = _value_finding([x.text], [y.text], cfg=cfg)
-    if values or (extract_values(x.text) and extract_values(y.text)):
+    if extract_values(x.text) and extract_values(y.text):  # amounts: compare them normalised, not as words
+        values = _value_finding([x.text], [y.text], cfg=cfg)
         return values and Finding("reader", f"the reader answers differently: {values.reason}", values.evidence)
-    if set(a.split()) & set(b.split()) - STOPWORDS:
-        return None
+    a, b = (set(tokens(t)) - STOPWORDS for t in (x.text, y.text))
+    if not a or not b or a <= b or b <= a or a & b:
+        return None  # one answer holds the other ("Lopez" in "Maria Lopez"), or they share a content word
     return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
 
 
@@ -3713,6 +3717,29 @@ def retrieved_of(*docs):
 
 def conflict(a, b):
     return Conflict(a, b, "numeric", "test", 0.9, ((), ()))
+
+
+class TestReaderSignal(unittest.TestCase):
+    def test_reader_disagreement(self):
+        cfg = DEFAULT_CONFIG
+        self.assertEqual(reader_disagreement(Answer("$4.2M", 0.9), Answer("$6.8 million", 0.8), cfg).kind, "reader")
+        self.assertIsNone(reader_disagreement(Answer("$4.2M", 0.9), Answer("4.2 million dollars", 0.8), cfg))
+        self.assertIsNone(reader_disagreement(Answer("Maria Lopez", 0.9), Answer("Lopez", 0.9), cfg))
+        self.assertIsNotNone(reader_disagreement(Answer("Maria Lopez", 0.9), Answer("Daniel Okafor", 0.9), cfg))
+        self.assertIsNone(reader_disagreement(Answer("Maria Lopez", 0.9), Answer("Daniel Okafor", 0.1), cfg))
+
+    def test_full_detector_reads_each_document_once_per_question(self):
+        calls = []
+
+        def counting_read(question, context):
+            calls.append((question, context))
+            return fake_read(question, context)
+
+        code, _, _ = run_main(["--json", "--question", SCENARIOS[0][1]], read=counting_read)
+        self.assertEqual(code, 0)
+        alone = [c for c in calls if c[1] in {d.content for d in KNOWLEDGE_BASE}]
+        self.assertTrue(alone)
+        self.assertEqual(len(alone), len(set(alone)))  # both phases, one pass per document
 
 
 class TestResolver(unittest.TestCase):
