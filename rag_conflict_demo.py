@@ -1703,6 +1703,11 @@ def signal_asymmetry(fa, fb):
     return None
 
 
+def ordered_pair(docs, i, j):
+    """(i, j) with the smaller source_id first: a pair reads the same in every query, log and scan."""
+    return (i, j) if docs[i].source_id <= docs[j].source_id else (j, i)
+
+
 class ConflictDetector:
     """Flags conflicting pairs among retrieved documents, reusing their embeddings (no re-encoding per pair).
 
@@ -1726,7 +1731,8 @@ class ConflictDetector:
                 if sims[i, j] < self.threshold:
                     continue  # different topics: skipped before any text work
                 checked += 1
-                found = self.check_pair(docs[i], docs[j], features[i], features[j], float(sims[i, j]), question)
+                a, b = ordered_pair(docs, i, j)
+                found = self.check_pair(docs[a], docs[b], features[a], features[b], float(sims[i, j]), question)
                 if found:
                     conflicts.append(found)
         return ConflictReport(tuple(conflicts), checked)
@@ -1827,6 +1833,7 @@ class QuestionAwareDetector(ConflictDetector):
         candidates = np.triu((sims >= self.cfg.pair_gate) & relevant[:, None] & relevant[None, :], k=1)
         conflicts = []
         for i, j in zip(*np.nonzero(candidates)):
+            i, j = ordered_pair(docs, i, j)
             found = self.check_pair(docs[i], docs[j], views[i], views[j], float(sims[i, j]), question)
             if found:
                 conflicts.append(found)
@@ -2475,6 +2482,7 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
             if n not in views:
                 views[n] = detector.features([docs[n]], "", None)[0]
         checked += 1
+        i, j = ordered_pair(docs, i, j)
         hit = detector.check_pair(docs[i], docs[j], views[i], views[j], sim, "")
         if hit:
             found.append(hit)
@@ -2574,17 +2582,17 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch):
 
 
 def confusion_scores(c):
-    """{"n", "tp", "fp", "fn", "tn", "precision", "recall", "f1", "mcc"}; a ratio with a zero denominator is 0.
+    """{"n", "tp", "fp", "fn", "tn", "precision", "recall", "f1", "mcc"}; a ratio with a zero denominator is None.
 
     tp=1 fp=1 fn=1 tn=1 -> precision 0.5, recall 0.5, f1 0.5, mcc 0.0
     """
     tp, fp, fn, tn = c["tp"], c["fp"], c["fn"], c["tn"]
-    ratio = lambda num, den: num / den if den else 0.0  # noqa: E731
+    ratio = lambda num, den: round(num / den, 4) if den else None  # noqa: E731
     precision, recall = ratio(tp, tp + fp), ratio(tp, tp + fn)
+    f1 = None if precision is None or recall is None else ratio(2 * tp, 2 * tp + fp + fn) or 0.0
     mcc = ratio(tp * tn - fp * fn, ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)) ** 0.5)
-    return {"n": tp + fp + fn + tn, "tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": round(precision, 4),
-            "recall": round(recall, 4), "f1": round(ratio(2 * precision * recall, precision + recall), 4),
-            "mcc": round(mcc, 4)}
+    return {"n": tp + fp + fn + tn, "tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": precision,
+            "recall": recall, "f1": f1, "mcc": mcc}
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -2884,11 +2892,8 @@ def render_eval(result, label):
     head = f"{'type':<26} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
 
     def row(name, r):
-        tp, fp, fn, tn = r["tp"], r["fp"], r["fn"], r["tn"]
-        defined = {"precision": tp + fp, "recall": tp + fn, "f1": (tp + fp) * (tp + fn),
-                   "mcc": (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)}  # '-' where a denominator is 0
-        cells = " ".join(f"{r[k]:>6.3f}" if defined[k] else f"{'-':>6}" for k in ("precision", "recall", "f1", "mcc"))
-        return f"{clip(name, 26):<26} {r['n']:>4} {tp:>4} {fp:>4} {fn:>4} {tn:>4} {cells}"
+        cells = " ".join(f"{'-':>6}" if r[k] is None else f"{r[k]:>6.3f}" for k in ("precision", "recall", "f1", "mcc"))
+        return f"{clip(name, 26):<26} {r['n']:>4} {r['tp']:>4} {r['fp']:>4} {r['fn']:>4} {r['tn']:>4} {cells}"
     lines = [f"{label}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)", head,
              row("all", result), "-" * len(head)]
     lines += [row(name, r) for name, r in result["by_type"].items()]
@@ -2937,8 +2942,8 @@ def parse_args(argv):
                    "[...]} or JSON Lines, one document per line (see README)")
     p.add_argument("--question", action="append", default=[], metavar="TEXT",
                    help="a question to ask (repeatable); with --kb, needed unless the file has questions")
-    p.add_argument("--top-k", type=positive_int, default=Config.top_k, metavar="N",
-                   help="documents retrieved per question (default %(default)s)")
+    p.add_argument("--top-k", type=positive_int, metavar="N",
+                   help=f"documents retrieved per question (default {Config.top_k})")
     p.add_argument("--threshold", type=unit_float, default=Config.threshold, metavar="X",
                    help="topic-similarity gate, in [0, 1], of --detector article and of --scan; the question-aware "
                    "detectors gate on relevance to the question instead (default %(default)s)")
@@ -2984,7 +2989,8 @@ def error(message, argv=None):
 
 
 def note(message):
-    log.warning("note: %s", message)
+    """A remark about the user's input on stderr (not a log record: --quiet keeps it, it changes the results)."""
+    print(f"note: {message}", file=sys.stderr)
 
 
 def experiment_inputs(args):
@@ -2994,6 +3000,9 @@ def experiment_inputs(args):
     else:
         docs, questions = KNOWLEDGE_BASE, []
     questions += [check_question(q, f"--question {i}") for i, q in enumerate(args.question, 1)]
+    if len(set(questions)) < len(questions):
+        note("a question given twice is asked once")
+        questions = list(dict.fromkeys(questions))
     if args.kb and not questions:
         raise UsageError(f"{args.kb}: no questions; add --question TEXT or a \"questions\" list to the file")
     if not args.kb and not args.question:
@@ -3031,7 +3040,8 @@ def main(argv=None, embed=None, read=None, nli=None):
     except UsageError as e:
         error(str(e), argv)
         return 2
-    cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model, top_k=args.top_k, threshold=args.threshold,
+    cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model, top_k=args.top_k or Config.top_k,
+                 threshold=args.threshold,
                  detector=args.detector, strategy=args.strategy, nli_model=args.nli)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from the tokenizers library
     stages = {}
@@ -3100,7 +3110,8 @@ def provide_models(args, cfg, stages, embed, read, nli):
 def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
     """Both phases on every question, then the blocks and the side-by-side table (or JSON Lines)."""
     if cfg.top_k > len(docs):
-        note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
+        if args.top_k:  # the user asked for more than there is; the default needs no note
+            note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
         cfg.top_k = len(docs)
     index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
     log.info("indexed %d documents", len(index.docs))
@@ -4109,6 +4120,17 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         n = len(KNOWLEDGE_BASE)
         self.assertEqual(err.getvalue().splitlines()[-1].split(" (")[0], f"embedding documents: {n}/{n}")
 
+    def test_default_top_k_clamps_without_a_note_and_questions_are_asked_once(self):
+        small = self.write("small.json", json.dumps({"documents": KB_DOCS[:2], "questions": ["revenue?"]}))
+        code, out, err = run_main(["--kb", small, "--question", "revenue?", "--json", "--quiet"])
+        self.assertEqual(code, 0)
+        self.assertEqual(len(out.splitlines()), 1)
+        self.assertEqual(err.strip(), "note: a question given twice is asked once")
+
+    def test_pairs_read_in_source_id_order(self):
+        rows = self.run_json(["--kb", self.json_kb(), "--question", "Initech revenue?", "--question", "fiscal?"])
+        self.assertTrue(all(c["a"] < c["b"] for r in rows for c in r["naive"]["conflicts"]))
+
     def test_json_keeps_stdout_clean(self):
         code, out, err = run_main(["--json"])
         self.assertEqual(code, 0)
@@ -4216,7 +4238,9 @@ class TestEval(unittest.TestCase):
                          {"n": 4, "tp": 1, "fp": 1, "fn": 1, "tn": 1, "precision": 0.5, "recall": 0.5, "f1": 0.5,
                           "mcc": 0.0})
         flag_all = confusion_scores({"tp": 19, "fp": 81, "fn": 0, "tn": 0})
-        self.assertEqual((flag_all["f1"], flag_all["mcc"]), (0.3193, 0.0))
+        self.assertEqual((flag_all["f1"], flag_all["mcc"]), (0.3193, None))  # MCC undefined, not 0
+        none_found = confusion_scores({"tp": 0, "fp": 3, "fn": 2, "tn": 5})
+        self.assertEqual((none_found["precision"], none_found["recall"], none_found["f1"]), (0.0, 0.0, 0.0))
 
     def test_builtin_set_and_table(self):
         pairs = load_eval(BUILTIN, BUILTIN_PAIRS)
@@ -4528,6 +4552,8 @@ def run_tests():
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     passed = result.testsRun - failed - len(result.skipped)
     skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
+    for reason in sorted({why for _, why in result.skipped}):
+        print(f"skipped: {reason}", file=sys.stderr)
     print(f"{passed} passed, {failed} failed{skipped}")
     return 0 if failed == 0 else 1
 
