@@ -2069,7 +2069,7 @@ class SentenceEmbedder:
     def __init__(self, path, cfg):
         from sentence_transformers import SentenceTransformer
 
-        if not os.path.isfile(os.path.join(path, "modules.json")):  # announced even under --quiet: it changes results
+        if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "modules.json")):  # announced even --quiet
             print(f"note: embedding model '{path}' is not a sentence-transformers model; its token embeddings are "
                   f"mean-pooled, which may retrieve poorly", file=sys.stderr)
         self.model = SentenceTransformer(path, device="cpu")
@@ -2085,10 +2085,12 @@ class ModelUnavailable(Exception):
 
 
 def locate_model(name, what, flag, env, timeout):
-    """A local directory for a model named by path or hub name, or ModelUnavailable within ~timeout seconds.
+    """What to load for a model named by path or hub name: a local directory (given, or the local Hugging Face
+    cache), or the hub name once the hub has answered; ModelUnavailable within ~timeout seconds otherwise.
 
-    Hub names are looked up in the local Hugging Face cache first; only then is the hub asked, once, with a
-    short timeout, instead of the libraries' own minute-long retry loop when there is no network.
+    The hub is asked once, with a short timeout, instead of the libraries' own minute-long retry loop when there
+    is no network. The download itself is left to the model libraries, which fetch only the files they need (a
+    whole-repository snapshot would pull every weight format the repository holds).
     """
     hint = f"download it where you have network and pass {flag} /path/to/model or set {env}"
     if os.path.isdir(name):
@@ -2107,11 +2109,7 @@ def locate_model(name, what, flag, env, timeout):
     reason = hub_unreachable(name, timeout)
     if reason:
         raise ModelUnavailable(f"{what} model '{name}' is not cached and the hub is unreachable ({reason}); {hint}")
-    try:
-        return snapshot_download(name)
-    except Exception as e:  # subtle: the hub library's error types vary by release; any failure here is one line
-        detail = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise ModelUnavailable(f"{what} model '{name}' could not be downloaded ({type(e).__name__}: {detail}); {hint}")
+    return name  # download failures surface as OSError from the loaders (the hub's HTTP errors are OSErrors)
 
 
 def require_libraries():
@@ -4377,6 +4375,17 @@ class TestModels(unittest.TestCase):
         self.assertEqual(len(err.strip().splitlines()), 1)
         self.assertIn("NLI model directory", err)
         self.assertIn("--nli", err)
+
+    @unittest.skipIf(importlib.util.find_spec("huggingface_hub") is None or
+                     importlib.util.find_spec("torch") is None, "needs the model libraries installed")
+    def test_hub_names_go_to_the_loaders_once_the_hub_answers(self):
+        name = "nobody/not-a-cached-model-xyz"
+        with unittest.mock.patch(f"{__name__}.hub_unreachable", return_value=None) as probe:
+            self.assertEqual(locate_model(name, "QA", "--qa-model", "RAG_QA_MODEL", 1.0), name)
+        probe.assert_called_once_with(name, 1.0)
+        with unittest.mock.patch(f"{__name__}.hub_unreachable", return_value="no route"):
+            with self.assertRaisesRegex(ModelUnavailable, "hub is unreachable \\(no route\\); download it"):
+                locate_model(name, "QA", "--qa-model", "RAG_QA_MODEL", 1.0)
 
     def test_env_names_the_models(self):
         with unittest.mock.patch.dict(os.environ, {"RAG_EMBED_MODEL": "/e", "RAG_QA_MODEL": "/q"}):
