@@ -15,7 +15,7 @@ status reports (ACTIVE vs INACTIVE). Each question retrieves the top-k documents
 
 Everything runs on a CPU with no API key. Models load by hub name, or from a local directory.
 
-Set up and run (the first run downloads ~150 MB of models):
+Set up and run (the first run downloads the two models, roughly 220 MB):
   python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python rag_conflict_demo.py
 Test (no model download, no network):
   .venv/bin/python rag_conflict_demo.py --test
