@@ -191,7 +191,7 @@ class UsageError(Exception):
     """Bad input from the user: one line on stderr, exit code 2."""
 
 
-VERSION_RE = re.compile(r"v?\d{1,9}(?:\.\d{1,9}){0,9}")  # bounded: a version, not a number of any size
+VERSION_RE = re.compile(r"v?\d{1,30}(?:\.\d{1,30}){0,29}")  # bounded (build numbers fit), not a number of any size
 
 
 def load_kb(path):
@@ -253,9 +253,10 @@ def first_line_is_object(text):
     """True when the first non-blank line is a JSON object on its own: the mark of JSON Lines."""
     line = next((x for x in text.splitlines() if x.strip()), "")
     try:
-        return isinstance(json.loads(line), dict)
+        first = json.loads(line)
     except (json.JSONDecodeError, RecursionError):
         return False
+    return isinstance(first, dict) and "documents" not in first  # a wrapped knowledge base is not a document
 
 
 def read_text(path):
@@ -297,7 +298,7 @@ def parse_document(record, where):
         raise UsageError(f"{where} ('{sid}'): field 'date' {json.dumps(date)} is not an ISO-8601 date or "
                          f"datetime (e.g. 2024-04-03 or 2024-04-03T09:30:00)")
     version = record.get("version")
-    if isinstance(version, int) and not isinstance(version, bool) and 0 <= version < 10 ** 9:
+    if isinstance(version, int) and not isinstance(version, bool) and 0 <= version < 10 ** 30:
         version = str(version)
     elif version is not None and not (isinstance(version, str) and VERSION_RE.fullmatch(version)):
         raise UsageError(f"{where} ('{sid}'): field 'version' {json.dumps(version)} is neither an integer nor "
@@ -314,7 +315,7 @@ def valid_iso_date(value):
     try:
         parse_iso(value)
         return True
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: an offset that moves year 9999 past the calendar
         return False
 
 
@@ -481,6 +482,7 @@ NAME_PARTICLES = frozenset({"de", "van", "von", "der", "den", "da", "del", "di",
 # Predicate groups: phrase (lowercased tokens) -> (group, sign). Only the same group can conflict.
 POLARITY_LEXICON = {
     ("active",): ("active", 1), ("inactive",): ("active", -1), ("deactivated",): ("active", -1),
+    ("online",): ("online", 1), ("offline",): ("online", -1),
     ("enabled",): ("enabled", 1), ("disabled",): ("enabled", -1),
     ("allowed",): ("allowed", 1), ("permitted",): ("allowed", 1), ("may",): ("allowed", 1),
     ("prohibited",): ("allowed", -1), ("forbidden",): ("allowed", -1), ("banned",): ("allowed", -1),
@@ -1598,14 +1600,15 @@ def _different_subjects(a: list[str], b: list[str]) -> bool:
 
 
 _ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,}\b")
+STATE_WORDS = frozenset(p[0] for p in POLARITY_LEXICON if len(p) == 1)  # "active", "closed", ...
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _subject_tokens(sentence: str) -> frozenset[str]:
     """Example: _subject_tokens("Ormoor reported $620M in its Milo filing.") == {"ormoor", "milo"}"""
     names = extract_names(sentence, frozenset()) | _opening_word(sentence, frozenset())
-    shouted = {w.lower() for w in _ALL_CAPS_RE.findall(sentence)}  # ACTIVE, INACTIVE: states, not subjects
-    return frozenset(t for n in names for t in n.split() if t not in shouted)
+    states = {w.lower() for w in _ALL_CAPS_RE.findall(sentence)} & STATE_WORDS  # ACTIVE: a state; IBM: a subject
+    return frozenset(t for n in names for t in n.split() if t not in states)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -1818,8 +1821,9 @@ class QuestionAwareDetector(ConflictDetector):
         return views
 
     def read_alone(self, question, content):
+        """The reader on one document, cached: both phases and a disputed cluster's candidates reuse it."""
         if (question, content) not in self.answers:
-            self.answers[question, content] = self.read(question, content)
+            self.answers[question, content] = self.read(question, as_context(content))
         return self.answers[question, content]
 
     def detect(self, docs, vectors, question="", question_vector=None):
@@ -2038,11 +2042,14 @@ class TransformersReader:
         self.torch, self.cfg = torch, cfg
         self.tokenizer = AutoTokenizer.from_pretrained(path)  # a fast tokenizer: offsets map spans to characters
         self.model = trained_head(AutoModelForQuestionAnswering, path, "qa_outputs", "an extractive QA model")
+        self.cut = set()  # questions already reported as cut
 
     def __call__(self, question, context):
-        pieces = self.tokenizer.tokenize(question)
+        pieces = self.tokenizer.tokenize(question[:self.cfg.max_question_tokens * 20])  # short of any length warning
         if len(pieces) > self.cfg.max_question_tokens:  # else no room is left for the context in a window
-            log.warning("question cut to its first %d word pieces for the reader", self.cfg.max_question_tokens)
+            if question not in self.cut:
+                log.warning("question cut to its first %d word pieces for the reader", self.cfg.max_question_tokens)
+                self.cut.add(question)
             question = self.tokenizer.convert_tokens_to_string(pieces[:self.cfg.max_question_tokens])
         enc = self.tokenizer(question, context, truncation="only_second", max_length=self.cfg.max_seq_len,
                              stride=self.cfg.doc_stride, return_overflowing_tokens=True,
@@ -2311,6 +2318,17 @@ class Candidate:
 
 
 CONTEXT_SEPARATOR = "\n\n"
+BLANK_LINES_RE = re.compile(r"\n[ \t]*\n\s*")
+
+
+def as_context(content):
+    """A document as the reader sees it: its own blank lines become newlines, so a blank line in the reader's
+    context always marks a boundary between documents (the reader never answers across one)."""
+    return BLANK_LINES_RE.sub("\n", content)
+
+
+def context_text(docs):
+    return CONTEXT_SEPARATOR.join(as_context(d.content) for d in docs)
 
 
 STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
@@ -2339,11 +2357,12 @@ def run_query(query, index, embed, detector, read, cfg, resolve, timings=None):
     phase = "resolved" if resolve else "naive"
     disputed = [d for c in clusters if c.kind == "disputed" for d in c.members]
     if disputed:
-        candidates = tuple(Candidate(d, *dataclasses.astuple(read(query, d.content))[:2]) for d in disputed)
+        read_one = detector.read_alone if getattr(detector, "read", None) else (lambda q, c: read(q, as_context(c)))
+        candidates = tuple(Candidate(d, *dataclasses.astuple(read_one(query, d.content))[:2]) for d in disputed)
         return RAGResponse(query, phase, "", 0.0, tuple(retrieved), context, report, clusters, warning,
                            tuple(d.source_id for d in disputed), "UNCERTAIN", candidates)
     with timed(timings, "reading"):
-        answer = read(query, CONTEXT_SEPARATOR.join(r.doc.content for r in context))
+        answer = read(query, context_text([r.doc for r in context]))
     score = conflict_score(query, answer.text, [r.doc for r in context], cfg, getattr(detector, "nli", None))
     return RAGResponse(query, phase, answer.text, answer.confidence, tuple(retrieved), context, report, clusters,
                        warning, cited_ids(context, answer), "RESOLVED" if clusters else "ANSWERED", (), score)
@@ -2359,12 +2378,12 @@ def timed(timings, stage):
 
 
 def cited_ids(context, answer):
-    """The source_id of the document the answer span starts in: contexts are joined with CONTEXT_SEPARATOR."""
+    """The source_id of the document the answer span starts in (offsets into context_text)."""
     if not answer.text or answer.start < 0:
         return ()
     end = 0
     for r in context:
-        end += len(r.doc.content)
+        end += len(as_context(r.doc.content))
         if answer.start < end:
             return (r.doc.source_id,)
         end += len(CONTEXT_SEPARATOR)
@@ -2982,7 +3001,9 @@ def setup_logging(quiet):
 
 def error(message, argv=None):
     """One line on stderr, red when stderr is a terminal and colour is allowed (not --no-color, not NO_COLOR)."""
-    paint = Painter(colour_wanted("--no-color" in (sys.argv[1:] if argv is None else argv), sys.stderr))
+    given = sys.argv[1:] if argv is None else argv
+    no_color = any(len(a) > 4 and "--no-color".startswith(a) for a in given)  # argparse takes "--no-c" too
+    paint = Painter(colour_wanted(no_color, sys.stderr))
     print(paint(f"error: {message}", "error"), file=sys.stderr)
 
 
@@ -3008,10 +3029,13 @@ def experiment_inputs(args):
     return docs, [(f"Q{i}: {q}", q) for i, q in enumerate(questions, 1)]
 
 
-def ends_with_newline(path):
+def needs_newline(path):
+    """True for a non-empty regular file whose last byte is not a newline; pipes and terminals are never read."""
+    if not os.path.isfile(path) or not os.path.getsize(path):
+        return False
     with open(path, "rb") as f:
         f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
+        return f.read(1) != b"\n"
 
 
 def check_log_path(path):
@@ -3072,7 +3096,9 @@ def read_inputs(args):
     unused = [flag for flag, given in (("--kb", args.kb and mode != "--scan"), ("--question", args.question),
                                        ("--log-conflicts", args.log_conflicts is not None),
                                        ("--nli", args.nli and mode == "--scan"),
-                                       ("--strategy", args.strategy != Config.strategy)) if given]
+                                       ("--top-k", args.top_k and mode != "--bench"),
+                                       ("--strategy", args.strategy != Config.strategy and mode != "--bench"))
+              if given]
     if mode and unused:
         raise UsageError(f"{mode} does not use {', '.join(unused)}")
     if args.log_conflicts is not None:
@@ -3123,9 +3149,9 @@ def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
                           Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
     if args.log_conflicts:
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        with open(args.log_conflicts, "a+", encoding="utf-8") as f:  # append: never truncate a user's log
-            if f.tell() and not ends_with_newline(args.log_conflicts):
-                f.write("\n")  # subtle: don't glue the first record onto a last line that lacks its newline
+        glue = needs_newline(args.log_conflicts)
+        with open(args.log_conflicts, "a", encoding="utf-8") as f:  # append: never truncate a user's log
+            f.write("\n" if glue else "")  # subtle: don't glue the first record onto a last line without newline
             for r in resolved:
                 f.writelines(json.dumps(line) + "\n" for line in conflict_log_lines(r, now))
 
@@ -3737,6 +3763,25 @@ class TestReaderSignal(unittest.TestCase):
         self.assertIsNotNone(reader_disagreement(Answer("Maria Lopez", 0.9), Answer("Daniel Okafor", 0.9), cfg))
         self.assertIsNone(reader_disagreement(Answer("Maria Lopez", 0.9), Answer("Daniel Okafor", 0.1), cfg))
 
+    def test_disputed_candidates_reuse_the_detectors_reading(self):
+        calls = []
+
+        def counting_read(question, context):
+            calls.append((question, context))
+            return fake_read(question, context)
+
+        run_main(["--json", "--question", SCENARIOS[3][1]], read=counting_read)
+        alone = [c for c in calls if c[1] in {d.content for d in KNOWLEDGE_BASE}]
+        self.assertEqual(len(alone), len(set(alone)))
+
+    def test_answers_stay_inside_one_document(self):
+        docs = (doc("a", "Status update for beacon HB-7.\n\nThe beacon is ACTIVE."), doc("b", "Other text."))
+        text = context_text(docs)
+        self.assertEqual(text.count(CONTEXT_SEPARATOR), 1)  # the document's own blank line is gone
+        context = tuple(retrieved_of(*docs))
+        self.assertEqual(cited_ids(context, Answer("Other text.", 0.5, text.index("Other"))), ("b",))
+        self.assertEqual(cited_ids(context, Answer("ACTIVE", 0.5, text.index("ACTIVE"))), ("a",))
+
     def test_full_detector_reads_each_document_once_per_question(self):
         calls = []
 
@@ -3976,7 +4021,8 @@ class TestMain(unittest.TestCase):
             def isatty(self):
                 return True
 
-        for argv, escaped in ((["--kb", "/nonexistent"], True), (["--no-color", "--kb", "/nonexistent"], False)):
+        for argv, escaped in ((["--kb", "/nonexistent"], True), (["--no-color", "--kb", "/nonexistent"], False),
+                              (["--no-c", "--kb", "/nonexistent"], False)):
             err = Tty()
             with contextlib.redirect_stderr(err), unittest.mock.patch.dict(os.environ, {}, clear=False):
                 os.environ.pop("NO_COLOR", None)
@@ -4061,6 +4107,19 @@ class TestOwnKnowledgeBase(unittest.TestCase):
     def test_jsonl_without_the_extension_is_detected(self):
         path = self.write("kb.txt", "\n".join(json.dumps(d) for d in KB_DOCS))
         self.assertEqual(len(self.run_json(["--kb", path, "--question", "revenue?"])), 1)
+
+    def test_build_numbers_are_versions(self):
+        docs, _ = load_kb(self.write("v.json", json.dumps({"documents": [
+            {"source_id": "a", "content": "x", "version": 1712345678}, {"source_id": "b", "content": "y",
+                                                                        "version": "1.0.1712345678"}]})))
+        self.assertEqual([d.version for d in docs], ["1712345678", "1.0.1712345678"])
+
+    def test_log_to_a_pipe_is_not_read(self):
+        fifo = os.path.join(self.tmp.name, "fifo")
+        os.mkfifo(fifo)
+        self.assertFalse(needs_newline(fifo))  # would block or fail if it tried to seek
+        self.assertFalse(needs_newline(self.write("empty.jsonl", "")))
+        self.assertTrue(needs_newline(self.write("open.jsonl", "{}")))
 
     def test_unknown_fields_are_kept(self):
         docs, _ = load_kb(self.json_kb())
@@ -4168,10 +4227,12 @@ class TestOwnKnowledgeBase(unittest.TestCase):
             ("threshold", ok, ["--question", "q", "--threshold", "1.5"], "must be a number in [0, 1], got '1.5'"),
             ("log is a directory", ok, ["--question", "q", "--log-conflicts", "."], "is a directory"),
             ("log path empty", ok, ["--question", "q", "--log-conflicts", ""], "needs a file path"),
-            ("two JSON objects", ok + "\n" + ok, [], "document 1 (line 1): field 'source_id' is missing"),
+            ("two JSON objects", ok + "\n" + ok, [], "invalid JSON at line 2, column 1: Extra data"),
             ("stray brace", '{"documents": [\n' + json.dumps(doc0) + "\n]}\n}", [],
              "invalid JSON at line 4, column 1: Extra data"),
             ("deep nesting", "[" * 100_000, [], "JSON nested too deeply"),
+            ("date past the calendar", json.dumps({"documents": [dict(doc0, date="9999-12-31T23:00:00-05:00")]}), [],
+             "is not an ISO-8601 date"),
             ("huge version", json.dumps({"documents": [dict(doc0, version=10 ** 30)]}), [],
              "is neither an integer nor a dotted version"),
         ]
@@ -4331,11 +4392,24 @@ class TestScanAndBench(unittest.TestCase):
         report = scan_corpus(docs, np.ones((2, 4)), QuestionAwareDetector(DEFAULT_CONFIG, None), 0.68)
         self.assertEqual(len(report.conflicts), 1)
 
+    def test_scan_keeps_acronym_subjects_apart(self):
+        docs = [doc("i1", "IBM reported annual revenue of $61.9B."), doc("s1", "SAP reported annual revenue of $34.4B."),
+                doc("i2", "IBM reported annual revenue of $57.4B.")]
+        report = scan_corpus(docs, np.ones((3, 4)), QuestionAwareDetector(DEFAULT_CONFIG, None), 0.68)
+        self.assertEqual([(c.a.source_id, c.b.source_id) for c in report.conflicts], [("i1", "i2")])
+
     def test_scan_skips_statements_about_different_subjects(self):
         docs = [doc("a", "Ormoor reported revenue of $620M."), doc("b", "Ortrimi reported revenue of $810M."),
                 doc("c", "Ormoor reported revenue of $650M.")]
         report = scan_corpus(docs, np.ones((3, 4)), QuestionAwareDetector(DEFAULT_CONFIG, None), 0.68)
         self.assertEqual([(c.a.source_id, c.b.source_id) for c in report.conflicts], [("a", "c")])
+
+    def test_flags_each_mode_uses(self):
+        self.assertIsNone(read_inputs(parse_args(["--bench", "--strategy", "recency", "--top-k", "5"])))
+        for argv, flag in ((["--scan", "--top-k", "7"], "--top-k"), (["--eval", "--strategy", "recency"], "--strategy")):
+            code, _, err = run_main(argv)
+            self.assertEqual(code, 2)
+            self.assertIn(f"does not use {flag}", err)
 
     def test_one_mode_at_a_time(self):
         code, _, err = run_main(["--scan", "--eval"])
@@ -4494,7 +4568,7 @@ class TestIntegration(unittest.TestCase):
         answer = read("What was the revenue?", context)
         self.assertIn(answer.text, context)
         self.assertTrue(answer.text)
-        joined = CONTEXT_SEPARATOR.join(d.content for d in KNOWLEDGE_BASE)
+        joined = context_text(KNOWLEDGE_BASE)
         for question in ("What is the status?", "Who?", "How many employees?", "What " + "very " * 300 + "long?"):
             span = read(question, joined).text  # cut to one document, the long question cut to fit
             self.assertTrue(any(span in " ".join(d.content.split()) for d in KNOWLEDGE_BASE), span)
