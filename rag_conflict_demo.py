@@ -4454,11 +4454,17 @@ class TestModels(unittest.TestCase):
                      importlib.util.find_spec("torch") is None, "needs the model libraries installed")
     def test_hub_names_go_to_the_loaders_once_the_hub_answers(self):
         name = "nobody/not-a-cached-model-xyz"
-        with unittest.mock.patch(f"{__name__}.hub_unreachable", return_value=None) as probe:
+        online = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # CI sets it; this test asks the probe
+        with unittest.mock.patch.dict(os.environ, online, clear=True), \
+                unittest.mock.patch(f"{__name__}.hub_unreachable", return_value=None) as probe:
             self.assertEqual(locate_model(name, "QA", "--qa-model", "RAG_QA_MODEL", 1.0), name)
         probe.assert_called_once_with(name, 1.0)
-        with unittest.mock.patch(f"{__name__}.hub_unreachable", return_value="no route"):
+        with unittest.mock.patch.dict(os.environ, online, clear=True), \
+                unittest.mock.patch(f"{__name__}.hub_unreachable", return_value="no route"):
             with self.assertRaisesRegex(ModelUnavailable, "hub is unreachable \\(no route\\); download it"):
+                locate_model(name, "QA", "--qa-model", "RAG_QA_MODEL", 1.0)
+        with unittest.mock.patch.dict(os.environ, {"HF_HUB_OFFLINE": "1"}):
+            with self.assertRaisesRegex(ModelUnavailable, "HF_HUB_OFFLINE is set"):
                 locate_model(name, "QA", "--qa-model", "RAG_QA_MODEL", 1.0)
 
     def test_env_names_the_models(self):
