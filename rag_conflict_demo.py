@@ -2334,11 +2334,10 @@ def context_text(docs):
 STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
 
 
-def run_query(query, index, embed, detector, read, cfg, resolve, timings=None):
-    """Retrieve top-k, detect conflicts, optionally resolve them, then read; one RAGResponse.
+def retrieve_and_detect(query, index, embed, detector, cfg, timings=None):
+    """(retrieved, report): the top-k and its conflicts, computed once per question and shared by both phases.
 
-    A disputed cluster withholds the answer: the reader runs on each of its documents alone and every candidate
-    is reported, so nothing is picked silently. timings, a dict, collects seconds per stage (for --bench).
+    timings, a dict, collects seconds per stage (for --bench).
     """
     with timed(timings, "retrieval"):
         query_vector = embed([query])[0]
@@ -2346,6 +2345,16 @@ def run_query(query, index, embed, detector, read, cfg, resolve, timings=None):
     with timed(timings, "detection"):
         report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
                                  query_vector)
+    return retrieved, report
+
+
+def run_query(query, found, detector, read, cfg, resolve, timings=None):
+    """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
+
+    A disputed cluster withholds the answer: the reader runs on each of its documents alone and every candidate
+    is reported, so nothing is picked silently.
+    """
+    retrieved, report = found
     for c in report.conflicts:
         log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolve else "naive",
                     c.a.source_id, c.b.source_id, c.reason, c.topic_sim)
@@ -3139,7 +3148,8 @@ def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
         cfg.top_k = len(docs)
     index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
     log.info("indexed %d documents", len(index.docs))
-    naive, resolved = ([run_query(q, index, embed, detector, read, cfg, phase) for _, q in questions]
+    found = [retrieve_and_detect(q, index, embed, detector, cfg) for _, q in questions]
+    naive, resolved = ([run_query(q, f, detector, read, cfg, phase) for (_, q), f in zip(questions, found)]
                        for phase in (False, True))
     if args.json:
         for n, r in zip(naive, resolved):
@@ -3162,9 +3172,10 @@ def run_bench(cfg, stages, embed, detector, read):
     index = build_index(KNOWLEDGE_BASE, embed, cfg.embed_batch)
     stages["kb_embedding"] = round(time.perf_counter() - start, 4)
     timings = {}
+    found = {query: retrieve_and_detect(query, index, embed, detector, cfg, timings) for _, query in SCENARIOS}
     for resolve in (False, True):
         for _, query in SCENARIOS:
-            run_query(query, index, embed, detector, read, cfg, resolve, timings)
+            run_query(query, found[query], detector, read, cfg, resolve, timings)
     walkthrough_stages(stages, timings)
     return {"detection": bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats), "stages": stages,
             "peak_rss_mb": peak_rss_mb(), "scan": bench_scan(cfg, cfg.bench_scan_sizes)}
