@@ -1873,6 +1873,19 @@ def context_text(docs):
     return CONTEXT_SEPARATOR.join(as_context(d.content) for d in docs)
 
 
+class ReadAlone:
+    """The reader on one document at a time, memoised by (question, content): the full detector's per-document
+    answers, both phases and a disputed cluster's candidates share one reading of each document."""
+
+    def __init__(self, read):
+        self.read, self.answers = read, {}
+
+    def __call__(self, question, content):
+        if (question, content) not in self.answers:
+            self.answers[question, content] = self.read(question, as_context(content))
+        return self.answers[question, content]
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Detection
 
@@ -2068,11 +2081,10 @@ class QuestionAwareDetector(ConflictDetector):
     Only pairs where both documents bear on the question (relevance >= cfg.relevance_gate) are compared.
     """
 
-    def __init__(self, cfg, embed, read=None, nli=None, sentences=None):
+    def __init__(self, cfg, embed, read_alone=None, nli=None, sentences=None):
         super().__init__(cfg.threshold, signals=())  # its own gate and signals, below
-        self.cfg, self.embed, self.read, self.nli = cfg, embed, read, nli
+        self.cfg, self.embed, self.read_alone, self.nli = cfg, embed, read_alone, nli  # read_alone: a ReadAlone
         self.sentences = sentences or SentenceCache(embed, cfg.embed_batch)  # shared with the sentence reader
-        self.answers = {}  # (question, content) -> the reader's Answer: both phases of a query read a document once
 
     def prime(self, docs, progress=None):
         """Split and embed, in batches, the sentences of every document not seen before."""
@@ -2095,16 +2107,10 @@ class QuestionAwareDetector(ConflictDetector):
         self.prime(docs)
         qv = normalise(np.atleast_2d(question_vector))[0]
         views = [self.view(d, qv) for d in docs]
-        if self.read and question:  # k small forward passes, only for documents that bear on the question
+        if self.read_alone and question:  # k small forward passes, only for documents that bear on the question
             views = [replace(v, answer=self.read_alone(question, d.content))
                      if v.relevance >= self.cfg.relevance_gate else v for d, v in zip(docs, views)]
         return views
-
-    def read_alone(self, question, content):
-        """The reader on one document, cached: both phases and a disputed cluster's candidates reuse it."""
-        if (question, content) not in self.answers:
-            self.answers[question, content] = self.read(question, as_context(content))
-        return self.answers[question, content]
 
     def gate(self, sims, views):
         """The relevance gate: both documents bear on the question (relevance >= cfg.relevance_gate), and are not
@@ -2138,14 +2144,14 @@ def reader_disagreement(x, y, cfg):
     return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
 
 
-def make_detector(name, cfg, embed, read=None, nli=None, sentences=None):
-    """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader.
-
-    sentences: a SentenceCache to share (the sentence reader's), else the detector makes its own.
+def make_detector(name, cfg, embed, read_alone=None, nli=None, sentences=None):
+    """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader
+    (read_alone, a ReadAlone) run on each relevant document. sentences: a SentenceCache to share (the sentence
+    reader's), else the detector makes its own.
     """
     if name == "article":
         return ConflictDetector(cfg.threshold)
-    return QuestionAwareDetector(cfg, embed, read if name == "full" else None, nli, sentences)
+    return QuestionAwareDetector(cfg, embed, read_alone if name == "full" else None, nli, sentences)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -2718,11 +2724,12 @@ def retrieve_and_detect(query, index, embed, detector, cfg, timings=None):
     return retrieved, report
 
 
-def run_query(query, found, detector, read, cfg, resolve, timings=None):
+def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None):
     """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
 
-    A disputed cluster withholds the answer: the reader runs on each of its documents alone and every candidate
-    is reported, so nothing is picked silently.
+    read answers from the context, read_alone (a ReadAlone of the same reader) from one document, nli (or None)
+    also judges ConflictScore's claims. A disputed cluster withholds the answer: the reader runs on each of its
+    documents alone and every candidate is reported, so nothing is picked silently.
     """
     retrieved, report = found
     for c in report.conflicts:
@@ -2738,13 +2745,12 @@ def run_query(query, found, detector, read, cfg, resolve, timings=None):
     common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
                   clusters=clusters, warning=warning, reader=reader_name(read))
     if disputed:
-        read_one = detector.read_alone if getattr(detector, "read", None) else (lambda q, c: read(q, as_context(c)))
-        candidates = tuple(Candidate(d, *dataclasses.astuple(read_one(query, d.content))[:2]) for d in disputed)
+        candidates = tuple(Candidate(d, *dataclasses.astuple(read_alone(query, d.content))[:2]) for d in disputed)
         return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
                            candidates=candidates, **common)
     with timed(timings, "reading"):
         answer = read(query, context_text([r.doc for r in context]))
-    score = conflict_score(query, answer.text, [r.doc for r in context], cfg, getattr(detector, "nli", None))
+    score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli)
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited_ids(context, answer),
                        label="RESOLVED" if clusters else "ANSWERED", score=score, **common)
 
@@ -3617,9 +3623,10 @@ def main(argv=None, embed=None, read=None, nli=None):
         error(str(e), argv)
         return 1
     shared = read.sentences if isinstance(read, SentenceReader) else None  # one embedding per sentence per run
-    detector = make_detector(cfg.detector, cfg, embed, read, nli, shared)
+    read_alone = ReadAlone(read) if read else None  # one reading per document and question, whoever asks
+    detector = make_detector(cfg.detector, cfg, embed, read_alone, nli, shared)
     if args.bench:
-        result = run_bench(cfg, stages, embed, detector, read)
+        result = run_bench(cfg, stages, embed, detector, read, read_alone, nli)
         print(json.dumps(result) if args.json else render_bench(result, cfg))
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
@@ -3629,7 +3636,7 @@ def main(argv=None, embed=None, read=None, nli=None):
         print(json.dumps({"detector": cfg.detector, "reader": reader, **result}) if args.json else
               render_eval(result, f"detector '{cfg.detector}'{f' (reader {reader})' if reader else ''} on {args.eval}"))
     else:
-        run_walkthrough(*inputs, embed, detector, read, cfg, args)
+        run_walkthrough(*inputs, embed, detector, read, read_alone, nli, cfg, args)
     return 0
 
 
@@ -3692,7 +3699,7 @@ def provide_models(args, cfg, stages, embed, read, nli):
     return embed, read, nli
 
 
-def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
+def run_walkthrough(docs, questions, embed, detector, read, read_alone, nli, cfg, args):
     """Both phases on every question, then the blocks and the side-by-side table (or JSON Lines)."""
     if cfg.top_k > len(docs):
         if args.top_k:  # the user asked for more than there is; the default needs no note
@@ -3701,7 +3708,7 @@ def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
     index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
     log.info("indexed %d documents", len(index.docs))
     found = [retrieve_and_detect(q, index, embed, detector, cfg) for _, q in questions]
-    naive, resolved = ([run_query(q, f, detector, read, cfg, phase) for (_, q), f in zip(questions, found)]
+    naive, resolved = ([run_query(q, f, read, read_alone, nli, cfg, phase) for (_, q), f in zip(questions, found)]
                        for phase in (False, True))
     if args.json:
         for n, r in zip(naive, resolved):
@@ -3718,7 +3725,7 @@ def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
                 f.writelines(json.dumps(line) + "\n" for line in conflict_log_lines(r, now))
 
 
-def run_bench(cfg, stages, embed, detector, read):
+def run_bench(cfg, stages, embed, detector, read, read_alone, nli):
     """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements."""
     start = time.perf_counter()
     index = build_index(KNOWLEDGE_BASE, embed, cfg.embed_batch)
@@ -3727,7 +3734,7 @@ def run_bench(cfg, stages, embed, detector, read):
     found = {query: retrieve_and_detect(query, index, embed, detector, cfg, timings) for _, query in SCENARIOS}
     for resolve in (False, True):
         for _, query in SCENARIOS:
-            run_query(query, found[query], detector, read, cfg, resolve, timings)
+            run_query(query, found[query], read, read_alone, nli, cfg, resolve, timings)
     walkthrough_stages(stages, timings)
     return {"detection": bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats), "stages": stages,
             "peak_rss_mb": peak_rss_mb(), "scan": bench_scan(cfg, cfg.bench_scan_sizes)}
@@ -4319,7 +4326,7 @@ class TestSentenceReader(unittest.TestCase):
             return overlap_embed(texts)
 
         read = SentenceReader(counting_embed, DEFAULT_CONFIG)
-        detector = make_detector("full", DEFAULT_CONFIG, counting_embed, read, sentences=read.sentences)
+        detector = make_detector("full", DEFAULT_CONFIG, counting_embed, ReadAlone(read), sentences=read.sentences)
         docs = [doc("a", "The beacon status is ACTIVE. It sits on the pier."), doc("b", "The beacon is INACTIVE.")]
         question = "What is the status of the beacon?"
         detector.detect(docs, overlap_embed([d.content for d in docs]), question, overlap_embed([question])[0])
@@ -5011,7 +5018,8 @@ class TestScanAndBench(unittest.TestCase):
 
     def test_bench_output_shape(self):
         cfg = replace(DEFAULT_CONFIG, bench_ks=(3, 10), bench_repeats=2, bench_scan_sizes=(40,))
-        result = run_bench(cfg, {}, fake_embed, QuestionAwareDetector(cfg, fake_embed), fake_read)
+        detector = QuestionAwareDetector(cfg, fake_embed)
+        result = run_bench(cfg, {}, fake_embed, detector, fake_read, ReadAlone(fake_read), None)
         self.assertEqual(set(result), {"detection", "stages", "peak_rss_mb", "scan"})
         self.assertEqual([r["k"] for r in result["detection"]], [3, 10])
         self.assertTrue(all(set(r) >= {"k", "median_ms", "pairs"} and r["median_ms"] > 0 for r in result["detection"]))
