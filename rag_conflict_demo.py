@@ -109,6 +109,13 @@ class Config:
     # ... and a floor on document-to-document cosine that prunes pairs before any text work (k=1000: most pairs).
     # On QACC MCC is 0.387 with no floor and 0.393 at 0.2 (one false positive fewer); from 0.25 up conflicts are lost.
     pair_gate: float = 0.2
+    # Same-frame swap (issue #9, class 1). Sentences of at least swap_min_tokens tokens, difflib ratio over all
+    # tokens >= swap_min_ratio, one replaced run of at most swap_max_span tokens; measured on QACC train and the
+    # built-in set (see README).
+    swap_min_tokens: int = 5  # shorter "sentences" are headings and table cells ("Position(s) Defender" is 3)
+    swap_min_ratio: float = 0.8  # a 10-token sentence with one token swapped scores 0.9
+    swap_max_span: int = 3  # "Mahesh Bhatt" vs "Raj Kapoor" is 2; longer runs are rewordings
+    swap_spelling: float = 0.85  # character ratio above which two words are one spelled twice (colour/color 0.91)
     answer_sentences: int = 3  # answer-bearing sentences kept per document (most similar to the question)
     answer_margin: float = 1.0  # ... within this cosine of the document's best sentence (1.0: no margin)
     reader_min_confidence: float = 0.30  # detector 'full': both per-document answers at least this confident
@@ -1568,17 +1575,113 @@ def _state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = fro
     return _slot_finding(a, b, qwords, cfg)
 
 
+# --- same-frame swap (issue #9, class 1): two sentences word for word the same but for one short span
+# "The median age in the city was 45.7 years." vs "... 30.2 years."; "directed by A" vs "directed by B". An edited
+# copy or a stale mirror says the same thing with one value or term replaced: the plainest contradiction there is,
+# whatever the question asks. Formatting variants of one value ("$4.2M" vs "4.2 million dollars"), synonyms,
+# abbreviations and spelling variants are not swaps.
+
+# Words whose swap changes nothing a reader would dispute (tense, articles, connectives).
+SWAP_FILLER = STOPWORDS | frozenset("also still currently now then later about approximately around nearly".split())
+
+_SWAP_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*\d%?|[$€£]?\d%?|[^\W\d_]+(?:['’][^\W\d_]+)*")
+_SWAP_NUMBER_RE = re.compile(rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?|{_WORDNUM}")  # "1,500", "fifteen"
+
+
+def swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
+    """(lowercased, original) tokens, stopwords kept: the whole frame counts, not just its content words.
+
+    Example: [t for t, _ in swap_tokens("Aged 45.7 years.")] == ["aged", "45.7", "years"]
+    """
+    return tuple((m.group().lower().rstrip(".,"), m.group().rstrip(".,")) for m in _SWAP_TOKEN_RE.finditer(sentence))
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
+    return swap_tokens(sentence)
+
+
+def _initials(words: Iterable[str]) -> str:
+    """Example: _initials(["reserve", "bank", "of", "india"]) == "rbi" """
+    return "".join(w[0] for w in words if w and w not in STOPWORDS)
+
+
+def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
+    """Two spans that say the same thing: one value written two ways, synonyms, an abbreviation, a misspelling.
+
+    Example: _swap_is_variant(["$4.2m"], ["4.2", "million", "dollars"]) and not _swap_is_variant(["45.7"], ["30.2"])
+    """
+    x, y = " ".join(left), " ".join(right)
+    if re.sub(r"\W", "", x) == re.sub(r"\W", "", y):
+        return True
+    canon = lambda ws: [str(MONTHS.get(w, SYNONYMS.get(w, w))) for w in ws if w not in SWAP_FILLER]  # noqa: E731
+    if canon(left) == canon(right):
+        return True
+    nx, ny = (parse_number(w) if _SWAP_NUMBER_RE.fullmatch(w) else None for w in (x, y))
+    if nx is not None and ny is not None:
+        return math.isclose(nx, ny, rel_tol=cfg.rel_tol)
+    vx, vy = extract_values(x), extract_values(y)
+    if vx and vy:
+        return all(any(_value_key(a) == _value_key(b) and _values_agree(a, b, cfg) for b in vy) for a in vx)
+    if x.replace(".", "") == _initials(right) or y.replace(".", "") == _initials(left):
+        return True
+    letters = not any(ch.isdigit() for ch in x + y)
+    return letters and min(len(x), len(y)) >= 5 and difflib.SequenceMatcher(None, x, y).ratio() >= cfg.swap_spelling
+
+
+def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
+               cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
+    """The swapped span of two sentences that share their frame, or None.
+
+    Example: _swap_pair("Position(s) Defender for the club.", "Position(s) Forward for the club.") == ("Defender", "Forward")
+    """
+    ta, tb = _cached_swap_tokens(sa), _cached_swap_tokens(sb)
+    if min(len(ta), len(tb)) < cfg.swap_min_tokens:
+        return None
+    la, lb = [t for t, _ in ta], [t for t, _ in tb]
+    matcher = difflib.SequenceMatcher(None, la, lb, autojunk=False)
+    if matcher.real_quick_ratio() < cfg.swap_min_ratio or matcher.quick_ratio() < cfg.swap_min_ratio:
+        return None
+    ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace" or matcher.ratio() < cfg.swap_min_ratio:
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    left, right = la[i1:i2], lb[j1:j2]
+    if max(len(left), len(right)) > cfg.swap_max_span or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
+        return None
+    if i1 == j1 == 0 and not set(la[i2:]) - SWAP_FILLER <= qwords:
+        return None  # the subject itself differs ("Ixmo employs 850" vs "Tormo employs 850"): two subjects
+    if _swap_is_variant(left, right, cfg):
+        return None
+    return " ".join(o for _, o in ta[i1:i2]), " ".join(o for _, o in tb[j1:j2])
+
+
+def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                 cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """First answer-bearing sentence pair (in input order) that shares its frame but for one swapped span.
+
+    Example: swap_finding(["The median age was 45.7 years."], ["The median age was 30.2 years."]).evidence == ("45.7", "30.2")
+    """
+    for sa in a:
+        for sb in b:
+            pair = _swap_pair(sa, sb, qwords, cfg)
+            if pair:
+                return Finding("swap", f"same sentence, one span swapped: {pair[0]} vs {pair[1]}", pair)
+    return None
+
+
 _MEASURES = functools.partial(_value_finding, kinds=MEASURE_KINDS, event_years=False)
 _TEMPORAL = functools.partial(_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
 _ALL_VALUES = functools.partial(_value_finding, kinds=ALL_KINDS, event_years=True)
 
 # Checks per question type, first finding wins; polarity counts for every type.
+# issue #9: swap_finding runs first for every type (class 1: a swapped span conflicts whatever the question asks).
 CHECKS = {
-    "quantity": (_MEASURES, _polarity_finding),
-    "date": (_TEMPORAL, _polarity_finding),
-    "name": (_name_finding, _polarity_finding),
-    "state": (_polarity_finding, _state_slot_finding),
-    "other": (_polarity_finding, _ALL_VALUES, _slot_finding),  # a policy's dates matter less than its polarity
+    "quantity": (swap_finding, _MEASURES, _polarity_finding),
+    "date": (swap_finding, _TEMPORAL, _polarity_finding),
+    "name": (swap_finding, _name_finding, _polarity_finding),
+    "state": (swap_finding, _polarity_finding, _state_slot_finding),
+    "other": (swap_finding, _polarity_finding, _ALL_VALUES, _slot_finding),  # a policy's dates matter less than its polarity
 }
 
 
