@@ -1670,6 +1670,135 @@ def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
     return None
 
 
+# --- subject identity (issue #9, class 2): documents about different subjects that share a name are not compared
+# "John Sparke (died 1566)" vs "John Sparke (died 1680)"; "Familiar Stranger (Bob Evans album)" vs "(Mark Wills
+# album)"; "Lake County Library System (LCLS)" vs "Lakeland Cooperative Library System (LCLS)". What says which
+# subject a document is about: a parenthetical disambiguator after its title or leading name, the expansion of an
+# acronym it defines, and the place or year in the description its first sentence gives ("X is a city in Custer
+# County, Nebraska"). Two documents whose marks for one name have nothing to do with each other answer about two
+# subjects, so their different answers are no contradiction.
+
+# Words of a parenthetical that say nothing about which subject it is ("born", "died" stay: they carry the dates).
+SUBJECT_MARK_NOISE = STOPWORDS | frozenset("also known formerly called c circa ca".split())
+# A question about a place or a date asks for what would otherwise tell namesakes apart: then it is the answer.
+PLACE_ASKERS = frozenset("where located location county state country province region situated".split())
+DATE_ASKERS = frozenset("when year date born died founded".split())
+
+# "Name (disambiguator)" opening a title or a text; the name starts with a capital or a digit ("1984 (album)").
+_SUBJECT_PAREN_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^()\n.;:]{0,80}?)\s\((?P<mark>[^()]{2,80})\)")
+# "Long Name Here (LNH)": an acronym after the capitalised words it abbreviates.
+_ACRONYM_DEF_RE = re.compile(r"(?P<exp>(?:[A-Z][\w&'’-]*\s(?:(?:of|the|and|for|de|du|des|la|le)\s)*){2,8})"
+                             r"\((?P<acr>[A-Z][A-Z&]{1,7})\)")
+# "X is a city in Custer County, Nebraska": the leading noun phrase, the copula, the description.
+_LEAD_DESCRIPTION_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^.;:]{0,100}?)\s(?:is|was|are|were)\s(?:an?|the|one of the)\s"
+                                  r"(?P<desc>[^.;]{3,160})")
+_DESC_PLACE_RE = re.compile(r"\b(?:in|near|from)\s(?:the\s)?(?P<place>[A-Z][\w'’-]*(?:,?\s[A-Z][\w'’-]*)*)")
+_YEAR_TOKEN_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
+_PARENTHETICAL_RE = re.compile(r"\s*\([^()]*\)")
+
+
+@dataclass(frozen=True)
+class Subject:
+    name: str             # lowercased name the document is about ("john sparke"), '' when it says none
+    marks: frozenset      # lowercased disambiguator words and years ({"died", "1566"}), empty when none
+    places: frozenset     # place words of the first sentence's description ({"custer", "county", "nebraska"})
+    years: frozenset      # years of that description ({"1951"})
+    acronyms: tuple = ()  # (acronym, lowercased expansion) pairs the document defines
+
+
+def _mark_words(text: str) -> frozenset[str]:
+    """Example: _mark_words("Bob Evans album") == {"bob", "evans", "album"}"""
+    return frozenset(w for w in (w.lower() for w in _WORD_RE.findall(text)) if w not in SUBJECT_MARK_NOISE)
+
+
+def _acronym_definitions(text: str) -> tuple[tuple[str, str], ...]:
+    """(acronym, expansion) pairs whose capitalised words' initials spell the acronym.
+
+    Example: _acronym_definitions("The Lake County Library System (LCLS) opened.")[0][1] == "lake county library system"
+    """
+    found = []
+    for m in _ACRONYM_DEF_RE.finditer(text):
+        acr = m["acr"].replace("&", "").lower()
+        exp = [w for w in m["exp"].split() if w[:1].isupper()][-len(acr):]
+        if len(exp) == len(acr) and "".join(w[0] for w in exp).lower() == acr:
+            found.append((acr, " ".join(exp).lower()))
+    return tuple(found)
+
+
+def _parenthetical_marks(source: str, whole: bool) -> tuple[str, frozenset[str]]:
+    """(name, marks) of a "Name (disambiguator)" opening; a parenthetical inside a sentence may be a translation or
+    a pronunciation, so there (whole=False) only its years count, unless the text repeats the name after it as
+    a title line does ("Lahu (1979 film) Lahu is a ...").
+
+    Example: _parenthetical_marks("John Sparke (died 1566) was an MP.", False) == ("john sparke", frozenset({"1566"}))
+    """
+    m = _SUBJECT_PAREN_RE.match(source)
+    if not m:
+        return "", frozenset()
+    name = m["name"].strip()
+    repeated = source[m.end():].lstrip().lower().startswith(name.lower()[:20])
+    marks = _mark_words(m["mark"]) if whole or repeated else frozenset(_YEAR_TOKEN_RE.findall(m["mark"]))
+    return (name.lower(), marks) if marks else ("", frozenset())
+
+
+def document_subject(title: str | None, text: str) -> Subject:
+    """Which subject a document is about, from its title and its opening sentence.
+
+    Example: document_subject(None, "John Sparke (died 1566) was an English politician.").marks == {"1566"}
+    """
+    opening = text.lstrip()
+    name, marks = _parenthetical_marks(title or "", True)
+    name2, marks2 = _parenthetical_marks(opening, False)
+    first = (split_sentences(opening) or [""])[0]
+    lead = _LEAD_DESCRIPTION_RE.match(_PARENTHETICAL_RE.sub("", first))
+    places = years = frozenset()
+    if lead:
+        places = frozenset(w.lower() for m in _DESC_PLACE_RE.finditer(lead["desc"])
+                           for w in _WORD_RE.findall(m["place"]) if w.lower() not in STOPWORDS)
+        years = frozenset(_YEAR_TOKEN_RE.findall(lead["desc"]))
+    lead_name = lead["name"].strip().lower() if lead else ""
+    return Subject(name or name2 or lead_name, marks | marks2, places, years, _acronym_definitions(text))
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_subject(title: str | None, text: str) -> Subject:
+    return document_subject(title, text)
+
+
+def _marks_differ(x: frozenset[str], y: frozenset[str]) -> bool:
+    """Both sides mark their subject and neither holds the other's marks: "(1979 film)" vs "(1997 film)" differ;
+    "(album)" vs "(Mark Wills album)" may be one subject said more or less precisely.
+
+    Example: _marks_differ(frozenset({"1979", "film"}), frozenset({"1997", "film"}))
+    """
+    return bool(x and y) and not (x <= y or y <= x)
+
+
+def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] = frozenset(),
+                               cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """A Finding (kind 'subjects') when two documents identify different subjects that share a name: the
+    detector then does not compare them. None when they may be about one subject.
+
+    Example: different_subjects_finding(doc("a", "John Sparke (died 1566) was an MP."), doc("b", "John Sparke (died 1680) was an MP.")).kind == "subjects"
+    """
+    sa, sb = (_cached_subject(d.title if d.title != d.source_id else None, d.content) for d in (a, b))
+    for acr, exp in sa.acronyms:
+        other = [e for r, e in sb.acronyms if r == acr and e != exp]
+        if other:
+            return Finding("subjects", f"different subjects: {exp} vs {other[0]} ({acr.upper()})", (exp, other[0]))
+    same_name = bool(sa.name and sb.name) and _tokens_meet(sa.name.split(), sb.name.split())
+    why = None
+    if same_name and _marks_differ(sa.marks, sb.marks):
+        why = (" ".join(sorted(sa.marks)), " ".join(sorted(sb.marks)))
+    elif same_name and not qwords & PLACE_ASKERS and _marks_differ(sa.places, sb.places):
+        why = (" ".join(sorted(sa.places)), " ".join(sorted(sb.places)))
+    elif same_name and not qwords & DATE_ASKERS and sa.years and sb.years and not sa.years & sb.years:
+        why = (" ".join(sorted(sa.years)), " ".join(sorted(sb.years)))
+    if why is None:
+        return None
+    return Finding("subjects", f"different subjects named {sa.name}: {why[0]} vs {why[1]}", why)
+
+
 _MEASURES = functools.partial(_value_finding, kinds=MEASURE_KINDS, event_years=False)
 _TEMPORAL = functools.partial(_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
 _ALL_VALUES = functools.partial(_value_finding, kinds=ALL_KINDS, event_years=True)
@@ -2028,6 +2157,8 @@ class QuestionAwareDetector(ConflictDetector):
         return ConflictReport(tuple(conflicts), int(candidates.sum()))
 
     def check_pair(self, a, b, fa, fb, topic_sim, question=""):
+        if different_subjects_finding(a, b, question_words(question), self.cfg):
+            return None  # issue #9, class 2: namesakes ("John Sparke (died 1566)" / "(died 1680)") are not compared
         finding = compare_answers(question, list(fa.sentences), list(fb.sentences), self.cfg)
         if finding is None and fa.answer and fb.answer:
             finding = reader_disagreement(fa.answer, fb.answer, self.cfg)
