@@ -116,6 +116,11 @@ class Config:
     swap_min_ratio: float = 0.8  # a 10-token sentence with one token swapped scores 0.9
     swap_max_span: int = 3  # "Mahesh Bhatt" vs "Raj Kapoor" is 2; longer runs are rewordings
     swap_spelling: float = 0.85  # character ratio above which two words are one spelled twice (colour/color 0.91)
+    # Answer-anchored values (issue #9, class 3): of several values of one kind on a side, only those within this
+    # many words of a predicate word of the question are compared.
+    value_anchor_window: int = 5
+    value_bag_min: int = 3  # distinct amounts of one kind that make a side a bag (2 is often "from X to Y")
+    name_slot_window: int = 6  # answer-slot names (issue #9, class 4): words between a name and the question's verb
     answer_sentences: int = 3  # answer-bearing sentences kept per document (most similar to the question)
     answer_margin: float = 1.0  # ... within this cosine of the document's best sentence (1.0: no margin)
     reader_min_confidence: float = 0.30  # detector 'full': both per-document answers at least this confident
@@ -1799,17 +1804,219 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     return Finding("subjects", f"different subjects named {sa.name}: {why[0]} vs {why[1]}", why)
 
 
-_MEASURES = functools.partial(_value_finding, kinds=MEASURE_KINDS, event_years=False)
-_TEMPORAL = functools.partial(_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
-_ALL_VALUES = functools.partial(_value_finding, kinds=ALL_KINDS, event_years=True)
+# --- answer-anchored values (issue #9, class 3): compare the value attached to what the question asks about
+# "1985, 1912, 1959, 1976 vs 1874, 1906" is a bag of dates, not an answer; "14 days of sick leave" and "30 days of
+# annual leave" measure two things. A side that gives several values of one kind keeps only those within
+# value_anchor_window words of a predicate word of the question ("built", "median age", "warranty"), and abstains
+# when none is; two values whose measured phrases share a head but not its modifiers are not compared.
+
+# Irregular forms mapped to one stem so "built" anchors "When was it build?" ("came" -> "come", "won" -> "win").
+IRREGULAR_STEMS = {
+    "built": "build", "came": "come", "won": "win", "wrote": "write", "written": "write", "sang": "sing",
+    "sung": "sing", "began": "begin", "begun": "begin", "became": "become", "held": "hold", "made": "make",
+    "took": "take", "taken": "take", "gave": "give", "given": "give", "died": "die", "born": "birth",
+    "found": "find", "led": "lead", "left": "leave", "paid": "pay", "sold": "sell", "told": "tell",
+    "grew": "grow", "grown": "grow", "ran": "run", "drew": "draw", "drawn": "draw", "flew": "fly", "shot": "shoot",
+}
+_STEM_SUFFIXES = ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "er", "ers", "s")
+
+
+def _stem(word: str) -> str:
+    """Crude stem: irregular forms, then one common suffix off a word of five letters or more.
+
+    Example: _stem("released") == "releas" == _stem("release"[:6]) and _stem("built") == "build"
+    """
+    w = IRREGULAR_STEMS.get(word, word)
+    for suffix in _STEM_SUFFIXES:
+        if len(w) - len(suffix) >= 4 and w.endswith(suffix):
+            return w[:-len(suffix)]
+    return w.rstrip("e") if len(w) >= 5 else w
+
+
+def predicate_words(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
+    """Stems of the question's content words that the sentences use as common words: the predicate it asks about.
+    A word the sentences capitalise away from a sentence start names the subject ("India", "Company"), which
+    every value of the document sits near, so it anchors nothing.
+
+    Example: predicate_words(["The Acme tower was built in 1998."], frozenset({"when", "acme", "built"})) == {"build"}
+    """
+    capital = {w.lower() for s in sentences for w in _WORD_RE.findall(s)[1:] if w[:1].isupper()}
+    return frozenset(_stem(w) for w in qwords if w not in STOPWORDS and w not in capital and not w[:1].isdigit())
+
+
+def _window_stems(sentence: str, v: Value, window: int) -> frozenset[str]:
+    """Stems of the words within `window` words of a value.
+
+    Example: _window_stems("It was built in 1998 by Jo.", extract_values("1998")[0], 2) == {"build", "jo"}
+    """
+    at = sentence.find(v.text)
+    before = _WORD_RE.findall(sentence[:max(at, 0)])[-window:]
+    after = _WORD_RE.findall(sentence[at + len(v.text):] if at >= 0 else "")[:window]
+    return frozenset(_stem(w.lower()) for w in before + after if w.lower() not in STOPWORDS)
+
+
+def _measured_phrase(sentence: str, v: Value) -> tuple[str, ...]:
+    """Up to three lowercase content words right after a value (past "of"): what it measures.
+
+    Example: _measured_phrase("Staff get 14 days of sick leave.", extract_values("14 days")[0]) == ("sick", "leave")
+    """
+    at = sentence.find(v.text)
+    if at < 0:
+        return ()
+    words = []
+    for w in _WORD_RE.findall(sentence[at + len(v.text):])[:4]:
+        if not w.islower() or (w in STOPWORDS and w != "of") or w in UNIT_WORDS:
+            break
+        if w != "of":
+            words.append(w)
+    return tuple(words[:3])
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_anchor(sentence: str, v: Value, window: int) -> tuple[frozenset[str], tuple[str, ...]]:
+    return _window_stems(sentence, v, window), _measured_phrase(sentence, v)
+
+
+def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
+    """Same head noun, different modifiers: two measures ("sick leave" vs "annual leave"), not one.
+
+    Example: _phrases_clash(("sick", "leave"), ("annual", "leave")) and not _phrases_clash(("leave",), ("sick", "leave"))
+    """
+    return bool(p and q) and p[-1] == q[-1] and len(p) > 1 and len(q) > 1 and p[:-1] != q[:-1]
+
+
+def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozenset[str], cfg: Config,
+                   kinds: frozenset[str], event_years: bool) -> list[tuple[Value, frozenset[str], tuple[str, ...]]]:
+    """(value, event words, measured phrase) for one side; of a key with several amounts, only the values anchored to
+    a predicate word of the question, none when no value is.
+
+    Example: len(_anchored_side(["Built in 1985; rebuilt 1912."], frozenset(), frozenset({"open"}), DEFAULT_CONFIG, TEMPORAL_KINDS, False)) == 0
+    """
+    rows = []
+    for s in sentences:
+        for v, events in _side_values([s], frozenset(), cfg, kinds, event_years):
+            stems, phrase = _cached_anchor(s, v, cfg.value_anchor_window)
+            events = _cached_event_words(s, v, qwords, cfg.event_window)
+            rows.append((v, events, phrase, bool(stems & preds)))
+    asked = [r for r in rows if r[0].unit and _plural(r[0].unit) in {_plural(w) for w in qwords}]
+    rows = asked or rows  # "How many moons?": count moons, not the diameter in km that shares the sentence (as before)
+    keep = []
+    for key in {_value_key(v) for v, *_ in rows}:
+        same = [r for r in rows if _value_key(r[0]) == key]
+        bag = len({round(r[0].amount, 6) for r in same}) >= cfg.value_bag_min
+        keep.extend(r[:3] for r in same if r[3] or not bag)
+    return keep
+
+
+def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                           cfg: Config = DEFAULT_CONFIG, kinds: frozenset[str] = ALL_KINDS,
+                           event_years: bool = False) -> Finding | None:
+    """Like _value_finding, but each side compares only the values attached to what the question asks about.
+
+    Example: anchored_value_finding(["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."], frozenset({"leave"})) is None
+    """
+    preds = predicate_words(a + b, qwords)
+    va, vb = (_anchored_side(side, qwords, preds, cfg, kinds, event_years) for side in (a, b))
+    for key in sorted({_value_key(v) for v, *_ in va} & {_value_key(v) for v, *_ in vb}):
+        pairs = [(x, y) for x, ex, px in va for y, ey, py in vb
+                 if _value_key(x) == key == _value_key(y) and _comparable(x, y) and not _phrases_clash(px, py)
+                 and not (event_years and key == ("time", "") and not ex & ey)]
+        if pairs and not any(_values_agree(x, y, cfg) for x, y in pairs):
+            return _describe_values(key, pairs)
+    return None
+
+
+# --- answer-slot names (issue #9, class 4): compare the name in the answer slot, not every name in the sentence
+# In web snippets most false alarms are the other capitalised words of a sentence ("order vs gordon ramsay, head
+# chef"; "americans vs us, us marines"). A side's answer-slot names are the names within name_slot_window words of a
+# predicate word of the question ("plays", "wrote", "won"); a side with none abstains. Two names agree when they
+# share a token, when one abbreviates the other ("RBI", "Reserve Bank of India"), or when one is a group that
+# holds the other ("Gladys Knight and the Pips", "Gladys Knight").
+
+# What a name question's verb is said with in the answer ("Who plays X?" -> "X is portrayed by", "starring").
+PREDICATE_ALIASES_RAW = {
+    "play": frozenset({"portray", "star", "cast", "voic", "role", "actor", "actress"}),
+    "write": frozenset({"writer", "author", "compos", "penn", "lyric", "songwrit"}),
+    "sing": frozenset({"singer", "perform", "record", "vocal"}),
+    "direct": frozenset({"director"}), "win": frozenset({"winner", "champion", "victor"}),
+    "found": frozenset({"founder"}), "invent": frozenset({"inventor"}), "own": frozenset({"owner"}),
+    "lead": frozenset({"leader"}), "create": frozenset({"creator"}), "discover": frozenset({"discoverer"}),
+}
+PREDICATE_ALIASES = {_stem(verb): frozenset(map(_stem, aliases)) for verb, aliases in PREDICATE_ALIASES_RAW.items()}
+
+
+def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str], window: int) -> frozenset[str]:
+    """Names (as extract_names gives them) within `window` words of a predicate word of the question or an alias.
+
+    Example: slot_names("Tim Cook runs Apple; Jo Li plays Ann.", frozenset({"plays", "ann"}), frozenset({"play"}), 2) == {"jo li"}
+    """
+    wanted = preds | {alias for p in preds for alias in PREDICATE_ALIASES.get(p, ())}
+    words = [w.lower() for w in _WORD_RE.findall(sentence)]
+    stems = [_stem(w) for w in words]
+    at = [i for i, stem in enumerate(stems) if stem in wanted or any(stem.startswith(w) for w in wanted if len(w) >= 5)]
+    near = set()
+    for name in _cached_names(sentence, qwords) if at else ():
+        # subtle: a name may have lost words ("U.S. President Barack Obama" -> "u.s barack obama"): place it by
+        # every word of it the sentence holds
+        own = set(_WORD_RE.findall(name))
+        where = [i for i, w in enumerate(words) if _strip_possessive(w) in own]
+        if any(abs(i - j) <= window for i in at for j in where):
+            near.add(name)
+    return frozenset(near)
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str], window: int) -> frozenset[str]:
+    return slot_names(sentence, qwords, preds, window)
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """Example: _abbreviates("rbi", "reserve bank of india") and _abbreviates("u.s", "united states")"""
+    letters = short.replace(".", "").replace(" ", "")
+    return 2 <= len(letters) <= 6 and " " in long and letters == _initials(long.split())
+
+
+def _names_agree(xs: Iterable[str], ys: Iterable[str]) -> bool:
+    """A shared or extended token (_tokens_meet), or one name abbreviating another.
+
+    Example: _names_agree({"rbi"}, {"reserve bank of india"}) and not _names_agree({"jo li"}, {"al roe"})
+    """
+    xs, ys = list(xs), list(ys)
+    tx, ty = ({t for n in names for t in n.split()} for names in (xs, ys))
+    return _tokens_meet(tx, ty) or any(_abbreviates(x, y) or _abbreviates(y, x) for x in xs for y in ys)
+
+
+def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                      cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """Both sides put a name in the answer slot, and no slot name of one agrees with any name of the other.
+
+    Example: slot_name_finding(["Jo Li plays Ann, says Al Roe."], ["Bo Yu plays Ann."], frozenset({"plays", "ann"})).evidence == ("jo li", "bo yu")
+    """
+    preds = predicate_words(a + b, qwords) or frozenset(_stem(w) for w in qwords - STOPWORDS)  # "Who is the CEO?"
+    sa, sb = (sorted({n for s in side for n in _cached_slot_names(s, qwords, preds, cfg.name_slot_window)})
+              for side in (a, b))
+    if not sa or not sb:
+        return None
+    every_a, every_b = ({n for s in side for n in _cached_names(s, qwords)} for side in (a, b))
+    weak_a, weak_b = (frozenset().union(*(_opening_word(s, qwords) for s in side)) for side in (a, b))
+    if _names_agree(sa, every_b | weak_b) or _names_agree(sb, every_a | weak_a):
+        return None  # subtle: the other side may name the same person outside its slot ("..., said Jo Li")
+    ev = (", ".join(sa), ", ".join(sb))
+    return Finding("name", f"different names in the answer slot: {ev[0]} vs {ev[1]}", ev)
+
+
+# issue #9, class 3: values are compared through anchored_value_finding (was: _value_finding, every value a bag)
+_MEASURES = functools.partial(anchored_value_finding, kinds=MEASURE_KINDS, event_years=False)
+_TEMPORAL = functools.partial(anchored_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
+_ALL_VALUES = functools.partial(anchored_value_finding, kinds=ALL_KINDS, event_years=True)
 
 # Checks per question type, first finding wins; polarity counts for every type.
 # issue #9: swap_finding runs first for every type (class 1: a swapped span conflicts whatever the question asks).
 CHECKS = {
     "quantity": (swap_finding, _MEASURES, _polarity_finding),
     "date": (swap_finding, _TEMPORAL, _polarity_finding),
-    "name": (swap_finding, _name_finding, _polarity_finding),
-    "state": (swap_finding, _polarity_finding, _state_slot_finding),
+    "name": (swap_finding, slot_name_finding, _polarity_finding),  # issue #9, class 4 (was: _name_finding)
+    "state": (swap_finding, _polarity_finding, _state_slot_finding, _ALL_VALUES),  # a yes/no question's dated fact
     "other": (swap_finding, _polarity_finding, _ALL_VALUES, _slot_finding),  # a policy's dates matter less than its polarity
 }
 
