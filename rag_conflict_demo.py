@@ -1840,8 +1840,11 @@ def predicate_words(sentences: list[str], qwords: frozenset[str]) -> frozenset[s
 
     Example: predicate_words(["The Acme tower was built in 1998."], frozenset({"when", "acme", "built"})) == {"build"}
     """
-    capital = {w.lower() for s in sentences for w in _WORD_RE.findall(s)[1:] if w[:1].isupper()}
-    return frozenset(_stem(w) for w in qwords if w not in STOPWORDS and w not in capital and not w[:1].isdigit())
+    words = [(k, w) for s in sentences for k, w in enumerate(_WORD_RE.findall(s))]
+    capital = {w.lower() for k, w in words if k and w[:1].isupper()}  # "the Company's ships"
+    common = {w for _, w in words if w.islower()}  # subtle: "Peter" opening every sentence is still a name
+    return frozenset(_stem(w) for w in qwords if w not in STOPWORDS and w not in capital and not w[:1].isdigit()
+                     and (w in common or not any(x.lower() == w for _, x in words)))
 
 
 def _window_stems(sentence: str, v: Value, window: int) -> frozenset[str]:
@@ -1951,18 +1954,23 @@ def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str], win
     Example: slot_names("Tim Cook runs Apple; Jo Li plays Ann.", frozenset({"plays", "ann"}), frozenset({"play"}), 2) == {"jo li"}
     """
     wanted = preds | {alias for p in preds for alias in PREDICATE_ALIASES.get(p, ())}
-    words = [w.lower() for w in _WORD_RE.findall(sentence)]
+    original = _WORD_RE.findall(sentence)
+    if not any(w.islower() and w not in STOPWORDS for w in original):
+        return frozenset()  # a title-case heading ("Cameron Smith Overtakes Rory McIlroy to Win"): no slot to read
+    words = [w.lower() for w in original]
     stems = [_stem(w) for w in words]
     at = [i for i, stem in enumerate(stems) if stem in wanted or any(stem.startswith(w) for w in wanted if len(w) >= 5)]
-    near = set()
-    for name in _cached_names(sentence, qwords) if at else ():
+    nearest: dict[int, tuple[int, str]] = {}  # predicate position -> (distance, name) of the closest name
+    for name in sorted(_cached_names(sentence, qwords)) if at else ():
         # subtle: a name may have lost words ("U.S. President Barack Obama" -> "u.s barack obama"): place it by
         # every word of it the sentence holds
         own = set(_WORD_RE.findall(name))
         where = [i for i, w in enumerate(words) if _strip_possessive(w) in own]
-        if any(abs(i - j) <= window for i in at for j in where):
-            near.add(name)
-    return frozenset(near)
+        for i in at:
+            d = min((abs(i - j) for j in where), default=window + 1)
+            if d <= window and (i not in nearest or d < nearest[i][0]):
+                nearest[i] = (d, name)
+    return frozenset(name for _, name in nearest.values())
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
