@@ -1927,6 +1927,8 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
 
     Example: anchored_value_finding(["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."], frozenset({"leave"})) is None
     """
+    if not all(any(v.kind in kinds for s in side for v in _cached_values(s)) for side in (a, b)):
+        return None  # a side with no value of the kinds: nothing to compare (and the hot path skips the rest)
     preds = predicate_words(a + b, qwords)
     va, vb = (_anchored_side(side, qwords, preds, cfg, kinds, event_years) for side in (a, b))
     for key in sorted({_value_key(v) for v, *_ in va} & {_value_key(v) for v, *_ in vb}):
