@@ -115,6 +115,19 @@ class Config:
     # ... and a floor on document-to-document cosine that prunes pairs before any text work (k=1000: most pairs).
     # On QACC MCC is 0.387 with no floor and 0.393 at 0.2 (one false positive fewer); from 0.25 up conflicts are lost.
     pair_gate: float = 0.2
+    # Same-frame swap (issue #9, class 1). Sentences of at least swap_min_tokens tokens, difflib ratio over all
+    # tokens >= swap_min_ratio, one replaced run of at most swap_max_span tokens; measured on QACC train and the
+    # built-in set (see README).
+    swap_min_tokens: int = 5  # shorter "sentences" are headings and table cells ("Position(s) Defender" is 3)
+    swap_min_ratio: float = 0.8  # a 10-token sentence with one token swapped scores 0.9
+    swap_max_span: int = 3  # "Mahesh Bhatt" vs "Raj Kapoor" is 2; longer runs are rewordings
+    swap_spelling: float = 0.85  # character ratio above which two words are one spelled twice (colour/color 0.91)
+    # Answer-anchored values (issue #9, class 3): of several values of one kind on a side, only those within this
+    # many words of a predicate word of the question are compared.
+    value_anchor_window: int = 5
+    value_bag_min: int = 3  # distinct amounts of one kind that make a side a bag (2 is often "from X to Y")
+    name_slot_window: int = 6  # answer-slot names (issue #9, class 4): words between a name and the question's verb
+    name_heading_words: int = 6  # a line this long with no lowercase content word is a title-case heading, no slot
     answer_sentences: int = 3  # answer-bearing sentences kept per document (most similar to the question)
     answer_margin: float = 1.0  # ... within this cosine of the document's best sentence (1.0: no margin)
     reader_min_confidence: float = 0.30  # detector 'full': both per-document answers at least this confident
@@ -520,6 +533,7 @@ def _normalise_question(question: str) -> str:
     return _Q_CONTRACTION_RE.sub(r"\1 is", q)
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)  # asked once per pair: read once per question
 def question_type(question: str) -> str:
     """Answer type asked for: 'date', 'quantity', 'name', 'state' or 'other'.
 
@@ -542,6 +556,7 @@ def question_type(question: str) -> str:
     return "other"
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)  # asked once per pair: read once per question
 def question_words(question: str) -> frozenset[str]:
     """Lowercased question tokens without possessive "'s"; the answer is what the question does not say.
 
@@ -1284,6 +1299,14 @@ POLARITY_LEXICON = {
     ("unavailable",): ("available", -1), ("shut", "down"): ("available", -1), ("sunset",): ("available", -1),
     ("sunsetted",): ("available", -1), ("withdrawn",): ("available", -1), ("decommissioned",): ("available", -1),
     ("out", "of", "service"): ("available", -1), ("phased", "out"): ("available", -1),
+    # issue #9, class 5: change-of-state verbs ("no longer accepts", "stopped selling", "was cancelled", "resumed")
+    ("accepts",): ("available", 1), ("accepting",): ("available", 1), ("accepted",): ("available", 1),
+    ("resumed",): ("available", 1), ("reinstated",): ("available", 1), ("restored",): ("available", 1),
+    ("relaunched",): ("available", 1), ("operational",): ("available", 1), ("in", "operation"): ("available", 1),
+    ("stopped", "selling"): ("available", -1), ("stopped", "offering"): ("available", -1),
+    ("ceased",): ("available", -1), ("cancelled",): ("available", -1), ("canceled",): ("available", -1),
+    ("scrapped",): ("available", -1), ("abolished",): ("available", -1), ("terminated",): ("available", -1),
+    ("suspended",): ("available", -1), ("out", "of", "operation"): ("available", -1),
     ("supported",): ("available", 1), ("supports",): ("available", 1), ("on", "sale"): ("available", 1),
     ("removed",): ("available", -1), ("unsupported",): ("available", -1),
     ("required",): ("required", 1), ("require",): ("required", 1), ("requires",): ("required", 1),
@@ -1697,6 +1720,499 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
     return slot_finding(a, b, qwords, cfg)
 
 
+# --- same-frame swap (issue #9, class 1): two sentences word for word the same but for one short span
+# "The median age in the city was 45.7 years." vs "... 30.2 years."; "directed by A" vs "directed by B". An edited
+# copy or a stale mirror says the same thing with one value or term replaced: the plainest contradiction there is,
+# whatever the question asks. Formatting variants of one value ("$4.2M" vs "4.2 million dollars"), synonyms,
+# abbreviations and spelling variants are not swaps.
+
+# Words whose swap changes nothing a reader would dispute (tense, articles, connectives).
+SWAP_FILLER = STOPWORDS | frozenset("also still currently now then later about approximately around nearly".split())
+
+_SWAP_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*\d%?|[$€£]?\d%?|[^\W\d_]+(?:['’][^\W\d_]+)*")
+_SWAP_NUMBER_RE = re.compile(rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?|{_WORDNUM}")  # "1,500", "fifteen"
+
+
+def swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
+    """(lowercased, original) tokens, stopwords kept: the whole frame counts, not just its content words.
+
+    >>> [t for t, _ in swap_tokens("Aged 45.7 years.")]
+    ['aged', '45.7', 'years']
+    """
+    return tuple((m.group().lower().rstrip(".,"), m.group().rstrip(".,")) for m in _SWAP_TOKEN_RE.finditer(sentence))
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
+    return swap_tokens(sentence)
+
+
+def _initials(words: Iterable[str]) -> str:
+    """
+    >>> _initials(["reserve", "bank", "of", "india"])
+    'rbi'
+    """
+    return "".join(w[0] for w in words if w and w not in STOPWORDS)
+
+
+def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
+    """Two spans that say the same thing: one value written two ways, synonyms, an abbreviation, a misspelling.
+
+    >>> _swap_is_variant(["$4.2m"], ["4.2", "million", "dollars"])
+    True
+    >>> _swap_is_variant(["45.7"], ["30.2"])
+    False
+    """
+    x, y = " ".join(left), " ".join(right)
+    if re.sub(r"\W", "", x) == re.sub(r"\W", "", y):
+        return True
+    canon = lambda ws: [str(MONTHS.get(w, SYNONYMS.get(w, w))) for w in ws if w not in SWAP_FILLER]  # noqa: E731
+    if canon(left) == canon(right):
+        return True
+    nx, ny = (parse_number(w) if _SWAP_NUMBER_RE.fullmatch(w) else None for w in (x, y))
+    if nx is not None and ny is not None:
+        return math.isclose(nx, ny, rel_tol=cfg.rel_tol)
+    vx, vy = extract_values(x), extract_values(y)
+    if vx and vy:
+        return all(any(_value_key(a) == _value_key(b) and _values_agree(a, b, cfg) for b in vy) for a in vx)
+    if x.replace(".", "") == _initials(right) or y.replace(".", "") == _initials(left):
+        return True
+    letters = not any(ch.isdigit() for ch in x + y)
+    return letters and min(len(x), len(y)) >= 5 and difflib.SequenceMatcher(None, x, y).ratio() >= cfg.swap_spelling
+
+
+def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
+               cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
+    """The swapped span of two sentences that share their frame, or None.
+
+    >>> _swap_pair("Position(s) Defender for the club.", "Position(s) Forward for the club.")
+    ('Defender', 'Forward')
+    """
+    ta, tb = _cached_swap_tokens(sa), _cached_swap_tokens(sb)
+    if min(len(ta), len(tb)) < cfg.swap_min_tokens:
+        return None
+    la, lb = [t for t, _ in ta], [t for t, _ in tb]
+    matcher = difflib.SequenceMatcher(None, la, lb, autojunk=False)
+    if matcher.real_quick_ratio() < cfg.swap_min_ratio or matcher.quick_ratio() < cfg.swap_min_ratio:
+        return None
+    ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace" or matcher.ratio() < cfg.swap_min_ratio:
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    left, right = la[i1:i2], lb[j1:j2]
+    if max(len(left), len(right)) > cfg.swap_max_span or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
+        return None
+    if i1 == j1 == 0 and not set(la[i2:]) - SWAP_FILLER <= qwords:
+        return None  # the subject itself differs ("Ixmo employs 850" vs "Tormo employs 850"): two subjects
+    if _swap_is_variant(left, right, cfg):
+        return None
+    return " ".join(o for _, o in ta[i1:i2]), " ".join(o for _, o in tb[j1:j2])
+
+
+def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                 cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """First answer-bearing sentence pair (in input order) that shares its frame but for one swapped span.
+
+    >>> swap_finding(["The median age was 45.7 years."], ["The median age was 30.2 years."]).evidence
+    ('45.7', '30.2')
+    """
+    for sa in a:
+        for sb in b:
+            pair = _swap_pair(sa, sb, qwords, cfg)
+            if pair:
+                return Finding("swap", f"same sentence, one span swapped: {pair[0]} vs {pair[1]}", pair)
+    return None
+
+
+# --- subject identity (issue #9, class 2): documents about different subjects that share a name are not compared
+# "John Sparke (died 1566)" vs "John Sparke (died 1680)"; "Familiar Stranger (Bob Evans album)" vs "(Mark Wills
+# album)"; "Lake County Library System (LCLS)" vs "Lakeland Cooperative Library System (LCLS)". What says which
+# subject a document is about: a parenthetical disambiguator after its title or leading name, the expansion of an
+# acronym it defines, and the place or year in the description its first sentence gives ("X is a city in Custer
+# County, Nebraska"). Two documents whose marks for one name have nothing to do with each other answer about two
+# subjects, so their different answers are no contradiction.
+
+# Words of a parenthetical that say nothing about which subject it is ("born", "died" stay: they carry the dates).
+SUBJECT_MARK_NOISE = STOPWORDS | frozenset("also known formerly called c circa ca".split())
+# A question about a place or a date asks for what would otherwise tell namesakes apart: then it is the answer.
+PLACE_ASKERS = frozenset("where located location county state country province region situated".split())
+DATE_ASKERS = frozenset("when year date born died founded".split())
+
+# "Name (disambiguator)" opening a title or a text; the name starts with a capital or a digit ("1984 (album)").
+_SUBJECT_PAREN_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^()\n.;:]{0,80}?)\s\((?P<mark>[^()]{2,80})\)")
+# "Long Name Here (LNH)": an acronym after the capitalised words it abbreviates.
+_ACRONYM_DEF_RE = re.compile(r"(?P<exp>(?:[A-Z][\w&'’-]*\s(?:(?:of|the|and|for|de|du|des|la|le)\s)*){2,8})"
+                             r"\((?P<acr>[A-Z][A-Z&]{1,7})\)")
+# "X is a city in Custer County, Nebraska": the leading noun phrase, the copula, the description.
+_LEAD_DESCRIPTION_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^.;:]{0,100}?)\s(?:is|was|are|were)\s(?:an?|the|one of the)\s"
+                                  r"(?P<desc>[^.;]{3,160})")
+_DESC_PLACE_RE = re.compile(r"\b(?:in|near|from)\s(?:the\s)?(?P<place>[A-Z][\w'’-]*(?:,?\s[A-Z][\w'’-]*)*)")
+_YEAR_TOKEN_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
+_PARENTHETICAL_RE = re.compile(r"\s*\([^()]*\)")
+
+
+@dataclass(frozen=True)
+class Subject:
+    name: str             # lowercased name the document is about ("john sparke"), '' when it says none
+    marks: frozenset      # lowercased disambiguator words and years ({"died", "1566"}), empty when none
+    places: frozenset     # place words of the first sentence's description ({"custer", "county", "nebraska"})
+    years: frozenset      # years of that description ({"1951"})
+    acronyms: tuple = ()  # (acronym, lowercased expansion) pairs the document defines
+
+
+def _mark_words(text: str) -> frozenset[str]:
+    """
+    >>> sorted(_mark_words("Bob Evans album"))
+    ['album', 'bob', 'evans']
+    """
+    return frozenset(w for w in (w.lower() for w in _WORD_RE.findall(text)) if w not in SUBJECT_MARK_NOISE)
+
+
+def _acronym_definitions(text: str) -> tuple[tuple[str, str], ...]:
+    """(acronym, expansion) pairs whose capitalised words' initials spell the acronym.
+
+    >>> _acronym_definitions("The Lake County Library System (LCLS) opened.")[0][1]
+    'lake county library system'
+    """
+    found = []
+    for m in _ACRONYM_DEF_RE.finditer(text):
+        acr = m["acr"].replace("&", "").lower()
+        exp = [w for w in m["exp"].split() if w[:1].isupper()][-len(acr):]
+        if len(exp) == len(acr) and "".join(w[0] for w in exp).lower() == acr:
+            found.append((acr, " ".join(exp).lower()))
+    return tuple(found)
+
+
+def _parenthetical_marks(source: str, whole: bool) -> tuple[str, frozenset[str]]:
+    """(name, marks) of a "Name (disambiguator)" opening; a parenthetical inside a sentence may be a translation or
+    a pronunciation, so there (whole=False) only its years count, unless the text repeats the name after it as
+    a title line does ("Lahu (1979 film) Lahu is a ...").
+
+    >>> _parenthetical_marks("John Sparke (died 1566) was an MP.", False)
+    ('john sparke', frozenset({'1566'}))
+    """
+    m = _SUBJECT_PAREN_RE.match(source)
+    if not m:
+        return "", frozenset()
+    name = m["name"].strip()
+    repeated = source[m.end():].lstrip().lower().startswith(name.lower()[:20])
+    marks = _mark_words(m["mark"]) if whole or repeated else frozenset(_YEAR_TOKEN_RE.findall(m["mark"]))
+    return (name.lower(), marks) if marks else ("", frozenset())
+
+
+def document_subject(title: str | None, text: str) -> Subject:
+    """Which subject a document is about, from its title and its opening sentence.
+
+    >>> document_subject(None, "John Sparke (died 1566) was an English politician.").marks
+    frozenset({'1566'})
+    """
+    opening = text.lstrip()
+    name, marks = _parenthetical_marks(title or "", True)
+    name2, marks2 = _parenthetical_marks(opening, False)
+    first = (split_sentences(opening) or [""])[0]
+    lead = _LEAD_DESCRIPTION_RE.match(_PARENTHETICAL_RE.sub("", first))
+    places = years = frozenset()
+    if lead:
+        places = frozenset(w.lower() for m in _DESC_PLACE_RE.finditer(lead["desc"])
+                           for w in _WORD_RE.findall(m["place"]) if w.lower() not in STOPWORDS)
+        years = frozenset(_YEAR_TOKEN_RE.findall(lead["desc"]))
+    lead_name = lead["name"].strip().lower() if lead else ""
+    return Subject(name or name2 or lead_name, marks | marks2, places, years, _acronym_definitions(text))
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_subject(title: str | None, text: str) -> Subject:
+    return document_subject(title, text)
+
+
+def _marks_differ(x: frozenset[str], y: frozenset[str]) -> bool:
+    """Both sides mark their subject and neither holds the other's marks: "(1979 film)" vs "(1997 film)" differ;
+    "(album)" vs "(Mark Wills album)" may be one subject said more or less precisely.
+
+    >>> _marks_differ(frozenset({"1979", "film"}), frozenset({"1997", "film"}))
+    True
+    """
+    return bool(x and y) and not (x <= y or y <= x)
+
+
+def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] = frozenset(),
+                               cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """A Finding (kind 'subjects') when two documents identify different subjects that share a name: the
+    detector then does not compare them. None when they may be about one subject.
+
+    >>> different_subjects_finding(doc("a", "John Sparke (died 1566) was an MP."), doc("b", "John Sparke (died 1680) was an MP.")).kind == "subjects"
+    True
+    """
+    sa, sb = (_cached_subject(d.title if d.title != d.source_id else None, d.content) for d in (a, b))
+    for acr, exp in sa.acronyms:
+        other = [e for r, e in sb.acronyms if r == acr and e != exp]
+        if other:
+            return Finding("subjects", f"different subjects: {exp} vs {other[0]} ({acr.upper()})", (exp, other[0]))
+    same_name = bool(sa.name and sb.name) and _tokens_meet(sa.name.split(), sb.name.split())
+    why = None
+    if same_name and _marks_differ(sa.marks, sb.marks):
+        why = (" ".join(sorted(sa.marks)), " ".join(sorted(sb.marks)))
+    elif same_name and not qwords & PLACE_ASKERS and _marks_differ(sa.places, sb.places):
+        why = (" ".join(sorted(sa.places)), " ".join(sorted(sb.places)))
+    elif same_name and not qwords & DATE_ASKERS and sa.years and sb.years and not sa.years & sb.years:
+        why = (" ".join(sorted(sa.years)), " ".join(sorted(sb.years)))
+    if why is None:
+        return None
+    return Finding("subjects", f"different subjects named {sa.name}: {why[0]} vs {why[1]}", why)
+
+
+# --- answer-anchored values (issue #9, class 3): compare the value attached to what the question asks about
+# "1985, 1912, 1959, 1976 vs 1874, 1906" is a bag of dates, not an answer; "14 days of sick leave" and "30 days of
+# annual leave" measure two things. A side that gives several values of one kind keeps only those within
+# value_anchor_window words of a predicate word of the question ("built", "median age", "warranty"), and abstains
+# when none is; two values whose measured phrases share a head but not its modifiers are not compared.
+
+# Irregular forms mapped to one stem so "built" anchors "When was it build?" ("came" -> "come", "won" -> "win").
+IRREGULAR_STEMS = {
+    "built": "build", "came": "come", "won": "win", "wrote": "write", "written": "write", "sang": "sing",
+    "sung": "sing", "began": "begin", "begun": "begin", "became": "become", "held": "hold", "made": "make",
+    "took": "take", "taken": "take", "gave": "give", "given": "give", "died": "die", "born": "birth",
+    "found": "find", "led": "lead", "left": "leave", "paid": "pay", "sold": "sell", "told": "tell",
+    "grew": "grow", "grown": "grow", "ran": "run", "drew": "draw", "drawn": "draw", "flew": "fly", "shot": "shoot",
+}
+_STEM_SUFFIXES = ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "er", "ers", "s")
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _stem(word: str) -> str:
+    """Crude stem: irregular forms, then one common suffix off a word of five letters or more.
+
+    >>> _stem("released") == _stem("release") == "releas"
+    True
+    >>> _stem("built")
+    'build'
+    """
+    w = IRREGULAR_STEMS.get(word, word)
+    for suffix in _STEM_SUFFIXES:
+        if len(w) - len(suffix) >= 4 and w.endswith(suffix):
+            return w[:-len(suffix)]
+    return w.rstrip("e") if len(w) >= 5 else w
+
+
+def predicate_words(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
+    """Stems of the question's content words that the sentences use as common words: the predicate it asks about.
+    A word the sentences capitalise away from a sentence start names the subject ("India", "Company"), which
+    every value of the document sits near, so it anchors nothing.
+
+    >>> predicate_words(["The Acme tower was built in 1998."], frozenset({"when", "acme", "built"}))
+    frozenset({'build'})
+    """
+    roles = [_word_roles(s) for s in sentences]
+    capital, common, lowered = (frozenset().union(*(r[n] for r in roles)) for n in range(3))
+    return frozenset(_stem(w) for w in qwords if w not in STOPWORDS and w not in capital and not w[:1].isdigit()
+                     and (w in common or w not in lowered))
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _word_roles(sentence: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(words capitalised away from the start, lowercase words, every word lowered) of one sentence, cached."""
+    words = [(k, _strip_possessive(w)) for k, w in enumerate(_WORD_RE.findall(sentence))]
+    return (frozenset(w.lower() for k, w in words if k and w[:1].isupper()),  # "the Company's ships"
+            frozenset(w for _, w in words if w.islower()),  # subtle: "Peter" opening every sentence is still a name
+            frozenset(w.lower() for _, w in words))
+
+
+def _window_stems(sentence: str, v: Value, window: int) -> frozenset[str]:
+    """Stems of the words within `window` words of a value.
+
+    >>> sorted(_window_stems("It was built in 1998 by Jo.", extract_values("1998")[0], 2))
+    ['build', 'jo']
+    """
+    at = sentence.find(v.text)
+    before = _WORD_RE.findall(sentence[:max(at, 0)])[-window:]
+    after = _WORD_RE.findall(sentence[at + len(v.text):] if at >= 0 else "")[:window]
+    return frozenset(_stem(w.lower()) for w in before + after if w.lower() not in STOPWORDS)
+
+
+def _measured_phrase(sentence: str, v: Value) -> tuple[str, ...]:
+    """Up to three lowercase content words right after a value (past "of"): what it measures.
+
+    >>> _measured_phrase("Staff get 14 days of sick leave.", extract_values("14 days")[0])
+    ('sick', 'leave')
+    """
+    at = sentence.find(v.text)
+    if at < 0:
+        return ()
+    words = []
+    for w in _WORD_RE.findall(sentence[at + len(v.text):])[:4]:
+        if not w.islower() or (w in STOPWORDS and w != "of") or w in UNIT_WORDS:
+            break
+        if w != "of":
+            words.append(w)
+    return tuple(words[:3])
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_anchor(sentence: str, v: Value, window: int) -> tuple[frozenset[str], tuple[str, ...]]:
+    return _window_stems(sentence, v, window), _measured_phrase(sentence, v)
+
+
+def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
+    """Same head noun, different modifiers: two measures ("sick leave" vs "annual leave"), not one.
+
+    >>> _phrases_clash(("sick", "leave"), ("annual", "leave"))
+    True
+    >>> _phrases_clash(("leave",), ("sick", "leave"))
+    False
+    """
+    return bool(p and q) and p[-1] == q[-1] and len(p) > 1 and len(q) > 1 and p[:-1] != q[:-1]
+
+
+def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozenset[str], cfg: Config,
+                   kinds: frozenset[str], event_years: bool) -> list[tuple[Value, frozenset[str], tuple[str, ...]]]:
+    """(value, event words, measured phrase) for one side; of a key with several amounts, only the values anchored to
+    a predicate word of the question, none when no value is.
+
+    >>> _anchored_side(["Built 1985, rebuilt 1912, restored 1959."], frozenset(), frozenset({"open"}), DEFAULT_CONFIG, TEMPORAL_KINDS, False) == []
+    True
+    """
+    rows = []
+    for s in sentences:
+        for v, events in _side_values([s], frozenset(), cfg, kinds, event_years):
+            stems, phrase = _cached_anchor(s, v, cfg.value_anchor_window)
+            events = _cached_event_words(s, v, qwords, cfg.event_window)
+            rows.append((v, events, phrase, bool(stems & preds)))
+    asked = [r for r in rows if r[0].unit and _plural(r[0].unit) in {_plural(w) for w in qwords}]
+    rows = asked or rows  # "How many moons?": count moons, not the diameter in km that shares the sentence (as before)
+    keep = []
+    for key in {_value_key(v) for v, *_ in rows}:
+        same = [r for r in rows if _value_key(r[0]) == key]
+        bag = len({round(r[0].amount, 6) for r in same}) >= cfg.value_bag_min
+        keep.extend(r[:3] for r in same if r[3] or not bag)
+    return keep
+
+
+def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                           cfg: Config = DEFAULT_CONFIG, kinds: frozenset[str] = ALL_KINDS,
+                           event_years: bool = False) -> Finding | None:
+    """Like _value_finding, but each side compares only the values attached to what the question asks about.
+
+    >>> anchored_value_finding(["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."], frozenset({"leave"})) is None
+    True
+    """
+    if not all(any(v.kind in kinds for s in side for v in _cached_values(s)) for side in (a, b)):
+        return None  # a side with no value of the kinds: nothing to compare (and the hot path skips the rest)
+    preds = predicate_words(a + b, qwords)
+    va, vb = (_anchored_side(side, qwords, preds, cfg, kinds, event_years) for side in (a, b))
+    for key in sorted({_value_key(v) for v, *_ in va} & {_value_key(v) for v, *_ in vb}):
+        pairs = [(x, y) for x, ex, px in va for y, ey, py in vb
+                 if _value_key(x) == key == _value_key(y) and _comparable(x, y) and not _phrases_clash(px, py)
+                 and not (event_years and key == ("time", "") and not ex & ey)]
+        if pairs and not any(_values_agree(x, y, cfg) for x, y in pairs):
+            return _describe_values(key, pairs)
+    return None
+
+
+# --- answer-slot names (issue #9, class 4): compare the name in the answer slot, not every name in the sentence
+# In web snippets most false alarms are the other capitalised words of a sentence ("order vs gordon ramsay, head
+# chef"; "americans vs us, us marines"). A side's answer-slot names are the names within name_slot_window words of a
+# predicate word of the question ("plays", "wrote", "won"); a side with none abstains. Two names agree when they
+# share a token, when one abbreviates the other ("RBI", "Reserve Bank of India"), or when one is a group that
+# holds the other ("Gladys Knight and the Pips", "Gladys Knight").
+
+# What a name question's verb is said with in the answer ("Who plays X?" -> "X is portrayed by", "starring").
+PREDICATE_ALIASES_RAW = {
+    "play": frozenset({"portray", "star", "cast", "voic", "role", "actor", "actress"}),
+    "write": frozenset({"writer", "author", "compos", "penn", "lyric", "songwrit"}),
+    "sing": frozenset({"singer", "perform", "record", "vocal"}),
+    "direct": frozenset({"director"}), "win": frozenset({"winner", "champion", "victor"}),
+    "found": frozenset({"founder"}), "invent": frozenset({"inventor"}), "own": frozenset({"owner"}),
+    "lead": frozenset({"leader"}), "create": frozenset({"creator"}), "discover": frozenset({"discoverer"}),
+}
+PREDICATE_ALIASES = {_stem(verb): frozenset(map(_stem, aliases)) for verb, aliases in PREDICATE_ALIASES_RAW.items()}
+
+
+def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str],
+               cfg: Config = DEFAULT_CONFIG) -> frozenset[str]:
+    """Names (as extract_names gives them) within `window` words of a predicate word of the question or an alias.
+
+    >>> slot_names("Tim Cook runs Apple; Jo Li plays Ann.", frozenset({"plays", "ann"}), frozenset({"play"}))
+    frozenset({'jo li'})
+    """
+    wanted = preds | {alias for p in preds for alias in PREDICATE_ALIASES.get(p, ())}
+    original = _WORD_RE.findall(sentence)
+    if len(original) >= cfg.name_heading_words and not any(w.islower() and w not in STOPWORDS for w in original):
+        return frozenset()  # a title-case heading ("Cameron Smith Overtakes Rory McIlroy to Win"): no slot to read
+    words = [_strip_possessive(w.lower()) for w in original]
+    stems = [_stem(SYNONYMS.get(w, w)) for w in words]  # "chief" answers "Who is the CEO?"
+    at = [i for i, stem in enumerate(stems) if stem in wanted or any(stem.startswith(w) for w in wanted if len(w) >= 5)]
+    nearest: dict[int, tuple[int, str]] = {}  # predicate position -> (distance, name) of the closest name
+    for name in sorted(_cached_names(sentence, qwords)) if at else ():
+        # subtle: a name may have lost words ("U.S. President Barack Obama" -> "u.s barack obama"): place it by
+        # every word of it the sentence holds
+        own = set(_WORD_RE.findall(name))
+        where = [i for i, w in enumerate(words) if _strip_possessive(w) in own]
+        for i in at:
+            d = min((abs(i - j) for j in where), default=cfg.name_slot_window + 1)
+            if d <= cfg.name_slot_window and (i not in nearest or d < nearest[i][0]):
+                nearest[i] = (d, name)
+    return frozenset(name for _, name in nearest.values())
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str], window: int,
+                       heading_words: int) -> frozenset[str]:
+    return slot_names(sentence, qwords, preds, replace(DEFAULT_CONFIG, name_slot_window=window,
+                                                       name_heading_words=heading_words))
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """
+    >>> _abbreviates("rbi", "reserve bank")
+    True
+    >>> _abbreviates("u.s", "united states")
+    True
+    >>> _abbreviates("rbi", "bank")
+    False
+    """
+    letters = short.replace(".", "").replace(" ", "")
+    initials = _initials(long.split())
+    # subtle: a question word is no name word ("Reserve Bank of India" -> "reserve bank"), so initials may be a prefix
+    return 2 <= len(letters) <= 6 and len(initials) >= 2 and letters.startswith(initials)
+
+
+def _names_agree(xs: Iterable[str], ys: Iterable[str]) -> bool:
+    """A shared or extended token (_tokens_meet), or one name abbreviating another.
+
+    >>> _names_agree({"rbi"}, {"reserve bank of india"})
+    True
+    >>> _names_agree({"jo li"}, {"al roe"})
+    False
+    """
+    xs, ys = list(xs), list(ys)
+    tx, ty = ({t for n in names for t in n.split()} for names in (xs, ys))
+    return _tokens_meet(tx, ty) or any(_abbreviates(x, y) or _abbreviates(y, x) for x in xs for y in ys)
+
+
+def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                      cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """Both sides put a name in the answer slot, and no slot name of one agrees with any name of the other; when a
+    side has no slot, every name counts, as in _name_finding, but abbreviations and groups still agree.
+
+    >>> slot_name_finding(["Jo Li plays Ann, says Al Roe."], ["Bo Yu plays Ann."], frozenset({"plays", "ann"})).evidence
+    ('jo li', 'bo yu')
+    """
+    preds = predicate_words(a + b, qwords) or frozenset(_stem(SYNONYMS.get(w, w)) for w in qwords - STOPWORDS)
+    sa, sb = (sorted({n for s in side for n in _cached_slot_names(s, qwords, preds, cfg.name_slot_window, cfg.name_heading_words)})
+              for side in (a, b))
+    if not sa or not sb:  # no slot on a side: every name, as _name_finding reads them (measured: slot-only
+        old = name_finding(a, b, qwords, cfg)  # loses as many QACC conflicts as false alarms; see README)
+        if old is None:
+            return None
+        sa, sb = old.evidence[0].split(", "), old.evidence[1].split(", ")
+    every_a, every_b = ({n for s in side for n in _cached_names(s, qwords)} for side in (a, b))
+    weak_a, weak_b = (frozenset().union(*(_opening_word(s, qwords) for s in side)) for side in (a, b))
+    if _names_agree(sa, every_b | weak_b) or _names_agree(sb, every_a | weak_a):
+        return None  # subtle: the other side may name the same person outside its slot ("..., said Jo Li")
+    ev = (", ".join(sa), ", ".join(sb))
+    return Finding("name", f"different names in the answer slot: {ev[0]} vs {ev[1]}", ev)
+
+
 # --- Subjects: with no question (a corpus scan), statements about different named subjects are not compared
 
 _ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,}\b")
@@ -1729,16 +2245,18 @@ def _different_subjects(a: list[str], b: list[str]) -> bool:
 
 # --- The registry: which signals run for which question type, first finding wins
 
-_MEASURES = functools.partial(value_finding, kinds=MEASURE_KINDS, event_years=False)
-_TEMPORAL = functools.partial(value_finding, kinds=TEMPORAL_KINDS, event_years=False)
-_ALL_VALUES = functools.partial(value_finding, kinds=ALL_KINDS, event_years=True)
+_MEASURES = functools.partial(anchored_value_finding, kinds=MEASURE_KINDS, event_years=False)
+_TEMPORAL = functools.partial(anchored_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
+_ALL_VALUES = functools.partial(anchored_value_finding, kinds=ALL_KINDS, event_years=True)
 # Checks per question type, first finding wins; polarity counts for every type.
+# issue #9: swap_finding (class 1) closes every type's list: a swapped span conflicts whatever the question asks;
+# slot_name_finding (class 4) replaces _name_finding; yes/no questions also compare anchored values (class 3).
 CHECKS = {
-    "quantity": (_MEASURES, polarity_finding),
-    "date": (_TEMPORAL, polarity_finding),
-    "name": (name_finding, polarity_finding),
-    "state": (polarity_finding, state_slot_finding),
-    "other": (polarity_finding, _ALL_VALUES, slot_finding),  # a policy's dates matter less than its polarity
+    "quantity": (_MEASURES, polarity_finding, swap_finding),
+    "date": (_TEMPORAL, polarity_finding, swap_finding),
+    "name": (slot_name_finding, polarity_finding, swap_finding),
+    "state": (polarity_finding, state_slot_finding, _ALL_VALUES, swap_finding),
+    "other": (polarity_finding, _ALL_VALUES, slot_finding, swap_finding),
 }
 
 
@@ -2075,6 +2593,7 @@ class AnswerView:
     sentences: tuple  # answer-bearing sentences, in document order
     relevance: float  # cosine between the question and the document's most relevant sentence
     answer: object = None  # the reader's Answer on this document alone (detector 'full'), else None
+    doc: Document | None = None  # the document itself: its title and first sentence say which subject it is about
 
 
 class QuestionAwareDetector(ConflictDetector):
@@ -2097,16 +2616,16 @@ class QuestionAwareDetector(ConflictDetector):
         """The document's answer-bearing sentences: the most similar to the question, within a margin of the best."""
         sentences, vectors = self.sentences[doc.content]
         if question_vector is None:
-            return AnswerView(tuple(sentences), 1.0)
+            return AnswerView(tuple(sentences), 1.0, doc=doc)
         sims = vectors @ question_vector
         order = sorted(range(len(sentences)), key=lambda i: (-sims[i], i))[:self.cfg.answer_sentences]
         best = float(sims[order[0]])
         keep = sorted(i for i in order if sims[i] >= best - self.cfg.answer_margin)
-        return AnswerView(tuple(sentences[i] for i in keep), best)
+        return AnswerView(tuple(sentences[i] for i in keep), best, doc=doc)
 
     def features(self, docs, question, question_vector):
         if question_vector is None:  # no question to aim at (a corpus scan): every sentence, no embedding needed
-            return [AnswerView(sentences_of(d.content), 1.0) for d in docs]
+            return [AnswerView(sentences_of(d.content), 1.0, doc=d) for d in docs]
         self.prime(docs)
         qv = normalise(np.atleast_2d(question_vector))[0]
         views = [self.view(d, qv) for d in docs]
@@ -2122,7 +2641,10 @@ class QuestionAwareDetector(ConflictDetector):
         return (sims >= self.cfg.pair_gate) & relevant[:, None] & relevant[None, :]
 
     def check_pair(self, fa, fb, question=""):
-        """compare_answers (the registry of text signals), then the reader's answers, then NLI: the first Finding."""
+        """compare_answers (the registry of text signals), then the reader's answers, then NLI: the first Finding.
+        Documents that identify different subjects sharing a name are not compared (subject identity)."""
+        if different_subjects_finding(fa.doc, fb.doc, question_words(question), self.cfg):
+            return None  # namesakes ("John Sparke (died 1566)" / "(died 1680)") do not contradict each other
         finding = compare_answers(question, list(fa.sentences), list(fb.sentences), self.cfg)
         if finding is None and fa.answer and fb.answer:
             finding = reader_disagreement(fa.answer, fb.answer, self.cfg)
@@ -4189,6 +4711,108 @@ class TestNames(unittest.TestCase):
 
     def test_token_overlap_agrees(self):
         self.assertIsNone(compare_answers("Who runs Apple?", ["Tim Cook runs it."], ["It is run by CEO Cook."]))
+
+
+class TestIssue9(unittest.TestCase):
+    """Issue #9: each error class with what must fire and its near miss that must not."""
+
+    def test_class1_swap_fires(self):
+        f = compare_answers("What is the median age in the city?", ["The median age in the city was 45.7 years."],
+                            ["The median age in the city was 30.2 years."])
+        self.assertIsNotNone(f)
+        f = swap_finding(["Familiar is a 1951 British drama film directed by Alan Smith."],
+                         ["Familiar is a 1951 British drama film directed by Bob Jones."])
+        self.assertEqual((f.kind, f.evidence), ("swap", ("Alan Smith", "Bob Jones")))
+        f = compare_answers("What position did he play?", ["He played as a Defender for the club until 1990."],
+                            ["He played as a Forward for the club until 1990."])
+        self.assertEqual(f.evidence, ("Defender", "Forward"))
+
+    def test_class1_swap_near_misses(self):
+        same = "Pellucid Labs raised {} in seed funding this year."
+        self.assertIsNone(swap_finding([same.format("$4.2M")], [same.format("4.2 million dollars")]))
+        self.assertIsNone(swap_finding(["Its warranty lasts 12 months from purchase."],
+                                       ["Its warranty lasts one year from purchase."]))
+        self.assertIsNone(swap_finding(["The Reserve Bank of India prints all currency notes."],
+                                       ["The RBI prints all currency notes."]))
+        self.assertIsNone(swap_finding(["Ixmo employs 850 people in the city."], ["Tormo employs 850 people in the city."]))
+        self.assertIsNone(swap_finding(["The median age was 45.7 years."], ["The median income was $45,700 a year."]))
+
+    def test_class2_different_subjects_not_compared(self):
+        cases = (("John Sparke (died 1566) was an English politician, MP for Plymouth.",
+                  "John Sparke (died 1680) was an English politician, MP for Plymouth."),
+                 ("Broken Bow is a city in Custer County, Nebraska. Its population was 3,559 at the 2010 census.",
+                  "Broken Bow is a city in McCurtain County, Oklahoma. Its population was 4,120 at the 2010 census."),
+                 ("The Lake County Library System (LCLS) has 8 branches.",
+                  "The Lakeland Cooperative Library System (LCLS) has 12 branches."))
+        for a, b in cases:
+            self.assertIsNotNone(different_subjects_finding(doc("a", a), doc("b", b)), a)
+        titled = (doc("a", "Familiar Stranger is the album's title track.", title="Familiar Stranger (Bob Evans album)"),
+                  doc("b", "Familiar Stranger is the album's title track.", title="Familiar Stranger (Mark Wills album)"))
+        self.assertEqual(different_subjects_finding(*titled).kind, "subjects")
+        detector = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed)
+        a, b = doc("a", cases[1][0]), doc("b", cases[1][1])
+        views = [AnswerView(tuple(sentences_of(d.content)), 1.0, doc=d) for d in (a, b)]
+        self.assertIsNone(detector.check_pair(*views, "What is the population of Broken Bow?"))
+        same = [replace(v, doc=doc(v.doc.source_id, "Broken Bow is a city in Nebraska.")) for v in views]
+        self.assertIsNotNone(detector.check_pair(*same, "What is the population of Broken Bow?"))  # compared
+
+    def test_class2_same_subject_still_compared(self):
+        a = doc("a", "Broken Bow is a city in Nebraska. Its population was 3,559 at the 2010 census.")
+        b = doc("b", "Broken Bow is a city in Custer County, Nebraska. Its population was 4,120 at the 2010 census.")
+        self.assertIsNone(different_subjects_finding(a, b))
+        self.assertIsNone(different_subjects_finding(doc("a", "John Sparke (died 1566) was an MP."),
+                                                     doc("b", "John Sparke was an English MP.")))
+        where = different_subjects_finding(doc("a", "Oakdale is a town in Kent County, Delaware."),
+                                           doc("b", "Oakdale is a town in Sussex County, Delaware."),
+                                           question_words("Where is Oakdale located?"))
+        self.assertIsNone(where)  # the place is what the question asks: a conflict to find, not an identity
+
+    def test_class3_value_attached_to_the_question(self):
+        q = "How many days of sick leave do staff get?"
+        self.assertIsNone(compare_answers(q, ["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."]))
+        self.assertIsNotNone(compare_answers(q, ["Staff get 14 days of sick leave."], ["Staff get 10 days of sick leave."]))
+        q = "When was the Orrin bridge built?"
+        bag = ["The Orrin bridge has stood through floods; repairs followed in 1985, 1912, 1959 and 1976."]
+        self.assertIsNone(compare_answers(q, bag, ["Floods hit the Orrin valley in 1874 and 1906."]))
+        self.assertIsNotNone(compare_answers(q, ["The Orrin bridge was built in 1874."],
+                                             ["Work on the Orrin bridge was finished and it was built in 1906."]))
+
+    def test_class3_bag_keeps_its_anchored_value(self):
+        q = "When was the Orrin bridge built?"
+        a = ["The Orrin bridge was built in 1874; it was repaired in 1912, 1959 and 1976."]
+        self.assertIsNone(compare_answers(q, a, ["The Orrin bridge was built in 1874."]))
+        self.assertIsNotNone(compare_answers(q, a, ["The Orrin bridge was built in 1881."]))
+
+    def test_class4_name_in_the_answer_slot(self):
+        q = "Who plays the chef in Kitchen Rules?"
+        a = ["Marco Bell plays the head chef in Kitchen Rules, alongside Gordon Ramsay."]
+        self.assertIsNone(compare_answers(q, a, ["In Kitchen Rules the chef is played by Marco Bell."]))
+        self.assertIsNotNone(compare_answers(q, a, ["In Kitchen Rules the chef is played by Tom Reyes."]))
+
+    def test_class4_abbreviations_and_groups_agree(self):
+        q = "Who prints currency notes in India?"
+        self.assertIsNone(compare_answers(q, ["The Reserve Bank of India prints currency notes."],
+                                          ["Currency notes are printed by the RBI in four presses."]))
+        q = "Who sang Midnight Train first?"
+        self.assertIsNone(compare_answers(q, ["Midnight Train was first sung by Gladys Knight and the Pips."],
+                                          ["Gladys Knight sang Midnight Train first in 1973."]))
+        self.assertIsNotNone(compare_answers(q, ["Midnight Train was first sung by Gladys Knight and the Pips."],
+                                             ["Cissy Houston sang Midnight Train first in 1972."]))
+
+    def test_class5_change_of_state_verbs(self):
+        q = "Is the Harbour ferry still running?"
+        self.assertIsNotNone(compare_answers(q, ["The Harbour ferry was cancelled last spring."],
+                                             ["The Harbour ferry is in service every day."]))
+        self.assertIsNotNone(compare_answers("Does the museum take cash?", ["The museum no longer accepts cash."],
+                                             ["The museum accepts cash and cards."]))
+        self.assertIsNotNone(compare_answers("Is the Lumo phone still sold?", ["Lumo has stopped selling the phone."],
+                                             ["The Lumo phone is still on sale."]))
+
+    def test_class5_near_misses(self):
+        self.assertIsNone(compare_answers("Does the museum take cash?", ["The museum no longer accepts cash."],
+                                          ["Cash is not accepted at the museum."]))
+        self.assertIsNone(compare_answers("Is the Harbour ferry still running?", ["The Harbour ferry was not cancelled."],
+                                          ["The Harbour ferry is in service every day."]))
 
 
 class TestFeatureProperties(unittest.TestCase):
