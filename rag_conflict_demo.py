@@ -377,6 +377,10 @@ def check_question(question, where):
 #   polarity  one predicate group with opposite signs (retired vs currently available; required vs no longer required)
 #   name      disjoint person/organisation names for a who-question (Maria Lopez vs Daniel Okafor)
 #   slot      two near-identical frames that differ in one content slot (capital ... Sydney vs ... Canberra)
+#   swap      the same sentence with one short span replaced, whatever the question type (an edited copy)
+#   anchored  values compared only where they are attached to what the question asks about
+#   slot name the name beside the question's verb, not every capitalised word
+# and subject identity, which keeps documents about namesakes (John Sparke (died 1566) / (died 1680)) apart.
 # To add a signal: a sub-section of its own before the registry, ending in a function
 # NAME_finding(sentences_a, sentences_b, qwords, cfg) -> Finding | None; its row(s) in CHECKS; its thresholds in
 # Config; a test that fires and its near miss that must not.
@@ -1720,7 +1724,7 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
     return slot_finding(a, b, qwords, cfg)
 
 
-# --- same-frame swap (issue #9, class 1): two sentences word for word the same but for one short span
+# --- Swaps: two sentences word for word the same but for one short span (45.7 years vs 30.2 years)
 # "The median age in the city was 45.7 years." vs "... 30.2 years."; "directed by A" vs "directed by B". An edited
 # copy or a stale mirror says the same thing with one value or term replaced: the plainest contradiction there is,
 # whatever the question asks. Formatting variants of one value ("$4.2M" vs "4.2 million dollars"), synonyms,
@@ -1824,7 +1828,7 @@ def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
     return None
 
 
-# --- subject identity (issue #9, class 2): documents about different subjects that share a name are not compared
+# --- Subject identity: documents about different subjects that share a name are not compared
 # "John Sparke (died 1566)" vs "John Sparke (died 1680)"; "Familiar Stranger (Bob Evans album)" vs "(Mark Wills
 # album)"; "Lake County Library System (LCLS)" vs "Lakeland Cooperative Library System (LCLS)". What says which
 # subject a document is about: a parenthetical disambiguator after its title or leading name, the expansion of an
@@ -1961,7 +1965,7 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     return Finding("subjects", f"different subjects named {sa.name}: {why[0]} vs {why[1]}", why)
 
 
-# --- answer-anchored values (issue #9, class 3): compare the value attached to what the question asks about
+# --- Anchored values: compare the value attached to what the question asks about, not a bag of values
 # "1985, 1912, 1959, 1976 vs 1874, 1906" is a bag of dates, not an answer; "14 days of sick leave" and "30 days of
 # annual leave" measure two things. A side that gives several values of one kind keeps only those within
 # value_anchor_window words of a predicate word of the question ("built", "median age", "warranty"), and abstains
@@ -2108,7 +2112,7 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
     return None
 
 
-# --- answer-slot names (issue #9, class 4): compare the name in the answer slot, not every name in the sentence
+# --- Answer-slot names: compare the name in the answer slot, not every name in the sentence
 # In web snippets most false alarms are the other capitalised words of a sentence ("order vs gordon ramsay, head
 # chef"; "americans vs us, us marines"). A side's answer-slot names are the names within name_slot_window words of a
 # predicate word of the question ("plays", "wrote", "won"); a side with none abstains. Two names agree when they
