@@ -310,8 +310,7 @@ def parse_document(record, where):
         raise UsageError(f"{where} ('{sid}'): field 'title' must be a string, got {json_type(title)}")
     date = record.get("date")
     if date is not None and not valid_iso_date(date):
-        raise UsageError(f"{where} ('{sid}'): field 'date' {json.dumps(date)} is not an ISO-8601 date or "
-                         f"datetime (e.g. 2024-04-03 or 2024-04-03T09:30:00)")
+        raise UsageError(f"{where} ('{sid}'): field 'date' {json.dumps(date)} {iso_date_problem(date)}")
     version = record.get("version")
     if isinstance(version, int) and not isinstance(version, bool) and 0 <= version < 10 ** 30:
         version = str(version)
@@ -332,6 +331,19 @@ def valid_iso_date(value):
         return True
     except (ValueError, OverflowError):  # OverflowError: an offset that moves year 9999 past the calendar
         return False
+
+
+def iso_date_problem(value):
+    """Why valid_iso_date refuses a value, in words: not ISO-8601 at all, or ISO-8601 past the calendar in UTC."""
+    if isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}", value):
+        try:
+            parse_iso(value)
+        except OverflowError:
+            return ("is valid ISO-8601, but its UTC offset moves it past 9999-12-31, the last day dates can be "
+                    "compared on")
+        except ValueError:
+            pass
+    return "is not an ISO-8601 date or datetime (e.g. 2024-04-03 or 2024-04-03T09:30:00)"
 
 
 def check_question(question, where):
@@ -2249,6 +2261,9 @@ def locate_model(name, what, flag, env, timeout):
         if not os.path.isfile(os.path.join(name, "config.json")):
             raise ModelUnavailable(f"{what} model directory '{name}' has no config.json, so it holds no model; {hint}")
         return name
+    if os.path.exists(name):
+        raise ModelUnavailable(f"{what} model '{name}' is a file, not a model directory (a folder holding "
+                               f"config.json and the weights, as the hub publishes it); {hint}")
     if is_local_path(name):
         raise ModelUnavailable(f"{what} model directory '{name}' does not exist; {hint}")
     require_libraries()
@@ -2774,7 +2789,7 @@ def eval_record_pairs(record, where):
             raise UsageError(f"{where}: document {n} must be an object with a non-empty 'text'")
         date = d.get("date")
         if date is not None and not valid_iso_date(date):
-            raise UsageError(f"{where}: document {n}: 'date' {json.dumps(date)} is not an ISO-8601 date")
+            raise UsageError(f"{where}: document {n}: 'date' {json.dumps(date)} {iso_date_problem(date)}")
         sid = f"{rid}:{d.get('id', n)}"
         parsed.append(Document(sid, d.get("title") or sid, date, d["text"]))
     question = record.get("question") or ""
@@ -3203,6 +3218,13 @@ def parse_args(argv):
     p.add_argument("--bench", action="store_true",
                    help="measure the cost: detection time against k, the walkthrough's stages, memory, scan speed")
     args = p.parse_args(argv)
+    for flag, value, wanted in (("--kb", args.kb, "a file path"),
+                                ("--eval", args.eval, "a file path (or no value, for the built-in set)"),
+                                ("--nli", args.nli, f"a model name or directory (or no value, for {NLI_DEFAULT})"),
+                                ("--embed-model", args.embed_model, "a model name or directory"),
+                                ("--qa-model", args.qa_model, "a model name or directory")):
+        if value is not None and not value.strip():  # an unset shell variable: refused, never a silent default
+            raise UsageError(f"{flag} needs {wanted}, got an empty one")
     if args.nli == NLI_DEFAULT and os.environ.get("RAG_NLI_MODEL"):
         args.nli = os.environ["RAG_NLI_MODEL"]
     args.reader_flag, args.reader = args.reader, args.reader or os.environ.get("RAG_READER") or Config.reader
@@ -4708,7 +4730,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
              "invalid JSON at line 4, column 1: Extra data"),
             ("deep nesting", "[" * 100_000, [], "JSON nested too deeply"),
             ("date past the calendar", json.dumps({"documents": [dict(doc0, date="9999-12-31T23:00:00-05:00")]}), [],
-             "is not an ISO-8601 date"),
+             "\"9999-12-31T23:00:00-05:00\" is valid ISO-8601, but its UTC offset moves it past 9999-12-31"),
             ("huge version", json.dumps({"documents": [dict(doc0, version=10 ** 30)]}), [],
              "is neither an integer nor a dotted version"),
         ]
@@ -4729,6 +4751,20 @@ class TestOwnKnowledgeBase(unittest.TestCase):
                 self.assertTrue(err.startswith("error: "))
                 if before is not None:
                     self.assertEqual(open(path, "rb").read(), before)  # nothing the user gave is touched
+
+
+    def test_empty_paths_are_refused(self):
+        for argv, message in ((["--kb", ""], "--kb needs a file path, got an empty one"),
+                              (["--kb", " "], "--kb needs a file path, got an empty one"),
+                              (["--nli", "", "--question", "q"], "--nli needs a model name or directory"),
+                              (["--eval", ""], "--eval needs a file path"),
+                              (["--embed-model", ""], "--embed-model needs a model name or directory"),
+                              (["--qa-model", ""], "--qa-model needs a model name or directory")):
+            with self.subTest(argv=argv):
+                code, out, err = run_main(argv)
+                self.assertEqual((code, out), (2, ""))
+                self.assertTrue(err.startswith(f"error: {message}"), err)
+                self.assertEqual(len(err.splitlines()), 1)
 
 
 class TestEval(unittest.TestCase):
@@ -4918,6 +4954,17 @@ class TestModels(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             with self.assertRaisesRegex(ModelUnavailable, "has no config.json.*--qa-model"):
                 locate_model(tmp, "QA", "--qa-model", "RAG_QA_MODEL", 1.0)
+
+    def test_a_file_given_as_model_says_so(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w") as f:
+                f.write("{}")
+            code, out, err = run_main(["--qa-model", path, "--reader", "qa", "--question", "q"], read=None)
+        self.assertEqual((code, out), (1, ""))
+        self.assertEqual(err, f"error: QA model '{path}' is a file, not a model directory (a folder holding "
+                              f"config.json and the weights, as the hub publishes it); download it where you have "
+                              f"network and pass --qa-model /path/to/model or set RAG_QA_MODEL\n")
 
     def test_missing_nli_model_fails_with_one_line(self):
         with tempfile.TemporaryDirectory() as tmp:
