@@ -68,6 +68,7 @@ import textwrap
 import time
 import unittest
 import unittest.mock
+import zipfile
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
@@ -257,11 +258,39 @@ def read_kb_records(path):
 
 
 def parse_json(text, where):
-    """json.loads, with nesting too deep for the parser reported as bad input rather than a crash."""
+    """json.loads, with nesting too deep for the parser, or an integer too long for Python to read, reported as bad
+    input rather than a crash."""
     try:
         return json.loads(text)
     except RecursionError:
         raise UsageError(f"{where}: JSON nested too deeply")
+    except json.JSONDecodeError:
+        raise
+    except ValueError as e:  # "Exceeds the limit (4300 digits) for integer string conversion", even in an ignored field
+        found = long_integer_at(text)
+        if found is None:
+            raise UsageError(f"{where}: {e}")
+        at, digits = found
+        line, column = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+        place = f"line {line}, column {column}" if "\n" in text else f"column {column}"
+        raise UsageError(f"{where}: an integer of {digits} digits at {place}, more than Python reads "
+                         f"({sys.get_int_max_str_digits()}); write it as a string")
+
+
+# JSON strings (matched whole, so digits inside them are skipped) and numbers, integers without fraction or exponent
+JSON_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|-?(?P<digits>\d+)(?P<fraction>\.\d+)?(?P<exponent>[eE][-+]?\d+)?')
+
+
+def long_integer_at(text):
+    """(offset, digits) of the first JSON integer longer than Python's integer-string limit; None when there is none.
+
+    Example: long_integer_at('{"id": "1' + "9" * 5000 + '", "n": -' + "9" * 5000 + "}") == (5017, 5000)
+    """
+    limit = sys.get_int_max_str_digits()
+    for m in JSON_TOKEN_RE.finditer(text):
+        if m["digits"] and not m["fraction"] and not m["exponent"] and len(m["digits"]) > limit:
+            return m.start(), len(m["digits"])
+    return None
 
 
 def first_line_is_object(text):
@@ -269,7 +298,7 @@ def first_line_is_object(text):
     line = next((x for x in text.splitlines() if x.strip()), "")
     try:
         first = json.loads(line)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError: also an integer too long to read, reported by parse_json
         return False
     return isinstance(first, dict) and "documents" not in first  # a wrapped knowledge base is not a document
 
@@ -304,10 +333,13 @@ def parse_document(record, where):
         if not isinstance(value, str) or not value.strip():
             problem = "missing" if value is None else "empty" if isinstance(value, str) else json_type(value)
             raise UsageError(f"{where}: field '{name}' is {problem}; it must be a non-empty string")
-    sid = record["source_id"]
+    sid = check_text(record["source_id"], f"{where}: field 'source_id'")
+    check_text(record["content"], f"{where} ('{sid}'): field 'content'")
     title = record.get("title")
     if title is not None and not isinstance(title, str):
         raise UsageError(f"{where} ('{sid}'): field 'title' must be a string, got {json_type(title)}")
+    if title is not None:
+        check_text(title, f"{where} ('{sid}'): field 'title'")
     date = record.get("date")
     if date is not None and not valid_iso_date(date):
         raise UsageError(f"{where} ('{sid}'): field 'date' {json.dumps(date)} {iso_date_problem(date)}")
@@ -350,7 +382,26 @@ def check_question(question, where):
     if not isinstance(question, str) or not question.strip():
         raise UsageError(f"{where}: a question must be a non-empty string, got "
                          f"{json.dumps(question) if isinstance(question, str) else json_type(question)}")
-    return question.strip()
+    return check_text(question, where).strip()
+
+
+SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def check_text(text, where):
+    """text, when every code point in it is a character; else a UsageError saying which and where. A lone surrogate
+    comes from a JSON escape ("\\ud800") or, as U+DC80-U+DCFF, from a byte that is not UTF-8 in a command-line
+    argument (Python's surrogateescape); the tokenizer and the terminal would both fail on it.
+
+    Example: check_text("ok", "--question 1") == "ok"
+    """
+    m = SURROGATE_RE.search(text)
+    if m:
+        code = ord(m[0])
+        what = (f"byte 0x{code - 0xdc00:02x} is not UTF-8" if where.startswith("--") and code >= 0xdc80 else
+                f"\\u{code:04x} is a lone surrogate, not a character")
+        raise UsageError(f"{where}: {what} (at character {m.start() + 1}); fix the text or its encoding")
+    return text
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -2392,6 +2443,8 @@ def load_models(cfg, quiet, wanted=("embedding", "QA"), optional=()):
     for what in wanted:
         try:
             paths[what] = locate_model(getattr(cfg, MODELS[what][0]), what, *MODELS[what][2:], cfg.hub_timeout)
+            if os.path.isdir(paths[what]):
+                check_weights(paths[what], what)
         except ModelUnavailable as e:
             if what not in optional:
                 raise
@@ -2399,15 +2452,56 @@ def load_models(cfg, quiet, wanted=("embedding", "QA"), optional=()):
     require_libraries()
     if quiet:
         silence_model_libraries()  # the libraries are imported now; set their own switches too
+    from safetensors import SafetensorError
+
     loaded = {}
     for what, path in paths.items():
         log.info("loading %s model from %s", what, path)
         try:
             loaded[what] = MODELS[what][1](path, cfg)
-        except (OSError, ValueError, KeyError) as e:
+        except (OSError, ValueError, KeyError, EOFError, SafetensorError) as e:  # damaged files check_weights missed
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ModelUnavailable(f"{what} model at '{path}' could not be loaded: {first}")
     return loaded, missing
+
+
+def check_weights(path, what):
+    """ModelUnavailable naming the file when a weights file in a model directory is cut short or unreadable (an
+    interrupted download), found before any model library reads it: one line, not the loader's traceback."""
+    for root, _, files in os.walk(path):
+        for name in sorted(files):
+            file = os.path.join(root, name)
+            problem = (safetensors_problem(file) if name.endswith(".safetensors") else
+                       zip_checkpoint_problem(file) if name.endswith(".bin") else None)
+            if problem:
+                raise ModelUnavailable(f"{what} model file '{file}' {problem}; was its download interrupted? "
+                                       f"download the model again")
+
+
+def safetensors_problem(file):
+    """None when the file holds every byte its header describes (8-byte little-endian header length, a JSON header
+    of tensors with data_offsets, then the data); else what is wrong, in words."""
+    size = os.path.getsize(file)
+    with open(file, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        if size < 8 or not 2 <= n <= size - 8:
+            return f"is truncated or corrupt: {size} bytes cannot hold the header it announces"
+        try:
+            tensors = json.loads(f.read(n))
+            end = max((t["data_offsets"][1] for k, t in tensors.items() if k != "__metadata__"), default=0)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            return "is corrupt: its header is not a safetensors header"
+    if 8 + n + end > size:
+        return f"is truncated: it has {size:,} bytes of the {8 + n + end:,} its header describes"
+    return None
+
+
+def zip_checkpoint_problem(file):
+    """None unless the file starts as a zip (torch's checkpoint format) and lacks the end a zip must have."""
+    with open(file, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":
+            return None  # the legacy pickle format: nothing cheap to check
+    return None if zipfile.is_zipfile(file) else "is truncated: a zip checkpoint without its central directory"
 
 
 def silence_model_libraries():
@@ -2787,6 +2881,9 @@ def eval_record_pairs(record, where):
     for n, d in enumerate(docs, 1):
         if not isinstance(d, dict) or not isinstance(d.get("text"), str) or not d["text"].strip():
             raise UsageError(f"{where}: document {n} must be an object with a non-empty 'text'")
+        for name in ("text", "title"):
+            if isinstance(d.get(name), str):
+                check_text(d[name], f"{where}: document {n}: field '{name}'")
         date = d.get("date")
         if date is not None and not valid_iso_date(date):
             raise UsageError(f"{where}: document {n}: 'date' {json.dumps(date)} {iso_date_problem(date)}")
@@ -2795,7 +2892,8 @@ def eval_record_pairs(record, where):
     question = record.get("question") or ""
     if not isinstance(question, str):
         raise UsageError(f"{where}: field 'question' must be a string")
-    kind = str(record.get("type") or "untyped")
+    check_text(question, f"{where}: field 'question'")
+    kind = check_text(str(record.get("type") or "untyped"), f"{where}: field 'type'")
     return [EvalPair(rid, question, a, b, record["conflict"], kind)
             for i, a in enumerate(parsed) for b in parsed[i + 1:]]
 
@@ -4733,6 +4831,18 @@ class TestOwnKnowledgeBase(unittest.TestCase):
              "\"9999-12-31T23:00:00-05:00\" is valid ISO-8601, but its UTC offset moves it past 9999-12-31"),
             ("huge version", json.dumps({"documents": [dict(doc0, version=10 ** 30)]}), [],
              "is neither an integer nor a dotted version"),
+            ("huge integer in an ignored field", '{"documents": [\n {"source_id": "a", "content": "x", "n": '
+             + "9" * 5000 + "}]}", [], "an integer of 5000 digits at line 2, column 42, more than Python reads"),
+            ("huge integer in JSON Lines", json.dumps(doc0) + '\n{"source_id": "b", "content": "y", "n": [1, -'
+             + "9" * 5000 + "]}", [], "line 2: an integer of 5000 digits at column 45"),
+            ("lone surrogate in content", '{"documents": [{"source_id": "a", "content": "bad \\ud800 here"}]}', [],
+             "document 1 ('a'): field 'content': \\ud800 is a lone surrogate, not a character (at character 5)"),
+            ("lone surrogate in title", '{"documents": [{"source_id": "a", "content": "x", "title": "\\udfff"}]}',
+             [], "field 'title': \\udfff is a lone surrogate"),
+            ("lone surrogate in a question", '{"documents": [{"source_id": "a", "content": "x"}], "questions": '
+             '["why\\udc80?"]}', [], "question 1: \\udc80 is a lone surrogate"),
+            ("non-UTF-8 byte in --question", ok, ["--question", b"caf\xe9?".decode("utf-8", "surrogateescape")],
+             "--question 1: byte 0xe9 is not UTF-8 (at character 4)"),
         ]
         for name, text, extra, message in cases:
             with self.subTest(name):
@@ -4835,6 +4945,10 @@ class TestEval(unittest.TestCase):
                                  ([{"conflict": True, "docs": [{"id": "A", "text": "x"}]}], "at least two documents"),
                                  (["{nope"], "line 1, column 2: invalid JSON"),
                                  ([{"conflict": False, "docs": [{"text": "x"}, {"text": ""}]}], "document 2 must be"),
+                                 (['{"conflict": true, "docs": [{"text": "x"}, {"text": "\\ud800"}]}'],
+                                  "line 1: document 2: field 'text': \\ud800 is a lone surrogate"),
+                                 (['{"conflict": true, "n": ' + "1" * 4301 + ', "docs": []}'],
+                                  "line 1: an integer of 4301 digits at column 25"),
                                  ([], "no labelled pairs")):
             with self.subTest(message):
                 code, out, err = run_main(["--eval", self.write(records)])
@@ -4965,6 +5079,31 @@ class TestModels(unittest.TestCase):
         self.assertEqual(err, f"error: QA model '{path}' is a file, not a model directory (a folder holding "
                               f"config.json and the weights, as the hub publishes it); download it where you have "
                               f"network and pass --qa-model /path/to/model or set RAG_QA_MODEL\n")
+
+    def test_a_truncated_or_corrupt_weights_file_is_named(self):
+        header = json.dumps({"__metadata__": {"format": "pt"},
+                             "w": {"dtype": "F32", "shape": [100], "data_offsets": [0, 400]}}).encode()
+        whole = len(header).to_bytes(8, "little") + header + bytes(400)
+        for name, content, problem in (
+                ("model.safetensors", whole[:-300], f"is truncated: it has {len(whole) - 300} bytes of the "
+                                                    f"{len(whole)} its header describes"),
+                ("model.safetensors", whole[:50], "is truncated or corrupt: 50 bytes cannot hold the header"),
+                ("model.safetensors", whole[:8] + b"{" * len(header) + bytes(400), "is corrupt: its header is not"),
+                ("pytorch_model.bin", b"PK\x03\x04" + bytes(60), "is truncated: a zip checkpoint without its")):
+            with self.subTest(problem), tempfile.TemporaryDirectory() as tmp:
+                for file, data in (("config.json", b"{}"), (name, content)):
+                    with open(os.path.join(tmp, file), "wb") as f:
+                        f.write(data)
+                code, out, err = run_main(["--embed-model", tmp, "--question", "q"], embed=None)
+                self.assertEqual((code, out), (1, ""))
+                self.assertTrue(err.startswith(f"error: embedding model file '{os.path.join(tmp, name)}' {problem}"),
+                                err)
+                self.assertTrue(err.endswith("; was its download interrupted? download the model again\n"), err)
+                self.assertEqual(len(err.splitlines()), 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
+                f.write(whole)
+            check_weights(tmp, "embedding")  # whole: no complaint
 
     def test_missing_nli_model_fails_with_one_line(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -5111,6 +5250,18 @@ class TestIntegration(unittest.TestCase):
             self.assertTrue(any(span in " ".join(d.content.split()) for d in KNOWLEDGE_BASE), span)
         self.assertGreaterEqual(answer.confidence, 0.0)
         self.assertLessEqual(answer.confidence, 1.0)
+
+    def test_a_truncated_download_of_the_real_model_is_one_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, size in (("config.json", None), ("model.safetensors", 1 << 20)):
+                with open(os.path.join(self.cfg.embed_model, name), "rb") as src, \
+                        open(os.path.join(tmp, name), "wb") as dst:
+                    dst.write(src.read(size or -1))
+            code, out, err = run_main(["--embed-model", tmp, "--question", "q"], fakes=False, read=fake_read)
+        self.assertEqual((code, out), (1, ""))
+        self.assertTrue(err.startswith(f"error: embedding model file '{os.path.join(tmp, 'model.safetensors')}' is "
+                                       f"truncated: it has 1,048,576 bytes of the "), err)
+        self.assertEqual(len(err.splitlines()), 1)
 
     def test_a_plain_transformer_as_embedder_is_announced(self):
         code, _, err = run_main(["--quiet", "--json", "--question", "q", "--embed-model", self.qa_dir], fakes=False,
