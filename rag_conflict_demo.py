@@ -3383,12 +3383,17 @@ def needs_newline(path):
         return f.read(1) != b"\n"
 
 
-def check_log_path(path):
-    """--log-conflicts must name a file we can append to; checked before any work is done."""
+def check_log_path(path, inputs=()):
+    """--log-conflicts must name a file we can append to, and none of the inputs ((flag, path) pairs): records
+    appended to a knowledge base would break it. Checked before any work is done."""
     if not path.strip():
         raise UsageError("--log-conflicts needs a file path, got an empty one")
     if os.path.isdir(path):
         raise UsageError(f"--log-conflicts {path}: is a directory")
+    for flag, given in inputs:  # the same file by device and inode: another spelling, a symbolic or hard link
+        if given and os.path.exists(path) and os.path.exists(given) and os.path.samefile(path, given):
+            raise UsageError(f"--log-conflicts {path}: is the same file as {flag} {given}; conflict records "
+                             f"appended to it would corrupt it")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise UsageError(f"--log-conflicts {path}: directory {parent} does not exist")
@@ -3451,7 +3456,7 @@ def read_inputs(args):
     if mode and unused:
         raise UsageError(f"{mode} does not use {', '.join(unused)}")
     if args.log_conflicts is not None:
-        check_log_path(args.log_conflicts)
+        check_log_path(args.log_conflicts, [("--kb", args.kb), ("--eval", args.eval)])
     if args.eval:
         return load_eval(args.eval, BUILTIN_PAIRS if args.eval == BUILTIN else None)
     if args.scan:
@@ -4744,6 +4749,22 @@ class TestOwnKnowledgeBase(unittest.TestCase):
                                          "resolution"})
         self.assertEqual(lines[1]["resolution"], {"kind": "superseded", "kept": "r-new", "discarded": ["r-old"]})
         self.assertEqual(lines[0]["query"], "Initech revenue?")
+
+    def test_the_log_is_never_the_knowledge_base(self):
+        kb = self.json_kb(questions=["Initech revenue?"])
+        before = open(kb, "rb").read()
+        hard, soft = os.path.join(self.tmp.name, "hard.jsonl"), os.path.join(self.tmp.name, "soft.jsonl")
+        os.link(kb, hard)
+        os.symlink(kb, soft)
+        spelled = os.path.join(self.tmp.name, ".", os.path.basename(kb))
+        for log_path in (kb, spelled, hard, soft):
+            with self.subTest(log_path):
+                code, out, err = run_main(["--kb", kb, "--log-conflicts", log_path, "--quiet"])
+                self.assertEqual((code, out), (2, ""))
+                self.assertEqual(err, f"error: --log-conflicts {log_path}: is the same file as --kb {kb}; conflict "
+                                      f"records appended to it would corrupt it\n")
+        self.assertEqual(open(kb, "rb").read(), before)
+        self.assertEqual(check_log_path(os.path.join(self.tmp.name, "new.jsonl"), [("--kb", kb)]), None)
 
     def test_builtin_scenarios_take_the_new_flags(self):
         rows = self.run_json(["--top-k", "2", "--threshold", "0.5"])
