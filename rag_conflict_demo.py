@@ -39,7 +39,8 @@ Environment: RAG_EMBED_MODEL, RAG_QA_MODEL, RAG_NLI_MODEL name the models and RA
 flags do (the flags win).
 With RAG_EMBED_MODEL set to a local directory, --test also runs integration tests with the real embedder.
 
-Exit status: 0 success, 1 the experiment could not run (e.g. a model is missing), 2 bad usage.
+Exit status: 0 success, 1 the experiment could not run (e.g. a model is missing, stdout or the log cannot be
+written), 2 bad usage, 130 interrupted (Ctrl-C); conflict records already logged are kept in every case.
 
 References: the article's pipeline (top-k retrieval, pairwise conflict heuristics gated on topic similarity,
 cluster-aware recency resolution); Rajpurkar et al. 2018, SQuAD 2.0 (the null answer at [CLS]); Liu et al. 2025,
@@ -56,6 +57,7 @@ import hashlib
 import importlib.util
 import inspect
 import io
+import itertools
 import json
 import logging
 import math
@@ -2989,11 +2991,12 @@ def topic_vectors(topics, dim=384, seed=0, spread=0.35):
     return normalise(centres[topics] + noise)
 
 
-def bench_detection(cfg, ks, repeats):
+def bench_detection(cfg, ks, repeats, done=None):
     """[{"k", "median_ms", "pairs"}]: detection + resolution of k retrieved documents, embeddings given.
 
     Worst case for the relevance gate: every document counts as bearing on the question, so only the
     document-similarity gate prunes; per-document features are warm after the first repeat, as in a service.
+    done(n), when given, is called after the n-th k.
     """
     rows = []
     for k in ks:
@@ -3009,11 +3012,13 @@ def bench_detection(cfg, ks, repeats):
             times.append(time.perf_counter() - start)
         rows.append({"k": k, "median_ms": round(1000 * float(np.median(times)), 4), "pairs": report.pairs_checked,
                      "conflicts": len(report.conflicts)})
+        if done:
+            done(len(rows))
     return rows
 
 
-def bench_scan(cfg, sizes):
-    """[{"documents", "pairs_per_s", "seconds"}]: the whole-corpus scan, embeddings given."""
+def bench_scan(cfg, sizes, done=None):
+    """[{"documents", "pairs_per_s", "seconds"}]: the whole-corpus scan, embeddings given; done(n) after the n-th."""
     rows = []
     for n in sizes:
         docs, topics = synthetic_corpus(n, seed=n)
@@ -3024,6 +3029,8 @@ def bench_scan(cfg, sizes):
         rows.append({"documents": n, "pairs_per_s": round(report.pairs_checked / max(seconds, 1e-9), 1),
                      "seconds": round(seconds, 4), "pairs": report.pairs_checked,
                      "conflicts": len(report.conflicts)})
+        if done:
+            done(len(rows))
     return rows
 
 
@@ -3250,9 +3257,29 @@ def render_eval(result, label):
 # CLI
 
 
+class WriteFailed(Exception):
+    """A write to stdout or to the conflict log failed (a full disk, a closed pipe): one line, exit 1."""
+
+    def __init__(self, target, error):
+        super().__init__(f"cannot write to {target} ({error.strerror or error})")
+        self.closed_pipe = isinstance(error, BrokenPipeError)  # stdout's reader left (| head): nothing to report
+
+
+def emit(text, end="\n"):
+    """Demo output to stdout, flushed: a reader downstream sees each result as soon as it is done, and a failed
+    write is a WriteFailed now, not an error at exit after the run claimed success."""
+    try:
+        print(text, end=end, flush=True)
+    except OSError as e:
+        raise WriteFailed("stdout", e) from None
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit 2, not argparse's usage block
         raise UsageError(message)
+
+    def print_help(self, file=None):  # through emit: --help > /dev/full is an error, not a silent exit 0
+        emit(self.format_help(), end="")
 
 
 def positive_int(text):
@@ -3402,7 +3429,21 @@ def check_log_path(path, inputs=()):
 
 
 def main(argv=None, embed=None, read=None, nli=None):
-    """The experiment; embed, read and nli are seams for tests (fakes skip model loading)."""
+    """The experiment; embed, read and nli are seams for tests (fakes skip model loading). Whatever fails, at most
+    one line on stderr: a write that fails exits 1 (a closed stdout quietly), an interrupt (Ctrl-C) exits 130;
+    conflict records already logged stay."""
+    try:
+        return run_experiment(argv, embed, read, nli)
+    except WriteFailed as e:
+        if not e.closed_pipe:
+            error(str(e), argv)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def run_experiment(argv, embed, read, nli):
     try:
         args = parse_args(argv)
         if args.test:
@@ -3425,14 +3466,14 @@ def main(argv=None, embed=None, read=None, nli=None):
     shared = read.sentences if isinstance(read, SentenceReader) else None  # one embedding per sentence per run
     detector = make_detector(cfg.detector, cfg, embed, read, nli, shared)
     if args.bench:
-        result = run_bench(cfg, stages, embed, detector, read)
-        print(json.dumps(result) if args.json else render_bench(result, cfg))
+        result = run_bench(cfg, stages, embed, detector, read, None if args.quiet else Progress)
+        emit(json.dumps(result) if args.json else render_bench(result, cfg))
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
     elif args.eval:
         result = evaluate(inputs, detector, embed, cfg.embed_batch, None if args.quiet else Progress)
         reader = reader_name(read) if cfg.detector == "full" else None
-        print(json.dumps({"detector": cfg.detector, "reader": reader, **result}) if args.json else
+        emit(json.dumps({"detector": cfg.detector, "reader": reader, **result}) if args.json else
               render_eval(result, f"detector '{cfg.detector}'{f' (reader {reader})' if reader else ''} on {args.eval}"))
     else:
         run_walkthrough(*inputs, embed, detector, read, cfg, args)
@@ -3499,33 +3540,69 @@ def provide_models(args, cfg, stages, embed, read, nli):
 
 
 def run_walkthrough(docs, questions, embed, detector, read, cfg, args):
-    """Both phases on every question, then the blocks and the side-by-side table (or JSON Lines)."""
+    """Both phases on every question. Each question's conflict records (--log-conflicts) and JSON line (--json) are
+    written as soon as it is done; the human output's blocks and side-by-side table come at the end."""
     if cfg.top_k > len(docs):
         if args.top_k:  # the user asked for more than there is; the default needs no note
             note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
         cfg.top_k = len(docs)
     index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
     log.info("indexed %d documents", len(index.docs))
-    found = [retrieve_and_detect(q, index, embed, detector, cfg) for _, q in questions]
-    naive, resolved = ([run_query(q, f, detector, read, cfg, phase) for (_, q), f in zip(questions, found)]
-                       for phase in (False, True))
-    if args.json:
-        for n, r in zip(naive, resolved):
-            print(json.dumps({"query": n.query, "naive": result_json(n), "resolved": result_json(r)}))
-    else:
+    naive, resolved = [], []
+    step = None if args.quiet else Progress("questions")
+    with conflict_log(args.log_conflicts) as append_log:
+        for n, (_, q) in enumerate(questions, 1):
+            found = retrieve_and_detect(q, index, embed, detector, cfg)  # once, shared by both phases
+            naive.append(run_query(q, found, detector, read, cfg, False))
+            resolved.append(run_query(q, found, detector, read, cfg, True))
+            append_log(resolved[-1])  # first: a stdout that fails next loses no record
+            if args.json:
+                emit(json.dumps({"query": q, "naive": result_json(naive[-1]), "resolved": result_json(resolved[-1])}))
+            if step:
+                step(n, len(questions))
+    if not args.json:
         print_walkthrough([name for name, _ in questions], naive, resolved,
                           Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
-    if args.log_conflicts:
+
+
+@contextlib.contextmanager
+def conflict_log(path):
+    """--log-conflicts: yields append(resolved response), which writes that question's records and flushes them at
+    once, so a later failure or an interrupt loses nothing already found. Without a path, append does nothing."""
+    if not path:
+        yield lambda resp: None
+        return
+    glue = needs_newline(path)  # subtle: don't glue the first record onto a last line without newline
+    try:
+        f = open(path, "a", encoding="utf-8")  # append: never truncate a user's log
+    except OSError as e:
+        raise WriteFailed(f"the conflict log '{path}'", e) from None
+
+    def append(resp):
+        nonlocal glue
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        glue = needs_newline(args.log_conflicts)
-        with open(args.log_conflicts, "a", encoding="utf-8") as f:  # append: never truncate a user's log
-            f.write("\n" if glue else "")  # subtle: don't glue the first record onto a last line without newline
-            for r in resolved:
-                f.writelines(json.dumps(line) + "\n" for line in conflict_log_lines(r, now))
+        records = "".join(json.dumps(line) + "\n" for line in conflict_log_lines(resp, now))
+        if records:
+            try:
+                f.write(("\n" if glue else "") + records)  # one write of whole lines: an interrupt splits none
+                f.flush()
+            except OSError as e:
+                raise WriteFailed(f"the conflict log '{path}'", e) from None
+            glue = False
+
+    try:
+        yield append
+    finally:
+        with contextlib.suppress(OSError):  # what a failed write left behind was reported already
+            f.close()
 
 
-def run_bench(cfg, stages, embed, detector, read):
-    """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements."""
+def run_bench(cfg, stages, embed, detector, read, progress=None):
+    """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements.
+
+    progress(label) -> callable(done, total), or None: how the run reports its progress (the CLI's Progress).
+    """
+    step = progress("bench") if progress else None
     start = time.perf_counter()
     index = build_index(KNOWLEDGE_BASE, embed, cfg.embed_batch)
     stages["kb_embedding"] = round(time.perf_counter() - start, 4)
@@ -3535,8 +3612,10 @@ def run_bench(cfg, stages, embed, detector, read):
         for _, query in SCENARIOS:
             run_query(query, found[query], detector, read, cfg, resolve, timings)
     walkthrough_stages(stages, timings)
-    return {"detection": bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats), "stages": stages,
-            "peak_rss_mb": peak_rss_mb(), "scan": bench_scan(cfg, cfg.bench_scan_sizes)}
+    steps = len(cfg.bench_ks) + len(cfg.bench_scan_sizes)
+    detection = bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats, step and (lambda n: step(n, steps)))
+    scan = bench_scan(cfg, cfg.bench_scan_sizes, step and (lambda n: step(len(cfg.bench_ks) + n, steps)))
+    return {"detection": detection, "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": scan}
 
 
 def run_scan(docs, embed, cfg, args):
@@ -3550,9 +3629,9 @@ def run_scan(docs, embed, cfg, args):
     seconds = time.perf_counter() - start
     if args.json:
         for line in scan_json_lines(report):
-            print(json.dumps(line))
+            emit(json.dumps(line))
     else:
-        print(render_scan(report, cfg, seconds, Painter(colour_wanted(args.no_color, sys.stdout))))
+        emit(render_scan(report, cfg, seconds, Painter(colour_wanted(args.no_color, sys.stdout))))
 
 
 def scan_json_lines(report):
@@ -3567,16 +3646,16 @@ def scan_json_lines(report):
 def print_walkthrough(names, naive, resolved, paint, cfg):
     rule = "=" * 100
     kind = naive[0].reader if naive else cfg.reader
-    print(paint("Reader:", "label") + f" {kind}, " + READER_WORDS.get(kind, "a reader given by the caller").format(
+    emit(paint("Reader:", "label") + f" {kind}, " + READER_WORDS.get(kind, "a reader given by the caller").format(
         cfg=cfg))
     for title, responses in (("PHASE 1 - NAIVE RAG: the whole top-k goes to the reader", naive),
                              ("PHASE 2 - CONFLICT-AWARE RAG: detect, resolve, then read", resolved)):
-        print(paint(f"\n{rule}\n{title}\n{rule}", "title"))
+        emit(paint(f"\n{rule}\n{title}\n{rule}", "title"))
         for name, resp in zip(names, responses):
-            print(paint(f"\n--- {name} ---", "title"))
-            print(render_block(resp, paint, cfg))
-    print(paint(f"\n{rule}\nSIDE BY SIDE\n{rule}", "title"))
-    print(render_table(names, naive, resolved, paint, cfg))
+            emit(paint(f"\n--- {name} ---", "title"))
+            emit(render_block(resp, paint, cfg))
+    emit(paint(f"\n{rule}\nSIDE BY SIDE\n{rule}", "title"))
+    emit(render_table(names, naive, resolved, paint, cfg))
 
 
 READER_WORDS = {
@@ -4977,6 +5056,143 @@ class TestEval(unittest.TestCase):
                 self.assertIn(message, err)
 
 
+class FailingStdout(io.StringIO):
+    """A stdout that takes `lines` lines, then raises error on every write: a full disk, a reader that left."""
+
+    def __init__(self, error, lines=0):
+        super().__init__()
+        self.error, self.lines = error, lines
+
+    def write(self, text):
+        if self.getvalue().count("\n") >= self.lines:
+            raise self.error
+        return super().write(text)
+
+
+ENOSPC = OSError(28, "No space left on device")
+QUESTIONS_3 = ["Initech revenue?", "What was Initech's fiscal 2022 revenue?", "How much revenue did Initech restate?"]
+
+
+class TestNothingLost(unittest.TestCase):
+    """The conflict log survives every failure of stdout and every interrupt; none gives a traceback."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.kb, self.log = os.path.join(tmp.name, "kb.json"), os.path.join(tmp.name, "conflicts.jsonl")
+        with open(self.kb, "w", encoding="utf-8") as f:
+            json.dump({"documents": KB_DOCS, "questions": QUESTIONS_3}, f)  # one conflict per question
+
+    def run_with(self, stdout, extra=(), **models):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
+            code = main(["--kb", self.kb, "--log-conflicts", self.log, "--quiet", *extra],
+                        **{"embed": fake_embed, "read": fake_read, **models})
+        return code, err.getvalue()
+
+    def logged(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log, encoding="utf-8") as f:
+            return [json.loads(line)["query"] for line in f]  # every line whole
+
+    def test_a_closed_pipe_ends_the_run_quietly_and_keeps_the_log(self):  # ... --json | head -1
+        stdout = FailingStdout(BrokenPipeError(32, "Broken pipe"), lines=1)
+        self.assertEqual(self.run_with(stdout, ["--json"]), (1, ""))
+        self.assertEqual(len(stdout.getvalue().splitlines()), 1)
+        self.assertEqual(self.logged(), QUESTIONS_3[:2])  # the second question's record was written before its line
+
+    def test_a_full_disk_is_one_line_and_keeps_the_log(self):  # ... > /dev/full
+        for extra, logged in ((["--json"], QUESTIONS_3[:1]), ([], QUESTIONS_3)):  # human output comes at the end
+            with self.subTest(extra=extra):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self.log)
+                code, err = self.run_with(FailingStdout(ENOSPC), extra)
+                self.assertEqual((code, err), (1, "error: cannot write to stdout (No space left on device)\n"))
+                self.assertEqual(self.logged(), logged)
+
+    def test_every_mode_reports_a_full_stdout(self):
+        for argv in (["--scan"], ["--scan", "--json"], ["--eval", "--detector", "heuristic"], ["--help"],
+                     ["--question", "q"], ["--eval", "--json", "--detector", "article"]):
+            with self.subTest(argv=argv):
+                err = io.StringIO()
+                with contextlib.redirect_stdout(FailingStdout(ENOSPC)), contextlib.redirect_stderr(err):
+                    code = main(argv + ["--quiet"], embed=fake_embed, read=fake_read)
+                self.assertEqual((code, err.getvalue()), (1, "error: cannot write to stdout (No space left on "
+                                                             "device)\n"))
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "needs /dev/full")
+    def test_a_log_that_cannot_be_written_is_one_line(self):
+        self.log = "/dev/full"
+        out = io.StringIO()
+        code, err = self.run_with(out, ["--json"])
+        self.assertEqual((code, err), (1, "error: cannot write to the conflict log '/dev/full' (No space left on "
+                                          "device)\n"))
+        self.assertEqual(out.getvalue(), "")  # the record is written first, so stdout never got ahead of the log
+
+    def test_each_question_is_written_as_soon_as_it_is_done(self):
+        stdout, seen = io.StringIO(), []
+
+        def embed(texts):  # a question is embedded alone when its turn comes: what was written by then?
+            if len(texts) == 1 and texts[0] in QUESTIONS_3:
+                seen.append((texts[0], len(stdout.getvalue().splitlines()), len(self.logged())))
+            return fake_embed(texts)
+
+        self.assertEqual(self.run_with(stdout, ["--json"], embed=embed), (0, ""))
+        self.assertEqual(seen, [(q, n, n) for n, q in enumerate(QUESTIONS_3)])
+
+    def test_interrupts_anywhere(self):
+        def interrupt_on(text):
+            def embed(texts):
+                if text in texts:
+                    raise KeyboardInterrupt
+                return fake_embed(texts)
+            return embed
+
+        def read(question, context):
+            if question == QUESTIONS_3[1]:
+                raise KeyboardInterrupt
+            return fake_read(question, context)
+
+        interrupted = unittest.mock.Mock(side_effect=KeyboardInterrupt)
+        cases = [  # (name, extra argv, models, patch target, logged)
+            ("reading the knowledge base", [], {}, "read_text", []),
+            ("loading the models", [], {"embed": None}, "load_models", []),
+            ("embedding documents", [], {"embed": interrupt_on(KB_DOCS[0]["content"])}, None, []),
+            ("embedding the second question", ["--json"], {"embed": interrupt_on(QUESTIONS_3[1])}, None,
+             QUESTIONS_3[:1]),
+            ("reading the second question's answer", [], {"read": read}, None, QUESTIONS_3[:1]),
+            ("detecting", [], {}, "QuestionAwareDetector.check_pair", []),
+        ]
+        for name, extra, models, target, logged in cases:
+            with self.subTest(name):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self.log)
+                with unittest.mock.patch(f"{__name__}.{target}", interrupted) if target else contextlib.nullcontext():
+                    code, err = self.run_with(io.StringIO(), extra, **models)
+                self.assertEqual((code, err), (130, "interrupted\n"))
+                self.assertEqual(self.logged(), logged)
+        for argv in (["--scan"], ["--eval"], ["--bench"]):
+            with self.subTest(argv=argv), unittest.mock.patch(f"{__name__}.QuestionAwareDetector.features",
+                                                               interrupted):
+                self.assertEqual(run_main(argv + ["--detector", "heuristic", "--quiet"])[0::2], (130, "interrupted\n"))
+
+    def test_progress_for_long_question_loops(self):
+        clock = itertools.count(0, 10)  # every reading of the clock is ten seconds later
+        bench, cfg = io.StringIO(), replace(DEFAULT_CONFIG, bench_ks=(3, 10), bench_repeats=1, bench_scan_sizes=(40,))
+        with unittest.mock.patch("time.monotonic", lambda: next(clock)):
+            code, _, err = run_main(["--kb", self.kb, "--json"])
+            with contextlib.redirect_stderr(bench):
+                run_bench(cfg, {}, fake_embed, QuestionAwareDetector(cfg, fake_embed), fake_read, Progress)
+        self.assertEqual(code, 0)
+        self.assertEqual([line.split(" (")[0] for line in err.splitlines() if line.startswith("questions: ")],
+                         ["questions: 1/3", "questions: 2/3", "questions: 3/3"])
+        self.assertEqual([line.split(" (")[0] for line in bench.getvalue().splitlines()],
+                         ["bench: 1/3", "bench: 2/3", "bench: 3/3"])
+        _, _, quiet = run_main(["--kb", self.kb, "--json", "--quiet"])
+        self.assertEqual(quiet, "")
+
+
 class TestScanAndBench(unittest.TestCase):
     def test_blocking_misses_no_pair_above_the_gate(self):
         rng = np.random.default_rng(0)
@@ -5387,13 +5603,15 @@ def run_tests():
     skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
     for reason in sorted({why for _, why in result.skipped}):
         print(f"skipped: {reason}", file=sys.stderr)
-    print(f"{passed} passed, {failed} failed{skipped}")
+    emit(f"{passed} passed, {failed} failed{skipped}")
     return 0 if failed == 0 else 1
 
 
 if __name__ == "__main__":
+    status = main()
     try:
-        sys.exit(main())
-    except BrokenPipeError:  # e.g. piped into head: the reader left, nothing to report
-        sys.stderr.close()
-        sys.exit(0)
+        sys.stdout.flush()
+    except OSError:  # a failed write was reported (or the reader left, | head); the exit must not try it again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = status or 1
+    sys.exit(status)
