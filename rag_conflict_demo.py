@@ -68,6 +68,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import unicodedata
 import unittest
 import unittest.mock
 import zipfile
@@ -456,7 +457,7 @@ DEFAULT_CONFIG = Config()
 class Value:
     kind: str      # 'money' | 'percent' | 'quantity' | 'year' | 'date' | 'duration'
     amount: float  # money in currency units, duration in days, year as the year, date as yyyymmdd (00 = unknown)
-    unit: str      # 'USD', '%', 'days', 'requests/minute', 'employees', '' when none
+    unit: str      # 'USD', '%', 'days', 'business days' (not converted), 'requests/minute', 'people', '' when none
     period: str    # 'Q3', 'Q4-2023', 'FY2023', 'H1-2024', '2023-01', '2023', '' when unknown
     entity: str    # lowercased owner ("acme", "globex corp"), '' when unknown
     text: str      # surface form
@@ -631,6 +632,7 @@ _SCALE_ANY = r"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:thousand|milli
 _SCALE_PLAIN = r"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?i:thousand|million|billion|trillion)(?![\w]))"
 _DUR_UNITS = (r"years?|yrs?|months?|mos|weeks?|wks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|decades?"
               r"|centuries|century")
+_DUR_QUALIFIERS = r"business|working|calendar|banking|school|trading"  # "9 business days": a unit of its own
 _PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
 _LEAD = r"(?<![\w.])"  # a number must not continue a word ("Episodes38") or a version ("v2.0")
 
@@ -656,7 +658,8 @@ _MONEY_RES = (
 _PERCENT_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:%|(?i:percent|per cent|pct|percentage points?)(?![\w]))")
 _RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?/\s?|\s(?:per|a|an|each|every)\s)"
                       rf"(?P<per>{_PER_UNITS})(?![\w])")
-_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
+_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+)?"
+                          rf"(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
 _DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
 _DATE_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:,\s?|\s)"
                           rf"(?P<year>\d{{4}})(?![\w])")
@@ -889,12 +892,18 @@ def _rate_values(m: re.Match) -> list[Value]:
 
 
 def _duration_values(m: re.Match) -> list[Value]:
-    """Durations in days.
+    """Durations in days; a qualified one ("9 business days") in its own unit, as a business day is not a day.
 
     Example: _duration_values(_DURATION_RE.search("12 months"))[0].amount == 365.0
+    Example: _duration_values(_DURATION_RE.search("ships in 9 business days"))[0].unit == "business days"
     """
-    amount = _scaled(m)
-    return [] if amount is None else _value("duration", amount * DURATION_DAYS[_time_unit(m["unit"])], "days", m)
+    amount, unit = _scaled(m), _time_unit(m["unit"])
+    qualifier = (m["qualifier"] or "calendar").lower()
+    if amount is None:
+        return []
+    if qualifier != "calendar":
+        return _value("duration", amount, f"{qualifier} {unit}s", m)
+    return _value("duration", amount * DURATION_DAYS[unit], "days", m)
 
 
 def _date_values(m: re.Match) -> list[Value]:
@@ -1469,7 +1478,12 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
     left = list(dict.fromkeys(x.text for x, _ in pairs))
     right = list(dict.fromkeys(y.text for _, y in pairs))
     x = pairs[0][0]
-    what = "dates" if key[0] == "time" else f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else "")
+    # The unit is named only as the texts say it: durations are compared in days and headcounts in people, but
+    # "12 hours vs 8 hours" and "1,200 employees vs 3,400 people" keep their own words.
+    if key[0] in ("time", "duration") or key == ("quantity", "people"):
+        what = {"time": "dates", "duration": "durations", "quantity": "headcounts"}[key[0]]
+    else:
+        what = f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else "")
     context = " ".join(filter(None, (x.entity, x.period)))
     label = f"different {what}" + (f" for {context}" if context else "")
     return Finding("value", f"{label}: {', '.join(left)} vs {', '.join(right)}", (", ".join(left), ", ".join(right)))
@@ -2662,12 +2676,12 @@ def run_query(query, found, detector, read, cfg, resolve, timings=None):
     retrieved, report = found
     for c in report.conflicts:
         log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolve else "naive",
-                    c.a.source_id, c.b.source_id, c.reason, c.topic_sim)
+                    printable(c.a.source_id), printable(c.b.source_id), printable(c.reason), c.topic_sim)
     context, clusters = tuple(retrieved), ()
     if resolve and report.has_conflict:
         resolution = STRATEGIES[cfg.strategy](retrieved, report)
         context, clusters = resolution.kept, resolution.clusters
-    warning = describe(report, clusters, resolve)
+    warning = describe(report, clusters, resolve, same_titles(r.doc for r in retrieved))
     phase = "resolved" if resolve else "naive"
     disputed = [d for c in clusters if c.kind == "disputed" for d in c.members]
     common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
@@ -2682,6 +2696,18 @@ def run_query(query, found, detector, read, cfg, resolve, timings=None):
     score = conflict_score(query, answer.text, [r.doc for r in context], cfg, getattr(detector, "nli", None))
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited_ids(context, answer),
                        label="RESOLVED" if clusters else "ANSWERED", score=score, **common)
+
+
+CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # C0, C1, bidi; not \t \n
+
+
+def printable(text):
+    r"""text with its control characters written as escapes, so a title or a document cannot clear the screen, move the
+    cursor, recolour or reorder the terminal; tab and newline stay.
+
+    Example: printable("T\x1b[2J\u202e") == "T\\x1b[2J\\u202e"
+    """
+    return CONTROL_RE.sub(lambda m: repr(m[0])[1:-1], text)
 
 
 def reader_name(read):
@@ -2750,22 +2776,26 @@ def conflict_log_lines(resp, now):
             for c in resp.report.conflicts]
 
 
-def describe(report, clusters, resolved):
-    """The warning in words: what conflicted and what was done about it; None without conflict."""
+def describe(report, clusters, resolved, twice=frozenset()):
+    """The warning in words: what conflicted and what was done about it; None without conflict.
+
+    twice: titles more than one retrieved document has (same_titles); those documents are named with their source_id.
+    """
     if not report.has_conflict:
         return None
-    pairs = "; ".join(f"{c.a.title} vs {c.b.title} ({c.reason})" for c in report.conflicts)
+    name = functools.partial(doc_label, twice=twice)
+    pairs = "; ".join(f"{name(c.a)} vs {name(c.b)} ({c.reason})" for c in report.conflicts)
     if not resolved:
         return f"The retrieved sources contradict each other ({pairs}); the answer was read from all of them."
     done = []
     for c in clusters:
         if c.kind == "disputed":
-            names = ", ".join(d.title for d in c.members)
+            names = ", ".join(name(d) for d in c.members)
             done.append(f"{names} disagree and nothing says which is current, so no answer was picked: every "
                         f"candidate answer is reported and all of them are cited")
         else:
-            gone = ", ".join(f"{d.title} ({stamp(d)}), which said {said(d, report)}" for d in c.discarded)
-            done.append(f"kept {c.kept.title} ({stamp(c.kept)}, {BASIS_WORDS[c.basis]}), discarded {gone}")
+            gone = ", ".join(f"{name(d)} ({stamp(d)}), which said {said(d, report)}" for d in c.discarded)
+            done.append(f"kept {name(c.kept)} ({stamp(c.kept)}, {BASIS_WORDS[c.basis]}), discarded {gone}")
     return f"The retrieved sources contradict each other ({pairs}); " + "; ".join(done) + "."
 
 
@@ -2774,8 +2804,28 @@ BASIS_WORDS = {"date": "newest by date", "version": "highest version", "cue": "s
 
 
 def stamp(doc):
-    """What dates a document in messages: '2024-04-03', 'v2.0', or 'undated'."""
-    return doc.date or (f"v{doc.version.lstrip('v')}" if doc.version else "undated")
+    """What dates a document in messages: '2024-04-03', 'v2.0', '2024-04-03, v2.0', or 'undated'."""
+    version = doc.version and f"v{doc.version.lstrip('v')}"
+    return ", ".join(filter(None, (doc.date, version))) or "undated"
+
+
+def same_titles(docs):
+    """The titles more than one of docs has: there a title alone does not say which document is meant.
+
+    Example: same_titles([Document("a", "T", None, "x"), Document("b", "T", None, "y"), Document("c", "U", None, "z")]) == {"T"}
+    """
+    seen, twice = set(), set()
+    for d in docs:
+        (twice if d.title in seen else seen).add(d.title)
+    return twice
+
+
+def doc_label(doc, twice):
+    """A document's name in messages: its title, with its source_id when the title is in twice (same_titles).
+
+    Example: doc_label(Document("pol-9", "Pricing", None, "x"), {"Pricing"}) == "Pricing [pol-9]"
+    """
+    return f"{doc.title} [{doc.source_id}]" if doc.title in twice else doc.title
 
 
 def said(doc, report):
@@ -3076,12 +3126,15 @@ class Painter:
         self.reset = "\x1b[0m" if enabled else ""
 
     def __call__(self, text, role):
+        """text in the role's colour, its control characters escaped (printable): the only raw escapes are ours."""
         style = self.styles.get(role, "")
-        return f"{style}{text}{self.reset}" if style else text
+        return f"{style}{printable(text)}{self.reset}" if style else printable(text)
 
 
 def colour_wanted(no_color_flag, stream):
-    return not no_color_flag and "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+    """Colour only on a terminal, without --no-color, and without NO_COLOR set to a value (no-color.org: an empty
+    NO_COLOR does not count)."""
+    return not no_color_flag and not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
 def render_block(resp, paint, cfg):
@@ -3092,9 +3145,11 @@ def render_block(resp, paint, cfg):
             resp.label, ("YES - see warning", "conflict"))
     indent = " " * 12  # under the answer column: len("Answer:     ")
     shown = resp.answer or ("(withheld: the sources disagree, see candidates)" if resp.candidates else "(no answer)")
-    answer = textwrap.fill(shown, cfg.answer_width, initial_indent=indent,
+    answer = textwrap.fill(printable(shown), cfg.answer_width, initial_indent=indent,
                            subsequent_indent=indent, break_on_hyphens=False).lstrip()
-    lines = [f"{paint('Query:', 'label')}      {resp.query}",
+    twice = same_titles(r.doc for r in resp.sources)
+    name = functools.partial(doc_label, twice=twice)
+    lines = [f"{paint('Query:', 'label')}      {printable(resp.query)}",
              f"{paint('Answer:', 'label')}     {answer}",
              f"{paint('Confidence:', 'label')} {resp.confidence:.1%}",
              f"{paint('Conflict:', 'label')}   {paint(status[0], status[1])}",
@@ -3103,29 +3158,29 @@ def render_block(resp, paint, cfg):
     used = {r.doc.source_id for r in resp.context}
     for r in resp.sources:
         mark = "" if r.doc.source_id in used else paint("  (discarded)", "dim")
-        lines.append(f"  [{r.score:.3f}] {r.doc.title} ({r.doc.date or 'undated'}){mark}")
+        lines.append(f"  [{r.score:.3f}] {printable(name(r.doc))} ({printable(stamp(r.doc))}){mark}")
     for c in resp.report.conflicts:
         evidence = format_evidence(c.evidence)
         shown = "" if evidence in c.reason else f", {evidence}"  # question-aware reasons already quote the values
-        lines.append(paint(f"  ! {c.a.title} vs {c.b.title}: {c.reason}, topic similarity {c.topic_sim:.2f}{shown}",
+        lines.append(paint(f"  ! {name(c.a)} vs {name(c.b)}: {c.reason}, topic similarity {c.topic_sim:.2f}{shown}",
                            "conflict"))
     for cl in resp.clusters:
         if cl.kind == "disputed":
-            names = " and ".join(f"'{d.title}'" for d in cl.members)
+            names = " and ".join(f"'{name(d)}'" for d in cl.members)
             lines.append(paint(f"  Conflict cluster disputed: {names} disagree and nothing says which is current; "
                                f"kept all, picked none.", "uncertain"))
         else:
             older = "older " if cl.basis != "rank" else ""
-            lines.append(paint(f"  Conflict cluster resolved: kept '{cl.kept.title}' ({stamp(cl.kept)}), "
+            lines.append(paint(f"  Conflict cluster resolved: kept '{name(cl.kept)}' ({stamp(cl.kept)}), "
                                f"discarded {len(cl.discarded)} {older}doc(s){RANK_NOTE.get(cl.basis, '')}.",
                                "resolved"))
     for c in resp.candidates:
-        lines.append(paint(f"  ? candidate from '{c.doc.title}': {c.answer or '(none)'} ({c.confidence:.1%})",
+        lines.append(paint(f"  ? candidate from '{name(c.doc)}': {c.answer or '(none)'} ({c.confidence:.1%})",
                            "uncertain"))
     if resp.warning:
         role = {"ANSWERED": "conflict", "RESOLVED": "resolved"}.get(resp.label, "uncertain")
         lines.append(paint("Warning:", role) + " "
-                     + textwrap.fill(resp.warning, cfg.answer_width + 14, subsequent_indent="  ",
+                     + textwrap.fill(printable(resp.warning), cfg.answer_width + 14, subsequent_indent="  ",
                                      break_on_hyphens=False))
     return "\n".join(lines)
 
@@ -3147,7 +3202,31 @@ def format_evidence(evidence):
 
 
 def clip(text, width):
-    return text if len(text) <= width else text[:width - 3] + "..."
+    """text cut to at most width terminal columns (display_width), "..." marking the cut."""
+    if display_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for c in text:
+        used += display_width(c)
+        if used > width - 3:
+            break
+        kept.append(c)
+    return "".join(kept) + "..."
+
+
+def display_width(text):
+    r"""Terminal columns text takes: East Asian wide and fullwidth characters (CJK, most emoji) two, combining marks and
+    zero-width format characters none, others one.
+
+    Example: display_width("Ship \U0001f680 \u8fd0\u8f93") == 12 and display_width("e\u0301") == 1
+    """
+    return sum(0 if unicodedata.combining(c) or unicodedata.category(c) in ("Me", "Cf") else
+               2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
+
+
+def pad(text, width):
+    """text and spaces to fill width terminal columns: str.ljust counts characters, not columns."""
+    return text + " " * max(0, width - display_width(text))
 
 
 def render_table(names, naive, resolved, paint, cfg):
@@ -3156,9 +3235,9 @@ def render_table(names, naive, resolved, paint, cfg):
     head = f"{'Scenario':<22} | {'Naive answer':<{w}} | {'Resolved answer':<{w}} | What changed"
     lines = [paint(head, "label"), "-" * (len(head) + 20)]
     for name, n, r in zip(names, naive, resolved):
-        cells = [clip(table_answer(a), w) for a in (n, r)]
+        cells = [pad(clip(printable(table_answer(a)), w), w) for a in (n, r)]
         change, role = what_changed(n, r)
-        lines.append(f"{clip(name, 22):<22} | {cells[0]:<{w}} | {cells[1]:<{w}} | {paint(change, role)}")
+        lines.append(f"{pad(clip(printable(name), 22), 22)} | {cells[0]} | {cells[1]} | {paint(change, role)}")
     return "\n".join(lines)
 
 
@@ -3175,7 +3254,8 @@ def what_changed(naive, resolved):
         return "no conflict; same context", "ok"
     if resolved.candidates:
         return f"answer withheld: {len(resolved.candidates)} sources disagree, none is newer", "uncertain"
-    dropped = ", ".join(d.title for c in resolved.clusters for d in c.discarded)
+    twice = same_titles(r.doc for r in resolved.sources)
+    dropped = ", ".join(doc_label(d, twice) for c in resolved.clusters for d in c.discarded)
     verb = "answer changed" if naive.answer != resolved.answer else "same answer"
     return f"{verb}; dropped {dropped}", "resolved"
 
@@ -3199,16 +3279,17 @@ def render_scan(report, cfg, seconds, paint):
     lines = [f"Scanned {report.documents} documents in {seconds:.1f} s: {report.pairs_checked} candidate pairs at "
              f"topic similarity >= {cfg.threshold}, {len(report.conflicts)} conflicts in {len(report.clusters)} "
              f"cluster(s)."]
+    twice = same_titles(d for cl in report.clusters for d in cl.members)
     by_cluster = {}
     for c in report.conflicts:
         by_cluster.setdefault(c.a.source_id, []).append(c)
     for n, cl in enumerate(report.clusters, 1):
         if cl.kind == "disputed":
-            head = paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg)} disagree and nothing says which "
-                         f"is current.", "uncertain")
+            head = paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg, twice)} disagree and nothing says "
+                         f"which is current.", "uncertain")
         else:
-            head = paint(f"\nCluster {n}, superseded (by {cl.basis}): keep '{cl.kept.title}' ({stamp(cl.kept)}); "
-                         f"older: {name_some(cl.discarded, cfg)}", "resolved")
+            head = paint(f"\nCluster {n}, superseded (by {cl.basis}): keep '{doc_label(cl.kept, twice)}' "
+                         f"({stamp(cl.kept)}); older: {name_some(cl.discarded, cfg, twice)}", "resolved")
         lines.append(head)
         ids = {d.source_id for d in cl.members}
         pairs = [c for c in report.conflicts if c.a.source_id in ids]
@@ -3219,9 +3300,9 @@ def render_scan(report, cfg, seconds, paint):
     return "\n".join(lines)
 
 
-def name_some(docs, cfg):
-    """"'A' (2024-01-01), 'B' (undated)", at most cfg.scan_shown of them, then how many more."""
-    named = ", ".join(f"'{d.title}' ({stamp(d)})" for d in docs[:cfg.scan_shown])
+def name_some(docs, cfg, twice=frozenset()):
+    """"'A' (2024-01-01), 'B' (undated)", at most cfg.scan_shown of them, then how many more; twice as in doc_label."""
+    named = ", ".join(f"'{doc_label(d, twice)}' ({stamp(d)})" for d in docs[:cfg.scan_shown])
     return named + (f" and {len(docs) - cfg.scan_shown} more" if len(docs) > cfg.scan_shown else "")
 
 
@@ -3246,8 +3327,8 @@ def render_eval(result, label):
 
     def row(name, r):
         cells = " ".join(f"{'-':>6}" if r[k] is None else f"{r[k]:>6.3f}" for k in ("precision", "recall", "f1", "mcc"))
-        return f"{clip(name, 26):<26} {r['n']:>4} {r['tp']:>4} {r['fp']:>4} {r['fn']:>4} {r['tn']:>4} {cells}"
-    lines = [f"{label}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)", head,
+        return f"{pad(clip(printable(name), 26), 26)} {r['n']:>4} {r['tp']:>4} {r['fp']:>4} {r['fn']:>4} {r['tn']:>4} {cells}"
+    lines = [f"{printable(label)}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)", head,
              row("all", result), "-" * len(head)]
     lines += [row(name, r) for name, r in result["by_type"].items()]
     return "\n".join(lines)
@@ -3667,8 +3748,8 @@ def scan_json_lines(report):
 def print_walkthrough(names, naive, resolved, paint, cfg):
     rule = "=" * 100
     kind = naive[0].reader if naive else cfg.reader
-    emit(paint("Reader:", "label") + f" {kind}, " + READER_WORDS.get(kind, "a reader given by the caller").format(
-        cfg=cfg))
+    emit(paint("Reader:", "label") + f" {kind}, " + printable(READER_WORDS.get(kind, "a reader given by the "
+                                                                           "caller").format(cfg=cfg)))
     for title, responses in (("PHASE 1 - NAIVE RAG: the whole top-k goes to the reader", naive),
                              ("PHASE 2 - CONFLICT-AWARE RAG: detect, resolve, then read", resolved)):
         emit(paint(f"\n{rule}\n{title}\n{rule}", "title"))
@@ -4743,7 +4824,79 @@ class TestMain(unittest.TestCase):
             self.assertTrue(colour_wanted(False, Tty()))
         with unittest.mock.patch.dict(os.environ, {"NO_COLOR": "1"}):
             self.assertFalse(colour_wanted(False, Tty()))
+        with unittest.mock.patch.dict(os.environ, {"NO_COLOR": ""}):  # set but empty: no-color.org says ignore it
+            self.assertTrue(colour_wanted(False, Tty()))
         self.assertFalse(colour_wanted(True, Tty()))
+
+
+class TestWhatTheOutputShows(unittest.TestCase):
+    def run_kb(self, documents, question, argv=()):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"documents": documents, "questions": [question]}, f)
+            return run_main(["--kb", path, "--no-color", *argv])
+
+    def test_documents_with_one_title_are_told_apart_and_versions_are_shown(self):
+        documents = [{"source_id": "nim-1", "title": "Nimbus Pricing", "version": "2",
+                      "content": "The Nimbus API rate limit is 100 requests per minute."},
+                     {"source_id": "nim-2", "title": "Nimbus Pricing",
+                      "content": "The Nimbus API rate limit is 500 requests per minute."},
+                     {"source_id": "sec", "title": "Security", "date": "2024-01-01", "version": "v3",
+                      "content": "Laptops need disk encryption."}]
+        code, out, err = self.run_kb(documents, "What is the Nimbus API rate limit?", ["--quiet"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("] Nimbus Pricing [nim-1] (v2)\n", out)
+        self.assertIn("] Nimbus Pricing [nim-2] (undated)\n", out)
+        self.assertIn("] Security (2024-01-01, v3)\n", out)  # no other document is called Security
+        self.assertIn("! Nimbus Pricing [nim-1] vs Nimbus Pricing [nim-2]: different quantity values", out)
+        self.assertIn("Conflict cluster disputed: 'Nimbus Pricing [nim-1]' and 'Nimbus Pricing [nim-2]'", out)
+        _, out, _ = self.run_kb(documents, "What is the Nimbus API rate limit?", ["--quiet", "--json"])
+        self.assertIn("(Nimbus Pricing [nim-1] vs Nimbus Pricing [nim-2] (", json.loads(out)["resolved"]["warning"])
+
+    def test_reasons_name_the_units_the_texts_use(self):
+        for question, a, b, reason in (
+                ("How long does delivery take?", "Delivery takes 12 hours.", "Delivery takes 8 hours.",
+                 "different durations: 12 hours vs 8 hours"),
+                ("How fast do orders ship?", "Orders ship within 9 business days.", "Orders ship within 8 business "
+                 "days.", "different durations: 9 business days vs 8 business days"),
+                ("How many employees does Acme have?", "Acme has 1,200 employees.", "Acme has 3,400 people.",
+                 "different headcounts: 1,200 employees vs 3,400 people"),
+                ("What is the rate limit?", "The limit is 100 requests per minute.", "The limit is 500 req/min.",
+                 "different quantity values in requests/minute: 100 requests per minute vs 500 req/min")):
+            with self.subTest(reason):
+                self.assertEqual(compare_answers(question, [a], [b]).reason, reason)
+        # a business day is not a day: no conflict claimed between 9 business days and 14 (calendar) days
+        self.assertIsNone(compare_answers("How fast do orders ship?", ["Orders ship within 9 business days."],
+                                          ["Orders ship within 14 days."]))
+
+    def test_control_characters_never_reach_the_terminal(self):
+        documents = [{"source_id": "a\x07", "title": "T\x1b[2J", "content": "The beacon status is ACTIVE. \x1b[31mRed."},
+                     {"source_id": "b", "title": "Log \u202eB", "content": "The beacon status is INACTIVE."}]
+        for argv in ([], ["--json"]):
+            with self.subTest(argv=argv):
+                code, out, err = self.run_kb(documents, "What is the beacon \x1b]0;status\x07?", argv)
+                self.assertEqual(code, 0, err)
+                self.assertFalse(CONTROL_RE.search(out + err), (out + err)[:3000])
+        code, out, err = self.run_kb(documents, "What is the beacon status?", [])
+        self.assertIn("] T\\x1b[2J (undated)", out)
+        self.assertIn("WARNING [naive] conflict: a\\x07 vs b", err)
+        coloured = Painter(True)(documents[0]["title"], "conflict")  # colour on: the only escapes are the painter's
+        self.assertEqual(ANSI_RE.sub("", coloured), "T\\x1b[2J")
+
+    def test_wide_characters_keep_the_table_aligned(self):
+        def answer(text):
+            return RAGResponse("q", "naive", text, 0.5, (), (), ConflictReport())
+
+        names = ["Q1: 退款窗口是多久？", "Q2: Refund 🚀 window", "Q3: café", "Q4: plain"]
+        answers = ["三十天内可以退款，超过期限不再受理任何退货申请", "30 days 🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀", "naïve", "x"]
+        table = render_table(names, [answer(a) for a in answers], [answer(a) for a in answers], Painter(False),
+                             DEFAULT_CONFIG)
+        columns = {tuple(display_width(line[:i]) for i, c in enumerate(line) if c == "|")
+                   for line in table.splitlines()[2:]}
+        self.assertEqual(len(columns), 1, table)  # every separator at the same column on every row
+        self.assertEqual(clip("三十天内可以退款", 9), "三十天...")
+        self.assertEqual(display_width(pad("运输", 6)), 6)
 
 
 KB_DOCS = [
