@@ -3991,30 +3991,48 @@ def colour_wanted(no_color_flag, stream):
 
 
 RANK_NOTE = {"rank": " (no newer date: kept the higher-ranked one)"}
+LABEL_STYLE = {  # a response's label -> (its conflict status in words, the colour role of its status and warning)
+    "ANSWERED": ("YES - see warning", "conflict"),  # a conflict acted on by nothing: the naive phase
+    "RESOLVED": ("RESOLVED", "resolved"),
+    "UNCERTAIN": ("UNCERTAIN - sources disagree", "uncertain"),
+}
+NO_CONFLICT = ("NO", "ok")
+FIELD_WIDTH = 12  # the column values start in: len("Answer:     ")
+WARNING_EXTRA = 14  # the warning wraps this much wider than answers (it starts further left, under "Warning:")
 
 
 def render_block(resp, paint, cfg):
     """One scenario of one phase: query, answer, confidence, conflict status, sources, conflicts, resolution."""
-    status = ("NO", "ok")
-    if resp.report.has_conflict:
-        status = {"UNCERTAIN": ("UNCERTAIN - sources disagree", "uncertain"), "RESOLVED": ("RESOLVED", "resolved")}.get(
-            resp.label, ("YES - see warning", "conflict"))
-    indent = " " * 12  # under the answer column: len("Answer:     ")
+    name = functools.partial(doc_label, twice=same_titles(r.doc for r in resp.sources))
+    return "\n".join(block_head(resp, paint, cfg) + block_sources(resp, paint, name)
+                     + block_conflicts(resp, paint, name) + block_warning(resp, paint, cfg))
+
+
+def block_head(resp, paint, cfg):
+    """Query, answer (wrapped under its column), confidence, conflict status, ConflictScore, the Sources heading."""
+    status = LABEL_STYLE.get(resp.label, LABEL_STYLE["UNCERTAIN"]) if resp.report.has_conflict else NO_CONFLICT
+    indent = " " * FIELD_WIDTH
     shown = resp.answer or ("(withheld: the sources disagree, see candidates)" if resp.candidates else "(no answer)")
     answer = textwrap.fill(printable(shown), cfg.answer_width, initial_indent=indent,
                            subsequent_indent=indent, break_on_hyphens=False).lstrip()
-    twice = same_titles(r.doc for r in resp.sources)
-    name = functools.partial(doc_label, twice=twice)
-    lines = [f"{paint('Query:', 'label')}      {printable(resp.query)}",
-             f"{paint('Answer:', 'label')}     {answer}",
-             f"{paint('Confidence:', 'label')} {resp.confidence:.1%}",
-             f"{paint('Conflict:', 'label')}   {paint(status[0], status[1])}",
-             f"{paint('ConflictScore:', 'label')} {format_score(resp.score, paint)}",
-             f"{paint('Sources:', 'label')}"]
+    return [f"{paint('Query:', 'label')}      {printable(resp.query)}",
+            f"{paint('Answer:', 'label')}     {answer}",
+            f"{paint('Confidence:', 'label')} {resp.confidence:.1%}",
+            f"{paint('Conflict:', 'label')}   {paint(*status)}",
+            f"{paint('ConflictScore:', 'label')} {format_score(resp.score, paint)}",
+            f"{paint('Sources:', 'label')}"]
+
+
+def block_sources(resp, paint, name):
+    """Every retrieved document with its score and date or version; those the resolver dropped marked."""
     used = {r.doc.source_id for r in resp.context}
-    for r in resp.sources:
-        mark = "" if r.doc.source_id in used else paint("  (discarded)", "dim")
-        lines.append(f"  [{r.score:.3f}] {printable(name(r.doc))} ({printable(stamp(r.doc))}){mark}")
+    return [f"  [{r.score:.3f}] {printable(name(r.doc))} ({printable(stamp(r.doc))})"
+            + ("" if r.doc.source_id in used else paint("  (discarded)", "dim")) for r in resp.sources]
+
+
+def block_conflicts(resp, paint, name):
+    """Each conflicting pair, each cluster and what the resolver did with it, each candidate answer."""
+    lines = []
     for c in resp.report.conflicts:
         evidence = format_evidence(c.evidence)
         shown = "" if evidence in c.reason else f", {evidence}"  # question-aware reasons already quote the values
@@ -4030,15 +4048,18 @@ def render_block(resp, paint, cfg):
             lines.append(paint(f"  Conflict cluster resolved: kept '{name(cl.kept)}' ({stamp(cl.kept)}), "
                                f"discarded {len(cl.discarded)} {older}doc(s){RANK_NOTE.get(cl.basis, '')}.",
                                "resolved"))
-    for c in resp.candidates:
-        lines.append(paint(f"  ? candidate from '{name(c.doc)}': {c.answer or '(none)'} ({c.confidence:.1%})",
-                           "uncertain"))
-    if resp.warning:
-        role = {"ANSWERED": "conflict", "RESOLVED": "resolved"}.get(resp.label, "uncertain")
-        lines.append(paint("Warning:", role) + " "
-                     + textwrap.fill(printable(resp.warning), cfg.answer_width + 14, subsequent_indent="  ",
-                                     break_on_hyphens=False))
-    return "\n".join(lines)
+    lines += [paint(f"  ? candidate from '{name(c.doc)}': {c.answer or '(none)'} ({c.confidence:.1%})", "uncertain")
+              for c in resp.candidates]
+    return lines
+
+
+def block_warning(resp, paint, cfg):
+    """The warning in words, in the colour of the response's label; nothing without one."""
+    if not resp.warning:
+        return []
+    role = LABEL_STYLE.get(resp.label, LABEL_STYLE["UNCERTAIN"])[1]
+    return [paint("Warning:", role) + " " + textwrap.fill(printable(resp.warning), cfg.answer_width + WARNING_EXTRA,
+                                                          subsequent_indent="  ", break_on_hyphens=False)]
 
 
 def format_score(score, paint):
@@ -4085,15 +4106,19 @@ def pad(text, width):
     return text + " " * max(0, width - display_width(text))
 
 
+SCENARIO_WIDTH = 22  # the side-by-side table's first column, in terminal columns ("Undated status reports")
+RULE_EXTRA = 20  # the rule under the table's head runs this far past it, under "What changed"
+
+
 def render_table(names, naive, resolved, paint, cfg):
     """Side-by-side: scenario | naive answer (confidence) | resolved answer (confidence) | what changed."""
-    w = cfg.table_width
-    head = f"{'Scenario':<22} | {'Naive answer':<{w}} | {'Resolved answer':<{w}} | What changed"
-    lines = [paint(head, "label"), "-" * (len(head) + 20)]
-    for name, n, r in zip(names, naive, resolved):
+    w, sw = cfg.table_width, SCENARIO_WIDTH
+    head = f"{'Scenario':<{sw}} | {'Naive answer':<{w}} | {'Resolved answer':<{w}} | What changed"
+    lines = [paint(head, "label"), "-" * (len(head) + RULE_EXTRA)]
+    for name, n, r in zip(names, naive, resolved, strict=True):
         cells = [pad(clip(printable(table_answer(a)), w), w) for a in (n, r)]
         change, role = what_changed(n, r)
-        lines.append(f"{pad(clip(printable(name), 22), 22)} | {cells[0]} | {cells[1]} | {paint(change, role)}")
+        lines.append(f"{pad(clip(printable(name), sw), sw)} | {cells[0]} | {cells[1]} | {paint(change, role)}")
     return "\n".join(lines)
 
 
@@ -4180,15 +4205,19 @@ def render_bench(result, cfg):
     return "\n".join(lines)
 
 
+TYPE_WIDTH = 26  # the --eval table's type column ("correct_vs_correct_other_entity" is clipped)
+
+
 def render_eval(result, label):
     """The --eval table: overall, then one row per type."""
-    head = f"{'type':<26} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
+    head = f"{'type':<{TYPE_WIDTH}} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
 
     def row(name, r):
         cells = " ".join(f"{'-':>6}" if r[k] is None else f"{r[k]:>6.3f}" for k in ("precision", "recall", "f1", "mcc"))
-        return f"{pad(clip(printable(name), 26), 26)} {r['n']:>4} {r['tp']:>4} {r['fp']:>4} {r['fn']:>4} {r['tn']:>4} {cells}"
-    lines = [f"{printable(label)}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)", head,
-             row("all", result), "-" * len(head)]
+        counts = " ".join(f"{r[k]:>4}" for k in ("n", "tp", "fp", "fn", "tn"))
+        return f"{pad(clip(printable(name), TYPE_WIDTH), TYPE_WIDTH)} {counts} {cells}"
+    lines = [f"{printable(label)}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)",
+             head, row("all", result), "-" * len(head)]
     lines += [row(name, r) for name, r in result["by_type"].items()]
     return "\n".join(lines)
 
