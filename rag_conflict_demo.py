@@ -275,14 +275,19 @@ def read_kb_records(path):
             if not isinstance(questions, list):
                 raise UsageError(f"{path}: 'questions' must be a list of strings, got {json_type(questions)}")
             return [("", r) for r in top["documents"]], questions
+    return [(f" (line {lineno})", record) for lineno, record in read_json_lines(text, path)], []
+
+
+def read_json_lines(text, path):
+    """[(line number, value)] of a JSON Lines text, blank lines skipped: the one JSON Lines reader (--kb, --eval)."""
     records = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                records.append((f" (line {lineno})", parse_json(line, f"{path}: line {lineno}")))
+                records.append((lineno, parse_json(line, f"{path}: line {lineno}")))
             except json.JSONDecodeError as e:
                 raise UsageError(f"{path}: invalid JSON Lines at line {lineno}, column {e.colno}: {e.msg}")
-    return records, []
+    return records
 
 
 def parse_json(text, where):
@@ -353,33 +358,36 @@ def json_type(value):
         type(value), "a number")
 
 
-def parse_document(record, where):
-    """A Document from one JSON record, or a UsageError saying what is wrong with it and where."""
+def parse_document(record, where, content="content", named=True):
+    """A Document from one JSON record, or a UsageError saying what is wrong with it and where. content: the field
+    that holds the text ('content' in a knowledge base, 'text' in --eval's labelled pairs); named: the messages
+    quote the source_id (a labelled pair's documents have only a position, which where says already)."""
     if not isinstance(record, dict):
         raise UsageError(f"{where}: expected an object, got {json_type(record)}")
-    for name in ("source_id", "content"):
+    for name in ("source_id", content):
         value = record.get(name)
         if not isinstance(value, str) or not value.strip():
             problem = "missing" if value is None else "empty" if isinstance(value, str) else json_type(value)
             raise UsageError(f"{where}: field '{name}' is {problem}; it must be a non-empty string")
     sid = check_text(record["source_id"], f"{where}: field 'source_id'")
-    check_text(record["content"], f"{where} ('{sid}'): field 'content'")
+    at = f"{where} ('{sid}')" if named else where
+    check_text(record[content], f"{at}: field '{content}'")
     title = record.get("title")
     if title is not None and not isinstance(title, str):
-        raise UsageError(f"{where} ('{sid}'): field 'title' must be a string, got {json_type(title)}")
+        raise UsageError(f"{at}: field 'title' must be a string, got {json_type(title)}")
     if title is not None:
-        check_text(title, f"{where} ('{sid}'): field 'title'")
+        check_text(title, f"{at}: field 'title'")
     date = record.get("date")
     if date is not None and not valid_iso_date(date):
-        raise UsageError(f"{where} ('{sid}'): field 'date' {json.dumps(date)} {iso_date_problem(date)}")
+        raise UsageError(f"{at}: field 'date' {json.dumps(date)} {iso_date_problem(date)}")
     version = record.get("version")
     if isinstance(version, int) and not isinstance(version, bool) and 0 <= version < 10 ** 30:
         version = str(version)
     elif version is not None and not (isinstance(version, str) and VERSION_RE.fullmatch(version)):
-        raise UsageError(f"{where} ('{sid}'): field 'version' {json.dumps(version)} is neither an integer nor "
+        raise UsageError(f"{at}: field 'version' {json.dumps(version)} is neither an integer nor "
                          f"a dotted version like \"2.0.1\"")
-    known = {"source_id", "content", "title", "date", "version"}
-    return Document(sid, title or sid, date, record["content"], version,
+    known = {"source_id", content, "title", "date", "version"}
+    return Document(sid, title or sid, date, record[content], version,
                     {k: v for k, v in record.items() if k not in known})
 
 
@@ -3627,15 +3635,8 @@ def load_eval(path, text=None):
     """
     text = read_text(path) if text is None else text
     pairs = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {lineno}"
-        try:
-            record = parse_json(line, where)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"{where}, column {e.colno}: invalid JSON: {e.msg}")
-        pairs.extend(eval_record_pairs(record, where))
+    for lineno, record in read_json_lines(text, path):
+        pairs.extend(eval_record_pairs(record, f"{path}: line {lineno}"))
     if not pairs:
         raise UsageError(f"{path}: no labelled pairs")
     return pairs
@@ -3652,16 +3653,10 @@ def eval_record_pairs(record, where):
     rid = str(record.get("id", where))
     parsed = []
     for n, d in enumerate(docs, 1):
-        if not isinstance(d, dict) or not isinstance(d.get("text"), str) or not d["text"].strip():
-            raise UsageError(f"{where}: document {n} must be an object with a non-empty 'text'")
-        for name in ("text", "title"):
-            if isinstance(d.get(name), str):
-                check_text(d[name], f"{where}: document {n}: field '{name}'")
-        date = d.get("date")
-        if date is not None and not valid_iso_date(date):
-            raise UsageError(f"{where}: document {n}: 'date' {json.dumps(date)} {iso_date_problem(date)}")
-        sid = f"{rid}:{d.get('id', n)}"
-        parsed.append(Document(sid, d.get("title") or sid, date, d["text"]))
+        if not isinstance(d, dict):
+            raise UsageError(f"{where}: document {n}: expected an object, got {json_type(d)}")
+        # a labelled pair's document is checked like a knowledge base's, its "text" as the content
+        parsed.append(parse_document({**d, "source_id": f"{rid}:{d.get('id', n)}"}, f"{where}: document {n}", "text", named=False))
     question = record.get("question") or ""
     if not isinstance(question, str):
         raise UsageError(f"{where}: field 'question' must be a string")
@@ -6073,8 +6068,9 @@ class TestEval(unittest.TestCase):
     def test_bad_eval_files(self):
         for records, message in (([{"docs": []}], "field 'conflict' must be true or false"),
                                  ([{"conflict": True, "docs": [{"id": "A", "text": "x"}]}], "at least two documents"),
-                                 (["{nope"], "line 1, column 2: invalid JSON"),
-                                 ([{"conflict": False, "docs": [{"text": "x"}, {"text": ""}]}], "document 2 must be"),
+                                 (["{nope"], "invalid JSON Lines at line 1, column 2"),
+                                 ([{"conflict": False, "docs": [{"text": "x"}, {"text": ""}]}],
+                                  "line 1: document 2: field 'text' is empty"),
                                  (['{"conflict": true, "docs": [{"text": "x"}, {"text": "\\ud800"}]}'],
                                   "line 1: document 2: field 'text': \\ud800 is a lone surrogate"),
                                  (['{"conflict": true, "n": ' + "1" * 4301 + ', "docs": []}'],
