@@ -2333,6 +2333,12 @@ def _subject_tokens(sentence: str) -> frozenset[str]:
     return frozenset(t for n in names for t in n.split() if t not in states)
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)  # a side meets many others (a corpus scan: thousands)
+def _clean_side(sentences: tuple[str, ...]) -> tuple[str, ...]:
+    """A side's sentences without snippet dates or blanks, as the signals read them."""
+    return tuple(s for s in (strip_snippet_date(x).strip() for x in sentences) if s)
+
+
 def _different_subjects(a: list[str], b: list[str]) -> bool:
     """With no question to name the subject (a corpus scan), two sides that name subjects and never the same one
     are statements about different things ("Ormoor reported $620M" vs "Ortrimi reported $810M"), not a conflict.
@@ -2342,8 +2348,13 @@ def _different_subjects(a: list[str], b: list[str]) -> bool:
     >>> _different_subjects(["At Kelso, it is required."], ["At Brora, it is optional."])
     True
     """
-    na, nb = (frozenset().union(*map(_subject_tokens, side)) for side in (a, b))
+    na, nb = (_side_subjects(tuple(side)) for side in (a, b))
     return bool(na and nb) and not _tokens_meet(na, nb)
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _side_subjects(sentences: tuple[str, ...]) -> frozenset[str]:
+    return frozenset().union(*map(_subject_tokens, sentences))
 
 
 # --- The registry: which signals run for which question type, first finding wins
@@ -2370,8 +2381,7 @@ def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
     >>> compare_answers("When did it open?", ["It opened in 1998."], ["It opened in 2001."]).kind
     'value'
     """
-    a = [s for s in (strip_snippet_date(x).strip() for x in sents_a) if s]
-    b = [s for s in (strip_snippet_date(x).strip() for x in sents_b) if s]
+    a, b = (list(_clean_side(tuple(side))) for side in (sents_a, sents_b))
     if not a or not b:
         return None
     qwords = question_words(question)
