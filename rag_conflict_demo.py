@@ -58,7 +58,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import difflib
-import doctest
 import functools
 import hashlib
 import importlib.util
@@ -76,7 +75,6 @@ import textwrap
 import time
 import unicodedata
 import unittest
-import unittest.mock
 import zipfile
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
@@ -4682,18 +4680,22 @@ def print_walkthrough(names, naive, resolved, paint, cfg):
 # Variables a caller's shell may hold that would change what the tests see; the suite runs without them (a test that
 # needs one sets it). RAG_EMBED_MODEL stays: it switches the integration tests on, as documented.
 CALLER_VARIABLES = ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "TERM", "RAG_QA_MODEL", "RAG_NLI_MODEL", "RAG_READER")
-_CLEAN_ENVIRONMENT = unittest.mock.patch.dict(os.environ)
+_saved_environment = []
 
 
 def setUpModule():
-    """unittest's module fixture (run by --test and by python -m unittest): the caller's variables set aside."""
-    _CLEAN_ENVIRONMENT.start()
+    """unittest's module fixture (run by --test and by python -m unittest): the caller's variables set aside, and
+    the test-only modules imported (here, not at the top: importing the module stays light)."""
+    import unittest.mock  # the tests use it as unittest.mock
+
+    _saved_environment.append(unittest.mock.patch.dict(os.environ))
+    _saved_environment[-1].start()
     for name in CALLER_VARIABLES:
         os.environ.pop(name, None)
 
 
 def tearDownModule():
-    _CLEAN_ENVIRONMENT.stop()
+    _saved_environment.pop().stop()
 
 
 def fake_embed(texts):
@@ -5182,6 +5184,8 @@ class TestIssue9(unittest.TestCase):
 class TestFeatureProperties(unittest.TestCase):
     def test_docstring_examples_are_collected(self):
         """The worked examples in docstrings run as doctests (load_tests); none may silently stop being found."""
+        import doctest
+
         found = doctest.DocTestFinder().find(sys.modules[__name__])
         self.assertGreaterEqual(sum(len(t.examples) for t in found), 100)
 
@@ -6477,7 +6481,7 @@ class TestModels(unittest.TestCase):
 
     def test_standard_runner(self):
         self.assertTrue(callable(setUpModule) and callable(tearDownModule))  # the environment fixture below
-        self.assertIs(unittest.mock, sys.modules["unittest.mock"])  # imported at the top: python -m unittest works
+        self.assertIs(unittest.mock, sys.modules["unittest.mock"])  # imported by setUpModule, for either runner
 
 
 def local_embed_dir():
@@ -6675,6 +6679,8 @@ def build_tiny_qa_model(tokenizer_dir, out_dir):
 
 def load_tests(loader, tests, pattern):
     """unittest's hook, used by --test and by python -m unittest: the docstrings' worked examples run as doctests."""
+    import doctest
+
     tests.addTests(doctest.DocTestSuite(sys.modules[__name__]))
     return tests
 
