@@ -98,7 +98,13 @@ class Config:
     max_seq_len: int = 384  # reader window in word pieces (question + context), SQuAD fine-tuning length
     max_question_tokens: int = 64  # longer questions are cut for the reader, leaving room for context
     doc_stride: int = 128  # overlap between reader windows on long contexts, in word pieces
+    reader_batch: int = 16  # reader windows per forward pass: a 1 MB context's ~1,000 windows never all at once
     embed_batch: int = 64  # texts per embedding batch
+    # Longest passage embedded whole, in characters. MiniLM reads 256 word pieces of a text and drops the rest, and
+    # was trained on 128; 500 characters are 120-155 pieces of English (3.2 characters a piece on this README, 4.1 on
+    # QACC's snippets). A longer document is embedded as passages (passages_of) and retrieved by its best one; 800
+    # (the window's limit) retrieved a 100 KB handbook's refund paragraph no better and dilutes small paragraphs more.
+    passage_chars: int = 500
     hub_timeout: float = 5.0  # seconds to wait for the model hub before giving up (fail fast, no retry loop)
     answer_width: int = 72  # wrap width of answers in the walkthrough, in characters
     table_width: int = 34  # width of an answer cell in the side-by-side table, in characters
@@ -2443,20 +2449,95 @@ def _surface(phrase: str, sentence: str) -> tuple[int, int] | None:
 @dataclass(frozen=True)
 class Retrieved:
     doc: Document
-    score: float  # cosine similarity to the query
-    row: int  # row of the document in the index's embedding matrix
+    score: float  # cosine similarity to the query of the document's best passage
+    row: int  # row of that passage in the index's embedding matrix (the document's row when it is one passage)
+    passages: int = 1  # how many passages the document was embedded as
 
 
 @dataclass
 class Index:
     docs: tuple
-    vectors: np.ndarray  # (n_docs, dim), L2-normalised
+    vectors: np.ndarray  # (n_passages, dim), L2-normalised; a document's passages are consecutive rows
+    starts: np.ndarray  # (n_docs + 1,): document i's passages are rows starts[i]:starts[i + 1]
+
+    @property
+    def passages(self):
+        return len(self.vectors)
 
 
-def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None):
-    """Embed every document once, in batches of batch_size; vectors are L2-normalised rows."""
+def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None,
+                passage_chars=DEFAULT_CONFIG.passage_chars):
+    """Embed every document once, as passages the embedder reads whole (passages_of), in batches of batch_size;
+    vectors are L2-normalised rows. A document within passage_chars is one passage, its text unchanged."""
     docs = tuple(docs)
-    return Index(docs, embed_in_batches(embed, [d.content for d in docs], batch_size, progress))
+    parts = [passages_of(d.content, passage_chars) for d in docs]
+    starts = np.cumsum([0] + [len(p) for p in parts])
+    return Index(docs, embed_in_batches(embed, [x for p in parts for x in p], batch_size, progress), starts)
+
+
+PARAGRAPH_RE = re.compile(r"\n[ \t]*\n")
+# A passage shorter than this share of the budget (a heading, a one-line paragraph) takes in the next paragraph;
+# longer ones don't, so a short paragraph that answers a question is not diluted by its neighbours.
+PASSAGE_MERGE_BELOW = 0.25
+
+
+def passages_of(text, budget):
+    """A document as the embedder can read it: passages of at most budget characters, one per paragraph. A heading
+    or a one-line paragraph (under PASSAGE_MERGE_BELOW of the budget) is joined by the paragraphs after it while they
+    fit; a paragraph longer than budget is cut at sentence ends into passages of its own (sentence_windows, with a
+    one-sentence overlap). A text within budget is one passage, itself.
+
+    >>> passages_of("Refunds take 30 days. Shipping is free. Returns are easy.", 40)
+    ['Refunds take 30 days. Shipping is free.', 'Shipping is free. Returns are easy.']
+    """
+    if len(text) <= budget:
+        return [text]
+    passages, current = [], ""
+    for paragraph in (" ".join(p.split()) for p in PARAGRAPH_RE.split(text)):
+        if current and len(current) < PASSAGE_MERGE_BELOW * budget and len(current) + 1 + len(paragraph) <= budget:
+            current += "\n" + paragraph
+            continue
+        passages += [current] if current else []
+        current = paragraph
+        if len(paragraph) > budget:  # its pieces are passages of their own, the next paragraph starts afresh
+            passages += sentence_windows(paragraph, budget)
+            current = ""
+    return passages + ([current] if current else [])
+
+
+def sentence_windows(paragraph, budget):
+    """A paragraph longer than budget as runs of whole sentences of at most budget characters, each run starting
+    with the last sentence of the run before when both fit; a sentence longer than budget is cut at spaces.
+
+    >>> sentence_windows("Refunds take 30 days. Shipping is free. Returns are easy.", 40)
+    ['Refunds take 30 days. Shipping is free.', 'Shipping is free. Returns are easy.']
+    """
+    sentences = [piece for sentence in _split_chunk(paragraph) for piece in cut_at_spaces(sentence.strip(), budget)
+                 if piece]
+    runs, current, size = [], [], -1  # size: characters of " ".join(current)
+    for sentence in sentences:
+        if current and size + 1 + len(sentence) > budget:
+            runs.append(" ".join(current))
+            overlap = len(current[-1]) + 1 + len(sentence) <= budget
+            current, size = (current[-1:], len(current[-1])) if overlap else ([], -1)
+        current.append(sentence)
+        size += 1 + len(sentence)
+    return runs + [" ".join(current)]
+
+
+def cut_at_spaces(sentence, budget):
+    """A sentence longer than budget as pieces of at most budget characters, cut at spaces where there are any.
+
+    >>> cut_at_spaces("aaa bbb ccc", 7)
+    ['aaa bbb', 'ccc']
+    """
+    pieces = []
+    while len(sentence) > budget:
+        cut = sentence.rfind(" ", 0, budget + 1)
+        cut = cut if cut > 0 else budget  # subtle: one "word" longer than budget (a hash, a URL) is cut anywhere
+        pieces.append(sentence[:cut].strip())
+        sentence = sentence[cut:].strip()
+    return pieces + [sentence]
 
 
 def embed_in_batches(embed, texts, batch_size, progress=None):
@@ -2482,11 +2563,15 @@ SCORE_DECIMALS = 6  # scores equal to this many decimals are ties (float noise a
 
 
 def retrieve(index, query_vector, k):
-    """Top-k documents by cosine; ties broken by source_id so runs are deterministic."""
-    scores = index.vectors @ normalise(np.atleast_2d(query_vector))[0]
+    """Top-k documents by the cosine of their best passage; ties broken by source_id so runs are deterministic."""
+    scores = index.vectors @ normalise(np.atleast_2d(query_vector))[0]  # (n_passages,)
+    best = np.arange(len(index.docs))  # one passage per document: its own row
+    if index.passages > len(index.docs):
+        best = np.array([a + int(np.argmax(scores[a:b])) for a, b in zip(index.starts[:-1], index.starts[1:])])
     order = sorted(range(len(index.docs)),
-                   key=lambda i: (-round(float(scores[i]), SCORE_DECIMALS), index.docs[i].source_id))
-    return [Retrieved(index.docs[i], float(scores[i]), i) for i in order[:k]]
+                   key=lambda i: (-round(float(scores[best[i]]), SCORE_DECIMALS), index.docs[i].source_id))
+    return [Retrieved(index.docs[i], float(scores[best[i]]), int(best[i]), int(index.starts[i + 1] - index.starts[i]))
+            for i in order[:k]]
 
 
 # The reader's context: the documents it reads, joined so that a blank line always marks a boundary.
@@ -2677,10 +2762,17 @@ class SentenceCache:
     def __init__(self, embed, batch_size):
         self.embed, self.batch_size = embed, batch_size
         self.split = {}  # text -> (sentences, (n, dim) vectors)
+        self.embedded = {}  # sentences -> their (n, dim) vectors, whichever text they came from
 
     def prime(self, texts, progress=None):
-        """Split and embed the sentences of every text not seen before, all in one batched pass."""
+        """Split and embed the sentences of every text not seen before, all in one batched pass. A text with the
+        sentences of one seen before (a document as the reader's context, its blank lines closed up) reuses them:
+        a long document is embedded once, not once per spelling."""
         new = [t for t in dict.fromkeys(texts) if t not in self.split]
+        for t in new:
+            if sentences_of(t) in self.embedded:
+                self.split[t] = (sentences_of(t), self.embedded[sentences_of(t)])
+        new = [t for t in new if t not in self.split]
         parts = [sentences_of(t) for t in new]
         flat = [x for p in parts for x in p]
         if not flat:
@@ -2689,6 +2781,7 @@ class SentenceCache:
         start = 0
         for text, p in zip(new, parts):
             self.split[text] = (p, vectors[start:start + len(p)])
+            self.embedded.setdefault(p, self.split[text][1])
             start += len(p)
 
     def __getitem__(self, text):
@@ -2973,13 +3066,16 @@ class TransformersReader:
                              stride=self.cfg.doc_stride, return_overflowing_tokens=True,
                              return_offsets_mapping=True, padding=True, return_tensors="pt")
         inputs = {k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
+        step = self.cfg.reader_batch
         with self.torch.no_grad():
-            out = self.model(**inputs)
+            outs = [self.model(**{k: v[i:i + step] for k, v in inputs.items()})
+                    for i in range(0, inputs["input_ids"].shape[0], step)]
+        start_logits, end_logits = (self.torch.cat([getattr(o, name) for o in outs]) for name in ("start_logits",
+                                                                                                 "end_logits"))
         best = None
         for w in range(inputs["input_ids"].shape[0]):
             mask = np.array([s == 1 for s in enc.sequence_ids(w)])
-            span = best_span(out.start_logits[w].numpy(), out.end_logits[w].numpy(), mask,
-                             self.cfg.max_answer_tokens)
+            span = best_span(start_logits[w].numpy(), end_logits[w].numpy(), mask, self.cfg.max_answer_tokens)
             if span and (best is None or span[2] > best[0]):
                 offsets = enc["offset_mapping"][w]
                 best = (span[2], int(offsets[span[0]][0]), int(offsets[span[1]][1]))
@@ -3592,27 +3688,54 @@ class ScanReport:
     pairs_checked: int  # candidate pairs at or above the gate, each run through the detector once
 
 
-def candidate_pairs(vectors, gate, chunk=DEFAULT_CONFIG.scan_chunk):
-    """(i, j, cosine) for every pair i < j with cosine >= gate, computed chunk rows at a time.
+def candidate_pairs(vectors, gate, chunk=DEFAULT_CONFIG.scan_chunk, starts=None):
+    """(i, j, cosine) for every pair of documents i < j with cosine >= gate, a block of chunk x chunk rows at a time.
 
-    Memory is chunk x n floats, never n x n: 10,000 documents in chunks of 1,024 take 40 MB, not 400 MB.
+    vectors holds one row per passage; document i's passages are rows starts[i]:starts[i + 1] (starts None: one row
+    per document). Two documents are as similar as their most similar passages. Memory is a block, never n x n:
+    chunks of 1,024 take 4 MB however many documents or passages there are.
     """
-    for start in range(0, len(vectors), chunk):
-        block = vectors[start:start + chunk] @ vectors.T
-        rows, cols = np.nonzero(block >= gate)
-        keep = cols > rows + start  # each pair once, no self-pairs
-        for r, c in zip(rows[keep], cols[keep]):
-            yield start + int(r), int(c), float(block[r, c])
+    starts = np.arange(len(vectors) + 1) if starts is None else np.asarray(starts)
+    blocks = document_blocks(starts, chunk)
+    for n, (r0, r1) in enumerate(blocks):
+        for c0, c1 in blocks[n:]:
+            sims = vectors[starts[r0]:starts[r1]] @ vectors[starts[c0]:starts[c1]].T
+            if starts[r1] - starts[r0] > r1 - r0 or starts[c1] - starts[c0] > c1 - c0:  # a document of passages
+                sims = np.maximum.reduceat(sims, starts[r0:r1] - starts[r0], axis=0)
+                sims = np.maximum.reduceat(sims, starts[c0:c1] - starts[c0], axis=1)  # (documents, documents)
+            rows, cols = np.nonzero(sims >= gate)
+            keep = cols + c0 > rows + r0  # each pair once, no self-pairs
+            for r, c in zip(rows[keep], cols[keep]):
+                yield r0 + int(r), c0 + int(c), float(sims[r, c])
 
 
 SCAN_PROGRESS_EVERY = 2000  # candidate pairs between progress calls (a call reads the clock)
 
 
-def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, progress=None):
-    """Run the detector (with no question: every sentence counts) on every candidate pair of the corpus."""
+def document_blocks(starts, chunk):
+    """[(first, end)]: consecutive documents, as many as hold at most chunk passages together (at least one).
+
+    >>> document_blocks([0, 1, 3, 4, 9, 10], 3)
+    [(0, 2), (2, 3), (3, 4), (4, 5)]
+    """
+    blocks, first, n = [], 0, len(starts) - 1
+    while first < n:
+        end = first + 1
+        while end < n and starts[end + 1] - starts[first] <= chunk:
+            end += 1
+        blocks.append((first, end))
+        first = end
+    return blocks
+
+
+def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, progress=None, starts=None):
+    """Run the detector (with no question: every sentence counts) on every candidate pair of the corpus.
+
+    vectors: one row per document, or per passage with starts as in candidate_pairs.
+    """
     docs, vectors = tuple(docs), normalise(vectors)
     views, found, checked = {}, [], 0
-    for i, j, sim in candidate_pairs(vectors, gate, chunk):
+    for i, j, sim in candidate_pairs(vectors, gate, chunk, starts):
         for n in (i, j):
             if n not in views:
                 views[n] = detector.features([docs[n]], "", None)[0]
@@ -3684,23 +3807,28 @@ def eval_record_pairs(record, where):
             for i, a in enumerate(parsed) for b in parsed[i + 1:]]
 
 
-def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None):
+def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None,
+             passage_chars=DEFAULT_CONFIG.passage_chars):
     """Precision, recall, F1, MCC and confusion counts of detector on pairs, overall and per type.
 
-    Documents and questions are embedded up front in batches; ms_per_pair times detection alone.
+    Documents (as passages, like the walkthrough's index) and questions are embedded up front in batches;
+    ms_per_pair times detection alone.
     progress(label) -> callable(done, total), or None: how each stage reports its progress (the CLI's Progress).
     """
     stage = progress or (lambda label: None)
-    texts = sorted({p.a.content for p in pairs} | {p.b.content for p in pairs} | {p.question for p in pairs})
+    parts = {d.content: passages_of(d.content, passage_chars) for p in pairs for d in (p.a, p.b)}
+    texts = sorted({x for passages in parts.values() for x in passages} | {p.question for p in pairs})
     vectors = embed_in_batches(embed, texts, batch_size, stage("eval: embedding documents"))
     row = {t: i for i, t in enumerate(texts)}
     # sentence embeddings in batches, not per pair
     detector.prime([p.a for p in pairs] + [p.b for p in pairs], stage("eval: embedding sentences"))
     counts, elapsed, step = {}, 0.0, stage("eval: pairs")
     for n, p in enumerate(pairs, 1):
+        question_vector = vectors[row[p.question]] if p.question.strip() else None  # none: every sentence
+        rows = pair_rows([row[x] for x in parts[p.a.content]], [row[x] for x in parts[p.b.content]], vectors,
+                         question_vector)
         start = time.perf_counter()
-        report = detector.detect([p.a, p.b], vectors[[row[p.a.content], row[p.b.content]]], p.question,
-                                 vectors[row[p.question]] if p.question.strip() else None)  # none: every sentence
+        report = detector.detect([p.a, p.b], vectors[list(rows)], p.question, question_vector)
         elapsed += time.perf_counter() - start
         cell = ("t" if report.has_conflict == p.conflict else "f") + ("p" if report.has_conflict else "n")
         for key in ("all", p.type):
@@ -3711,6 +3839,17 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
     result["ms_per_pair"] = round(1000 * elapsed / len(pairs), 4)
     result["by_type"] = {k: confusion_scores(v) for k, v in sorted(counts.items())}
     return result
+
+
+def pair_rows(rows_a, rows_b, vectors, question_vector):
+    """The two rows of vectors (one passage of each document) that stand for a pair at the document gate: each
+    document's passage most similar to the question, as retrieval picks it; with no question, the pair's two most
+    similar passages. A document of one passage is its own row."""
+    if question_vector is not None:
+        return tuple(max(rows, key=lambda r: (float(vectors[r] @ question_vector), -r)) for rows in (rows_a, rows_b))
+    sims = vectors[rows_a] @ vectors[rows_b].T
+    i, j = np.unravel_index(int(np.argmax(sims)), sims.shape)
+    return rows_a[i], rows_b[j]
 
 
 def confusion_scores(c):
@@ -4039,7 +4178,8 @@ def block_head(resp, paint, cfg):
 def block_sources(resp, paint, name):
     """Every retrieved document with its score and date or version; those the resolver dropped marked."""
     used = {r.doc.source_id for r in resp.context}
-    return [f"  [{r.score:.3f}] {printable(name(r.doc))} ({printable(stamp(r.doc))})"
+    return [f"  [{r.score:.3f}] {printable(name(r.doc))} ({printable(stamp(r.doc))}"
+            f"{f', best of {r.passages} passages' if r.passages > 1 else ''})"
             + ("" if r.doc.source_id in used else paint("  (discarded)", "dim")) for r in resp.sources]
 
 
@@ -4469,7 +4609,7 @@ def run_experiment(argv, embed, read, nli):
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
     elif args.eval:
-        result = evaluate(inputs, detector, embed, cfg.embed_batch, None if args.quiet else Progress)
+        result = evaluate(inputs, detector, embed, cfg.embed_batch, None if args.quiet else Progress, cfg.passage_chars)
         reader = reader_name(read) if cfg.detector == "full" else None
         used = ", ".join(filter(None, (reader and f"reader {reader}", nli and f"NLI {cfg.nli_model}")))
         emit(json.dumps({"detector": cfg.detector, "reader": reader, "nli": cfg.nli_model if nli else None, **result})
@@ -4555,8 +4695,9 @@ def run_walkthrough(docs, questions, embed, detector, read, read_alone, nli, cfg
         if args.top_k:  # the user asked for more than there is; the default needs no note
             note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
         cfg = replace(cfg, top_k=len(docs))
-    index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
-    log.info("indexed %d documents", len(index.docs))
+    index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
+                        cfg.passage_chars)
+    log.info("indexed %d documents%s", len(index.docs), split_note(index, cfg))
     naive, resolved = [], []
     step = None if args.quiet else Progress("questions")
     with conflict_log(args.log_conflicts) as append_log:
@@ -4606,6 +4747,13 @@ def conflict_log(path):
             f.close()
 
 
+def split_note(index, cfg):
+    """' as 160 passages (1 document longer than 800 characters split)' when any document was split, else ''."""
+    split = int(np.sum(np.diff(index.starts) > 1))
+    return (f" as {index.passages} passages ({split} document{'s' * (split != 1)} longer than {cfg.passage_chars} "
+            f"characters split)" if split else "")
+
+
 def run_bench(cfg, stages, embed, detector, read, read_alone, nli, progress=None):
     """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements.
 
@@ -4613,7 +4761,7 @@ def run_bench(cfg, stages, embed, detector, read, read_alone, nli, progress=None
     """
     step = progress("bench") if progress else None
     start = time.perf_counter()
-    index = build_index(KNOWLEDGE_BASE, embed, cfg.embed_batch)
+    index = build_index(KNOWLEDGE_BASE, embed, cfg.embed_batch, None, cfg.passage_chars)
     stages["kb_embedding"] = round(time.perf_counter() - start, 4)
     timings = {}
     found = {query: retrieve_and_detect(query, index, embed, detector, cfg, timings) for _, query in SCENARIOS}
@@ -4630,11 +4778,12 @@ def run_bench(cfg, stages, embed, detector, read, read_alone, nli, progress=None
 def run_scan(docs, embed, cfg, args):
     """--scan: embed the whole knowledge base, then every conflicting pair in it, most similar first."""
     start = time.perf_counter()
-    index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding documents"))
-    log.info("embedded %d documents in %.1f s", len(docs), time.perf_counter() - start)
+    index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
+                        cfg.passage_chars)
+    log.info("embedded %d documents%s in %.1f s", len(docs), split_note(index, cfg), time.perf_counter() - start)
     detector = make_detector("article" if cfg.detector == "article" else "heuristic", cfg, embed)
     report = scan_corpus(index.docs, index.vectors, detector, cfg.threshold, cfg.scan_chunk,
-                         None if args.quiet else Progress("scanning"))
+                         None if args.quiet else Progress("scanning"), index.starts)
     seconds = time.perf_counter() - start
     if args.json:
         for line in scan_json_lines(report):
@@ -4761,6 +4910,144 @@ class TestHeuristics(unittest.TestCase):
 
     def test_signal_quiet_when_both_share_it(self):
         self.assertIsNone(signal_asymmetry(self.features("not now"), self.features("not later")))
+
+
+def window_embed(texts, window=60):
+    """fake_embed of a text's first `window` words only: an embedder that, like MiniLM past 256 word pieces, never
+    sees the rest of a long text."""
+    return fake_embed([" ".join(t.split()[:window]) for t in texts])
+
+
+FILLER_WORDS = ("The cafeteria opens at eight. Visitors sign in at the north lobby. The print shop closes on Fridays. "
+                "Each team lead reviews leave forms by noon. The fitness centre rotates staff every month.").split(". ")
+
+
+def filler(n_chars, seed=0):
+    """n_chars of handbook prose about nothing any fake_embed axis counts, in paragraphs: the bulk of a long document."""
+    import random
+
+    rng, paragraphs, size = random.Random(seed), [], 0
+    while size < n_chars:
+        paragraphs.append(" ".join(rng.choice(FILLER_WORDS).rstrip(".") + "." for _ in range(rng.randint(2, 12))))
+        size += len(paragraphs[-1]) + 2
+    return "\n\n".join(paragraphs)
+
+
+def document_json(d):
+    """A Document as a knowledge-base record (--kb)."""
+    return {"source_id": d.source_id, "title": d.title, "date": d.date, "content": d.content}
+
+
+class TestPassages(unittest.TestCase):
+    """Long documents are embedded as passages the embedder reads whole; short ones exactly as before."""
+
+    LONG = filler(50_000, 1) + "\n\nThe standard tier API rate limit is 100 requests per minute.\n\n" + filler(50_000, 2)
+    KB = (Document("a-handbook", "Handbook", "2024-05-01", LONG),
+          Document("b-faq", "API FAQ", "2023-01-01", "For laptop clients the API rate limit is 500 requests per minute."),
+          Document("c-beacon", "Beacon", None, "The harbor beacon status is ACTIVE."),
+          Document("d-denver", "Overview", None, "Acme is headquartered in Denver."))
+
+    def test_passages_fit_the_budget_and_lose_no_sentence(self):
+        budget = DEFAULT_CONFIG.passage_chars
+        passages = passages_of(self.LONG, budget)
+        self.assertGreater(len(passages), 150)
+        self.assertTrue(all(0 < len(p) <= budget for p in passages))
+        joined = " ".join(passages)
+        self.assertTrue(all(s in joined for s in sentences_of(self.LONG)))  # every sentence is read
+        self.assertEqual(sum("API rate limit" in p for p in passages), 1)
+        self.assertEqual(passages_of("Short. Kept as it is,\n\nwith its spacing.", 50),
+                         ["Short. Kept as it is,\n\nwith its spacing."])
+        self.assertEqual(passages_of("One two.\n\nThree four.\n\n" + "Five six seven. " * 4, 40),
+                         ["One two.\nThree four.", "Five six seven. Five six seven.",
+                          "Five six seven. Five six seven.", "Five six seven. Five six seven."])
+        self.assertEqual(passages_of("x" * 25, 10), ["x" * 10, "x" * 10, "x" * 5])  # a "word" longer than the budget
+
+    def test_short_documents_are_one_passage_with_the_same_vectors(self):
+        index = build_index(KNOWLEDGE_BASE, fake_embed)
+        self.assertEqual(list(index.starts), list(range(len(KNOWLEDGE_BASE) + 1)))
+        np.testing.assert_array_equal(index.vectors, embed_in_batches(fake_embed, [d.content for d in KNOWLEDGE_BASE],
+                                                                      DEFAULT_CONFIG.embed_batch))
+        self.assertEqual({r.passages for r in retrieve(index, fake_embed(["api rate limit"])[0], 12)}, {1})
+
+    def test_a_long_documents_middle_is_retrieved_and_compared(self):
+        question = "What is the API rate limit?"
+        qv = window_embed([question])[0]
+        whole = build_index(self.KB, window_embed, passage_chars=10 ** 9)  # one vector per document, as before
+        self.assertEqual(retrieve(whole, qv, 1)[0].doc.source_id, "b-faq")
+        self.assertLess(next(r.score for r in retrieve(whole, qv, 4) if r.doc.source_id == "a-handbook"), 0.2)
+        index = build_index(self.KB, window_embed)
+        retrieved = retrieve(index, qv, 2)
+        self.assertEqual([(r.doc.source_id, r.passages > 150) for r in retrieved], [("a-handbook", True),
+                                                                                   ("b-faq", False)])
+        self.assertGreater(retrieved[0].score, 0.9)
+        cfg = replace(DEFAULT_CONFIG, top_k=2)
+        _, report = retrieve_and_detect(question, index, window_embed, make_detector("heuristic", cfg, window_embed),
+                                        cfg)
+        (c,) = report.conflicts
+        self.assertEqual(((c.a.source_id, c.b.source_id), c.evidence), (("a-handbook", "b-faq"),
+                                                                          (("100 requests per minute",),
+                                                                           ("500 requests per minute",))))
+        self.assertGreater(c.topic_sim, 0.9)  # the two statements' passages, not the handbook's opening
+
+    def test_documents_that_start_alike_are_compared_where_they_answer(self):
+        opening = filler(3_000, 7)
+        docs = (Document("a", "A", None, opening + "\n\nThe API rate limit is 100 requests per minute."),
+                Document("b", "B", None, opening + "\n\nThe harbor beacon status is ACTIVE at the pier."))
+        qv = window_embed(["What is the API rate limit?"])[0]
+        for chars, similar in ((10 ** 9, True), (DEFAULT_CONFIG.passage_chars, False)):
+            index = build_index(docs, window_embed, passage_chars=chars)
+            rows = [r.row for r in retrieve(index, qv, 2)]
+            topic_sim = float(index.vectors[rows[0]] @ index.vectors[rows[1]])
+            self.assertEqual(topic_sim > 0.99, similar, chars)  # whole documents: 1.0, their openings alike
+
+    def test_the_walkthrough_says_when_documents_are_split(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"documents": [document_json(d) for d in self.KB[:2]]}, f)
+            code, out, err = run_main(["--kb", path, "--question", "What is the API rate limit?", "--no-color"],
+                                      embed=window_embed)
+        self.assertEqual(code, 0, err)
+        n = len(passages_of(self.LONG, DEFAULT_CONFIG.passage_chars))
+        self.assertIn(f"INFO indexed 2 documents as {n + 1} passages (1 document longer than "
+                      f"{DEFAULT_CONFIG.passage_chars} characters split)", err)
+        self.assertIn(f"] Handbook (2024-05-01, best of {n} passages)\n", out)
+        self.assertIn("different quantity values in requests/minute: 100 requests per minute vs 500", out)
+
+    def test_scan_blocks_by_the_most_similar_passages(self):
+        rng = np.random.default_rng(1)
+        counts = rng.integers(1, 5, 23)
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        vectors = normalise(rng.standard_normal((int(starts[-1]), 8)).astype(np.float32))
+        brute = {}
+        for i in range(23):
+            for j in range(i + 1, 23):
+                best = float((vectors[starts[i]:starts[i + 1]] @ vectors[starts[j]:starts[j + 1]].T).max())
+                if best >= 0.5:
+                    brute[i, j] = best
+        self.assertTrue(brute)
+        for chunk in (1, 3, 7, 100):
+            with self.subTest(chunk=chunk):
+                found = {(i, j): sim for i, j, sim in candidate_pairs(vectors, 0.5, chunk, starts)}
+                self.assertEqual(found.keys(), brute.keys())
+                self.assertTrue(all(math.isclose(found[k], brute[k], rel_tol=1e-5) for k in brute))
+
+    def test_a_long_document_is_embedded_once_for_detector_and_reader(self):
+        texts = []
+        cache = SentenceCache(lambda batch: texts.extend(batch) or fake_embed(batch), 64)
+        cache.prime([self.LONG])
+        embedded = len(texts)
+        self.assertEqual(embedded, len(sentences_of(self.LONG)))
+        cache.prime([as_context(self.LONG)])  # the reader's spelling: blank lines closed up, the same sentences
+        self.assertEqual(len(texts), embedded)
+        np.testing.assert_array_equal(cache[as_context(self.LONG)][1], cache[self.LONG][1])
+
+    def test_eval_compares_long_documents_where_they_answer(self):
+        a, b = self.KB[0], self.KB[1]
+        pair = EvalPair("x", "What is the API rate limit?", a, b, True, "quantity")
+        detector = make_detector("heuristic", DEFAULT_CONFIG, window_embed)
+        self.assertEqual(evaluate([pair], detector, window_embed)["tp"], 1)
+        self.assertEqual(evaluate([pair], detector, window_embed, passage_chars=10 ** 9)["fn"], 1)  # as before
 
 
 class TestDetector(unittest.TestCase):
@@ -6564,6 +6851,9 @@ class TestIntegration(unittest.TestCase):
         answer = read("What was the revenue?", context)
         self.assertIn(answer.text, context)
         self.assertTrue(answer.text)
+        in_pairs = TransformersReader(self.qa_dir, replace(self.cfg, reader_batch=2))("What was the revenue?", context)
+        self.assertEqual((in_pairs.text, in_pairs.start), (answer.text, answer.start))  # windows two at a time
+        self.assertAlmostEqual(in_pairs.confidence, answer.confidence, places=5)
         joined = context_text(KNOWLEDGE_BASE)
         for question in ("What is the status?", "Who?", "How many employees?", "What " + "very " * 300 + "long?"):
             span = read(question, joined).text  # cut to one document, the long question cut to fit
@@ -6582,6 +6872,32 @@ class TestIntegration(unittest.TestCase):
         self.assertTrue(err.startswith(f"error: embedding model file '{os.path.join(tmp, 'model.safetensors')}' is "
                                        f"truncated: it has 1,048,576 bytes of the "), err)
         self.assertEqual(len(err.splitlines()), 1)
+
+    def test_a_long_document_is_retrieved_first_and_its_value_compared(self):
+        middle = ("Refunds and returns. Customers may return a product for a full refund within 30 days of delivery. "
+                  "The refund is issued to the original payment method once the returned item has been inspected.")
+        handbook = filler(50_000, 1) + "\n\n" + middle + "\n\n" + filler(50_000, 2)
+        documents = [{"source_id": "handbook", "title": "Customer Handbook", "date": "2024-05-01", "content": handbook},
+                     {"source_id": "faq", "title": "Returns FAQ", "date": "2023-01-10",
+                      "content": "Unwanted purchases can be returned within 14 days of delivery."}]
+        question = "How long do customers have to return a product for a full refund?"
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"documents": documents + [document_json(d) for d in KNOWLEDGE_BASE],
+                           "questions": [question]}, f)
+            code, out, err = run_main(["--json", "--quiet", "--reader", "sentence", "--detector", "heuristic", "--kb",
+                                       path, "--embed-model", self.cfg.embed_model], fakes=False)
+        self.assertEqual(code, 0, err)
+        row = json.loads(out)
+        naive, resolved = row["naive"], row["resolved"]
+        self.assertEqual([s["source_id"] for s in naive["sources"][:2]], ["handbook", "faq"])
+        self.assertGreater(naive["sources"][0]["score"], 0.6)  # its first 256 word pieces alone: 0.05
+        (c,) = naive["conflicts"]
+        self.assertEqual(((c["a"], c["b"]), c["reason"]), (("faq", "handbook"), "different durations: 14 days vs 30 days"))
+        self.assertEqual(resolved["clusters"][0]["kept"], "handbook")
+        self.assertEqual(resolved["cited_source_ids"], ["handbook"])
+        self.assertIn("30 days", resolved["answer"])
 
     def test_a_plain_transformer_as_embedder_is_announced(self):
         code, _, err = run_main(["--quiet", "--json", "--question", "q", "--embed-model", self.qa_dir], fakes=False,
