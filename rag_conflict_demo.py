@@ -622,14 +622,29 @@ def _normalise_question(question: str) -> str:
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)  # asked once per pair: read once per question
 def question_type(question: str) -> str:
-    """Answer type asked for: 'date', 'quantity', 'name', 'state' or 'other'.
+    """Answer type asked for: 'date', 'quantity', 'name', 'state' or 'other', read from the asking clause: the last
+    sentence, and in it the first clause after a comma that asks, when the sentence opens with a scene-setter.
 
     >>> question_type("When did the museum open?")
     'date'
     >>> question_type("What is the refund window?")  # a window, a deadline, a limit: amounts of time or of things
     'quantity'
+    >>> question_type("Jo Li is a painter. In 2011, how many paintings did she sell?")
+    'quantity'
     """
-    q = _normalise_question(question)
+    sentences = split_sentences(question) or [question]
+    clauses = [sentences[-1]] + _ASKING_CLAUSE_RE.findall(sentences[-1])
+    types = [_clause_type(_normalise_question(c)) for c in clauses]
+    return next((t for t in types if t != "other"), "other")
+
+
+# The rest of a sentence after a comma, from a question word on: "In 2011, how many ...", "As of 2023, who ...".
+_ASKING_CLAUSE_RE = re.compile(r",\s*((?:who|whom|whose|what|which|when|where|how|is|are|was|were|do|does|did|can"
+                               r"|could|has|have|had|will|would)\b.*)", re.IGNORECASE | re.DOTALL)
+
+
+def _clause_type(q: str) -> str:
+    """The answer type one normalised clause asks for."""
     words = _WORD_RE.findall(q)
     which = _Q_WHICH_RE.match(q)
     if _Q_STATUS_RE.match(q):
@@ -1954,6 +1969,14 @@ _YEAR_TOKEN_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
 _PARENTHETICAL_RE = re.compile(r"\s*\([^()]*\)")
 
 
+# A title line: a text that opens with its title, then repeats the title's first word to start its first sentence
+# ("Sherbourne, Warwickshire Sherbourne is a village ...", "1st arrondissement of Lyon The 1st arrondissement ...").
+TITLE_LINE_MAX_WORDS = 10  # a longer "title" is a sentence that happens to repeat a word
+_TITLE_WORD_RE = re.compile(r"\S+")
+_TITLE_PUNCTUATION = ".,;:()[]\"'“”‘’"
+_SENTENCE_END_RE = re.compile(r"[a-z]{2,}[.]$")  # "town." ends a sentence; "No." and "H." do not
+
+
 @dataclass(frozen=True)
 class Subject:
     name: str             # lowercased name the document is about ("john sparke"), '' when it says none
@@ -1961,6 +1984,29 @@ class Subject:
     places: frozenset     # place words of the first sentence's description ({"custer", "county", "nebraska"})
     years: frozenset      # years of that description ({"1951"})
     acronyms: tuple = ()  # (acronym, lowercased expansion) pairs the document defines
+    title: frozenset = frozenset()  # words of the text's title line ({"sherbourne", "warwickshire"}), empty if none
+
+
+def title_line(text: str) -> frozenset[str]:
+    """The words of the title a text opens with, when its first sentence then starts again with the title's first
+    word (after "The" or "A"); single letters (initials) and noise words left out. Empty when there is none.
+
+    >>> sorted(title_line("1st arrondissement of Lyon The 1st arrondissement of Lyon is one of nine."))
+    ['1st', 'arrondissement', 'lyon']
+    >>> title_line("Revenue rose. Revenue fell.")
+    frozenset()
+    """
+    words = _TITLE_WORD_RE.findall(text[:400])
+    first = words[0].strip(_TITLE_PUNCTUATION) if words else ""
+    if not first[:1].isupper() and not first[:1].isdigit():
+        return frozenset()
+    for cut in range(1, min(TITLE_LINE_MAX_WORDS, len(words) - 1) + 1):
+        if words[cut - 1].endswith(("!", "?", ";", ":")) or _SENTENCE_END_RE.search(words[cut - 1]):
+            return frozenset()  # a sentence ended before any repeat: no title line
+        nxt = words[cut + 1] if words[cut] in ("The", "A", "An") and cut + 1 < len(words) else words[cut]
+        if nxt.strip(_TITLE_PUNCTUATION) == first:
+            return frozenset(w for w in _mark_words(" ".join(words[:cut])) if len(w) > 1)
+    return frozenset()
 
 
 def _mark_words(text: str) -> frozenset[str]:
@@ -2020,7 +2066,8 @@ def document_subject(title: str | None, text: str) -> Subject:
                            for w in _WORD_RE.findall(m["place"]) if w.lower() not in STOPWORDS)
         years = frozenset(_YEAR_TOKEN_RE.findall(lead["desc"]))
     lead_name = lead["name"].strip().lower() if lead else ""
-    return Subject(name or name2 or lead_name, marks | marks2, places, years, _acronym_definitions(text))
+    return Subject(name or name2 or lead_name, marks | marks2, places, years, _acronym_definitions(text),
+                   title_line(opening))
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
@@ -2054,7 +2101,9 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
             return Finding("subjects", f"different subjects: {exp} vs {other[0]} ({acr.upper()})", (exp, other[0]))
     same_name = bool(sa.name and sb.name) and _tokens_meet(sa.name.split(), sb.name.split())
     why = None
-    if same_name and _marks_differ(sa.marks, sb.marks):
+    if _marks_differ(sa.title, sb.title):  # two title lines, neither within the other: two articles' subjects
+        why = (" ".join(sorted(sa.title)), " ".join(sorted(sb.title)))
+    elif same_name and _marks_differ(sa.marks, sb.marks):
         why = (" ".join(sorted(sa.marks)), " ".join(sorted(sb.marks)))
     elif same_name and not qwords & PLACE_ASKERS and _marks_differ(sa.places, sb.places):
         why = (" ".join(sorted(sa.places)), " ".join(sorted(sb.places)))
@@ -2211,6 +2260,80 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
                  and not (event_years and key == ("time", "") and not ex & ey)]
         if pairs and not any(_values_agree(x, y, cfg) for x, y in pairs):
             return _describe_values(key, pairs)
+    return None
+
+
+# --- Asked predicates: a yes/no question's own predicate, negated on one side only
+# "Can any synthetic chord be analyzed ...?": "... cannot be analyzed in terms of ..." vs "Some synthetic chords
+# may be analyzed as ...". The polarity lexicon knows states ("retired", "available"); a yes/no question names its
+# own predicate, so its content words (predicate_words: the common words, not the subject's name) are read with the
+# negation before them, or with a negating prefix ("nonselective" against "selective").
+NEGATING_PREFIXES = ("non", "un", "in", "im", "dis")
+
+
+def asked_signs(sentence: str, preds: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> dict[str, int]:
+    """Each asked predicate stem the sentence uses -> +1, or -1 when negated (a negator within negation_window
+    words before it, or a negating prefix); a stem used with both signs in the sentence is left out.
+
+    >>> asked_signs("It cannot be analyzed; it is nonselective.", frozenset({"analyz", "selectiv"}))
+    {'analyz': -1, 'selectiv': -1}
+    """
+    lower = [t.lower() for t in _POLARITY_TOKEN_RE.findall(sentence)]
+    signs: dict[str, set[int]] = {}
+    for i, word in enumerate(lower):
+        stem, sign = _stem(word), 1
+        if stem not in preds:
+            prefix = next((p for p in NEGATING_PREFIXES if word.startswith(p) and _stem(word[len(p):]) in preds), "")
+            if not prefix:
+                continue
+            stem, sign = _stem(word[len(prefix):].lstrip("-")), -1
+        signs.setdefault(stem, set()).add(-sign if _negates(lower, i, cfg.negation_window) else sign)
+    return {stem: next(iter(s)) for stem, s in signs.items() if len(s) == 1}
+
+
+def _negates(lower: list[str], i: int, window: int) -> bool:
+    """A negator within `window` words before position i with only stopwords between: negation scopes the verb,
+    not its object ("do not need a visa" negates "need", not "visa").
+
+    >>> _negates(["do", "not", "need", "a", "visa"], 2, 3), _negates(["do", "not", "need", "a", "visa"], 4, 3)
+    (True, False)
+    """
+    for tok in reversed(lower[max(0, i - window):i]):
+        if is_negation(tok):
+            return True
+        if tok not in STOPWORDS:
+            return False
+    return False
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_asked_signs(sentence: str, preds: frozenset[str], window: int) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(asked_signs(sentence, preds, replace(DEFAULT_CONFIG, negation_window=window)).items()))
+
+
+def _side_signs(sentences: list[str], preds: frozenset[str], cfg: Config) -> dict[str, tuple[int, str]]:
+    """Stem -> (sign, sentence) over a side; a stem said with both signs on one side is ambiguous and left out."""
+    seen: dict[str, dict[int, str]] = {}
+    for s in sentences:
+        for stem, sign in _cached_asked_signs(s, preds, cfg.negation_window):
+            seen.setdefault(stem, {}).setdefault(sign, s)
+    return {stem: next(iter(by.items())) for stem, by in seen.items() if len(by) == 1}
+
+
+def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                           cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """The question's predicate affirmed on one side and negated on the other.
+
+    >>> asked_polarity_finding(["It cannot be analyzed as a triad."], ["It may be analyzed as a triad."],
+    ...                        frozenset({"can", "it", "be", "analyzed"})).kind
+    'polarity'
+    """
+    preds = predicate_words(a + b, qwords)
+    sa, sb = _side_signs(a, preds, cfg), _side_signs(b, preds, cfg)
+    for stem in sorted(sa.keys() & sb.keys()):
+        if sa[stem][0] != sb[stem][0]:
+            ev = (sa[stem][1], sb[stem][1])
+            return Finding("polarity", f"the question's '{stem}' affirmed on one side, negated on the other", ev)
     return None
 
 
@@ -2373,7 +2496,7 @@ CHECKS = {
     "quantity": (_MEASURES, polarity_finding, swap_finding),
     "date": (_TEMPORAL, polarity_finding, swap_finding),
     "name": (slot_name_finding, polarity_finding, swap_finding),
-    "state": (polarity_finding, state_slot_finding, _ALL_VALUES, swap_finding),
+    "state": (polarity_finding, asked_polarity_finding, state_slot_finding, _ALL_VALUES, swap_finding),
     "other": (polarity_finding, _ALL_VALUES, slot_finding, swap_finding),
 }
 
@@ -5466,6 +5589,49 @@ class TestIssue9(unittest.TestCase):
                                           ["Cash is not accepted at the museum."]))
         self.assertIsNone(compare_answers("Is the Harbour ferry still running?", ["The Harbour ferry was not cancelled."],
                                           ["The Harbour ferry is in service every day."]))
+
+    def test_class5_the_questions_own_predicate_negated(self):
+        q = "Can any synthetic chord be analyzed as a triad?"
+        self.assertEqual(compare_answers(q, ["A synthetic chord cannot be analyzed as a triad or seventh chord."],
+                                         ["Some synthetic chords may be analyzed as a triad."]).kind, "polarity")
+        q = "Is moxonidine a selective agonist?"
+        self.assertIsNotNone(compare_answers(q, ["Moxonidine is a selective agonist at I1 receptors."],
+                                             ["Moxonidine is a nonselective agonist."]))
+
+    def test_class5_negation_scopes_the_verb_not_its_object(self):
+        q = "Do visitors need a visa to enter Caldoria?"
+        self.assertIsNone(compare_answers(q, ["Travellers do not need a visa for stays of up to 90 days."],
+                                          ["Visitors staying longer must apply for a visa before arrival."]))
+        self.assertIsNone(compare_answers("Can the bird fly?", ["The bird can fly."], ["The bird can fly, not swim."]))
+        both = ["The bird can fly.", "The bird cannot fly in winter."]  # a side saying both is ambiguous: abstains
+        self.assertIsNone(asked_polarity_finding(both, ["The bird cannot fly."], question_words("Can the bird fly?")))
+
+    def test_question_type_reads_the_asking_clause(self):
+        cases = {"Marina Baker is an English politician. When was Marina Baker born?": "date",
+                 "In 2011, how many stores were at fuel stations?": "quantity",
+                 "As of 2023, who leads the party?": "name",
+                 "Considering that he left in 1193, was he less than 36?": "state",
+                 "In the city, the museum is big.": "other"}
+        for question, expected in cases.items():
+            self.assertEqual(question_type(question), expected, question)
+
+    def test_class2_title_lines_say_which_subject(self):
+        lyon = doc("a", "1st arrondissement of Lyon The 1st arrondissement of Lyon is one of nine. It opened in 1852.")
+        paris = doc("b", "1st arrondissement of Paris The 1st arrondissement of Paris is one of 20. It opened in 1860.")
+        self.assertEqual(different_subjects_finding(lyon, paris).kind, "subjects")
+        village = doc("c", "Sherbourne, Warwickshire Sherbourne is a village. The population was 174.")
+        town = doc("d", "Sherborne Sherborne is a market town. The population was 9,523.")
+        self.assertIsNotNone(different_subjects_finding(village, town))
+        edited = doc("e", lyon.content.replace("1852", "1871"))  # an edited copy: one title, one subject
+        self.assertIsNone(different_subjects_finding(lyon, edited))
+        fuller = doc("f", "David H. Jones House The David H. Jones House was built in 1912.")
+        self.assertIsNone(different_subjects_finding(fuller, doc("g", "David Jones House The house was built in 1913.")))
+
+    def test_title_line_needs_the_repeat_before_a_sentence_ends(self):
+        quintet = "String Quintet No. 2 (Brahms) String Quintet No. 2 is a work by Brahms."
+        self.assertEqual(title_line(quintet), frozenset({"string", "quintet", "brahms"}))  # "No." ends no sentence
+        self.assertEqual(title_line("Revenue rose in May. Revenue then fell."), frozenset())
+        self.assertEqual(title_line("the town the town"), frozenset())
 
 
 class TestFeatureProperties(unittest.TestCase):
