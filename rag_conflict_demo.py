@@ -130,6 +130,7 @@ class Config:
     swap_min_ratio: float = 0.8  # a 10-token sentence with one token swapped scores 0.9
     swap_max_span: int = 3  # "Mahesh Bhatt" vs "Raj Kapoor" is 2; longer runs are rewordings
     swap_spelling: float = 0.85  # character ratio above which two words are one spelled twice (colour/color 0.91)
+    asked_frame_min: int = 5  # yes/no questions: tokens two sentences must share around a swapped asked-about span
     # Answer-anchored values (issue #9, class 3): of several values of one kind on a side, only those within this
     # many words of a predicate word of the question are compared.
     value_anchor_window: int = 5
@@ -2337,6 +2338,50 @@ def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
     return None
 
 
+# A yes/no question states its own answer: "Do Jamshedpur FC play their home games at Birsa Munda Stadium?". Two
+# sentences that share their frame and differ in one span that holds a word of the question the other sentence lacks
+# give two answers to it, whatever the span's length ("JRD Tata Sports Complex Stadium" vs "Birsa Munda Stadium").
+
+def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
+    """The two spans of sentences alike but for one replaced run that holds an asked stem the other lacks.
+
+    >>> _asked_swap("The flowers of the plant are pale pink.", "The flowers of the plant are slaty blue.",
+    ...             frozenset({"slaty", "blue"}))
+    ('pale pink', 'slaty blue')
+    """
+    ta, tb = _cached_swap_tokens(sa), _cached_swap_tokens(sb)
+    la, lb = [t for t, _ in ta], [t for t, _ in tb]
+    ops = [op for op in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    left, right = la[i1:i2], lb[j1:j2]
+    if len(la) - len(left) < cfg.asked_frame_min or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
+        return None  # too little frame shared, or a span of filler words only
+    stems = [{_stem(w) for w in words} for words in (left, right, la, lb)]
+    if (stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]:
+        return " ".join(o for _, o in ta[i1:i2]), " ".join(o for _, o in tb[j1:j2])
+    return None
+
+
+def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                       cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """A yes/no question's asked-about span said on one side and swapped for another on the other.
+
+    >>> asked_swap_finding(["Jamshedpur FC play their home games at JRD Tata Sports Complex Stadium."],
+    ...                    ["Jamshedpur FC play their home games at Birsa Munda Football Stadium."],
+    ...                    question_words("Do Jamshedpur FC play home games at Birsa Munda Football Stadium?")).kind
+    'swap'
+    """
+    asked = frozenset(_stem(w) for w in qwords - SWAP_FILLER - AUX_VERBS)
+    for sa in a:
+        for sb in b:
+            pair = _asked_swap(sa, sb, asked, cfg)
+            if pair:
+                return Finding("swap", f"the asked-about span swapped: {pair[0]} vs {pair[1]}", pair)
+    return None
+
+
 # --- Answer-slot names: compare the name in the answer slot, not every name in the sentence
 # In web snippets most false alarms are the other capitalised words of a sentence ("order vs gordon ramsay, head
 # chef"; "americans vs us, us marines"). A side's answer-slot names are the names within name_slot_window words of a
@@ -2496,7 +2541,8 @@ CHECKS = {
     "quantity": (_MEASURES, polarity_finding, swap_finding),
     "date": (_TEMPORAL, polarity_finding, swap_finding),
     "name": (slot_name_finding, polarity_finding, swap_finding),
-    "state": (polarity_finding, asked_polarity_finding, state_slot_finding, _ALL_VALUES, swap_finding),
+    "state": (polarity_finding, asked_polarity_finding, state_slot_finding, _ALL_VALUES, _TEMPORAL, _MEASURES,
+              swap_finding, asked_swap_finding),
     "other": (polarity_finding, _ALL_VALUES, slot_finding, swap_finding),
 }
 
@@ -5606,6 +5652,22 @@ class TestIssue9(unittest.TestCase):
         both = ["The bird can fly.", "The bird cannot fly in winter."]  # a side saying both is ambiguous: abstains
         self.assertIsNone(asked_polarity_finding(both, ["The bird cannot fly."], question_words("Can the bird fly?")))
 
+    def test_class1_a_yes_no_questions_asked_span_swapped(self):
+        q = "Do Jamshedpur FC play their home games at Birsa Munda Football Stadium?"
+        home = "Jamshedpur FC play their home games at {}."
+        a, b = [home.format("JRD Tata Sports Complex Stadium")], [home.format("Birsa Munda Football Stadium")]
+        self.assertEqual(compare_answers(q, a, b).evidence, ("JRD Tata Sports Complex", "Birsa Munda Football"))
+        self.assertIsNone(swap_finding(a, b))  # four words against three: too long for a plain swap
+
+    def test_class1_asked_span_near_misses(self):
+        q = "Can developers still use the Fernway v1 API?"  # "still" is filler, not what is asked
+        self.assertIsNone(compare_answers(q, ["The Fernway v1 API is not recommended for new projects."],
+                                          ["The Fernway v1 API is still available to existing clients."]))
+        q = "Do Jamshedpur FC play their home games at Birsa Munda Football Stadium?"
+        a = ["Jamshedpur FC play their home games at the Birsa Munda Football Stadium."]
+        b = ["Jamshedpur FC play their home games at Birsa Munda Stadium, Ranchi."]
+        self.assertIsNone(asked_swap_finding(a, b, question_words(q)))  # both say the asked stadium
+
     def test_question_type_reads_the_asking_clause(self):
         cases = {"Marina Baker is an English politician. When was Marina Baker born?": "date",
                  "In 2011, how many stores were at fuel stations?": "quantity",
@@ -5625,7 +5687,8 @@ class TestIssue9(unittest.TestCase):
         edited = doc("e", lyon.content.replace("1852", "1871"))  # an edited copy: one title, one subject
         self.assertIsNone(different_subjects_finding(lyon, edited))
         fuller = doc("f", "David H. Jones House The David H. Jones House was built in 1912.")
-        self.assertIsNone(different_subjects_finding(fuller, doc("g", "David Jones House The house was built in 1913.")))
+        plain = doc("g", "David Jones House The house was built in 1913.")
+        self.assertIsNone(different_subjects_finding(fuller, plain))  # initials aside, one title holds the other
 
     def test_title_line_needs_the_repeat_before_a_sentence_ends(self):
         quintet = "String Quintet No. 2 (Brahms) String Quintet No. 2 is a work by Brahms."
