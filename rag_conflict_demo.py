@@ -745,6 +745,9 @@ _RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?
 _DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+)?"
                           rf"(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
 _DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
+# 08/28/2018 (US), 28/08/2018 or 28.08.2018 (most of the world): day and month told apart only when one is over 12
+_DATE_NUMERIC_RE = re.compile(r"(?<![\w/.-])(?P<first>\d{1,2})(?P<sep>[/.])(?P<second>\d{1,2})(?P=sep)(?P<year>\d{4})"
+                              r"(?![\w/]|[.,]\d)")
 _DATE_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:,\s?|\s)"
                           rf"(?P<year>\d{{4}})(?![\w])")
 _DATE_DMY_RE = re.compile(rf"{_LEAD}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon>{_MONTH}),?"
@@ -930,6 +933,24 @@ def _date_values(m: re.Match) -> list[Value]:
     return _value("date", float(year * 10000 + month * 100 + day), "", m)
 
 
+def _numeric_date_values(m: re.Match) -> list[Value]:
+    """Slashed or dotted dates; when both parts could be the month (03/04/2018), only the year is known.
+
+    >>> [v.amount for v in extract_values("Released 08/28/2018, shown 28.08.2018, printed 03/04/2018.")]
+    [20180828.0, 20180828.0, 20180000.0]
+    """
+    first, second, year = int(m["first"]), int(m["second"]), int(m["year"])
+    if first > 12 >= second:
+        month, day = second, first
+    elif second > 12 >= first or first == second:
+        month, day = first, second
+    else:
+        month = day = 0  # subtle: ambiguous, so unknown: agrees with any date of that year (_values_agree)
+    if day > 31 or not first or not second:
+        return []
+    return _value("date", float(year * 10000 + month * 100 + day), "", m)
+
+
 def _year_range_values(m: re.Match) -> list[Value]:
     """Both ends of "1954-55" or "1947–2021" as years.
 
@@ -1024,6 +1045,7 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_PERCENT_RE, _percent_values),
     (_RATE_RE, _rate_values),
     (_DATE_ISO_RE, _date_values),
+    (_DATE_NUMERIC_RE, _numeric_date_values),
     (_DATE_MDY_RE, _date_values),
     (_DATE_DMY_RE, _date_values),
     (_DATE_MY_RE, _date_values),
@@ -5667,6 +5689,15 @@ class TestIssue9(unittest.TestCase):
         a = ["Jamshedpur FC play their home games at the Birsa Munda Football Stadium."]
         b = ["Jamshedpur FC play their home games at Birsa Munda Stadium, Ranchi."]
         self.assertIsNone(asked_swap_finding(a, b, question_words(q)))  # both say the asked stadium
+
+    def test_numeric_dates_compared_as_dates(self):
+        q = "When does the fourth season come out?"
+        self.assertIsNotNone(compare_answers(q, ["The fourth season premiered on October 10, 2017."],
+                                             ["The fourth season: Release Date 08/28/2018."]))
+        self.assertIsNone(compare_answers(q, ["The fourth season premiered on 28.08.2018."],
+                                          ["The fourth season premiered on August 28, 2018."]))
+        self.assertIsNone(compare_answers(q, ["The fourth season premiered on 03/04/2018."],  # March 4 or April 3
+                                          ["The fourth season premiered on April 3, 2018."]))
 
     def test_question_type_reads_the_asking_clause(self):
         cases = {"Marina Baker is an English politician. When was Marina Baker born?": "date",
