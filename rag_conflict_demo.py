@@ -3949,6 +3949,9 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
 # ------------------------------------------------------------------------------------------------------------------
 # Evaluation on labelled pairs
 
+EVAL_DECIMALS = 4  # decimals of --eval's scores
+EVAL_RESAMPLES = 1000  # bootstrap resamples of the pairs for --eval's intervals; 1,000 pairs: about 0.1 s
+
 
 @dataclass(frozen=True)
 class EvalPair:
@@ -4013,7 +4016,7 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
     row = {t: i for i, t in enumerate(texts)}
     # sentence embeddings in batches, not per pair
     detector.prime([p.a for p in pairs] + [p.b for p in pairs], stage("eval: embedding sentences"))
-    counts, elapsed, step = {}, 0.0, stage("eval: pairs")
+    counts, elapsed, step, outcomes = {}, 0.0, stage("eval: pairs"), []
     for n, p in enumerate(pairs, 1):
         question_vector = vectors[row[p.question]] if p.question.strip() else None  # none: every sentence
         rows = pair_rows([row[x] for x in parts[p.a.content]], [row[x] for x in parts[p.b.content]], vectors,
@@ -4022,11 +4025,13 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
         report = detector.detect([p.a, p.b], vectors[list(rows)], p.question, question_vector)
         elapsed += time.perf_counter() - start
         cell = ("t" if report.has_conflict == p.conflict else "f") + ("p" if report.has_conflict else "n")
+        outcomes.append(cell)
         for key in ("all", p.type):
             counts.setdefault(key, {"tp": 0, "fp": 0, "fn": 0, "tn": 0})[cell] += 1
         if step:
             step(n, len(pairs))
     result = confusion_scores(counts.pop("all"))
+    result["interval"] = bootstrap_intervals(outcomes)
     result["ms_per_pair"] = round(1000 * elapsed / len(pairs), 4)
     result["by_type"] = {k: confusion_scores(v) for k, v in sorted(counts.items())}
     return result
@@ -4043,13 +4048,36 @@ def pair_rows(rows_a, rows_b, vectors, question_vector):
     return rows_a[i], rows_b[j]
 
 
+def bootstrap_intervals(outcomes, resamples=EVAL_RESAMPLES, seed=0):
+    """95% percentile-bootstrap intervals of precision, recall, F1 and MCC over the pairs ('tp', 'fp', 'fn', 'tn'
+    each): how far a score could move on another sample of the same kind of text. {} for fewer than two pairs;
+    a score undefined in a resample (a zero denominator) leaves that resample out of its interval.
+
+    >>> bootstrap_intervals(["tp"] * 20 + ["tn"] * 20)["mcc"]
+    [1.0, 1.0]
+    """
+    if len(outcomes) < 2:
+        return {}
+    cells = ("tp", "fp", "fn", "tn")
+    onehot = np.array([[o == c for c in cells] for o in outcomes], dtype=np.int64)  # (n, 4)
+    picks = np.random.default_rng(seed).integers(0, len(outcomes), (resamples, len(outcomes)))
+    sums = np.stack([onehot[:, k][picks].sum(axis=1) for k in range(4)], axis=1)  # (resamples, 4) counts
+    scores = [confusion_scores(dict(zip(cells, map(int, row)))) for row in sums]
+    result = {}
+    for key in ("precision", "recall", "f1", "mcc"):
+        values = [sc[key] for sc in scores if sc[key] is not None]
+        if len(values) >= resamples // 2:
+            result[key] = [round(float(q), EVAL_DECIMALS) for q in np.percentile(values, [2.5, 97.5])]
+    return result
+
+
 def confusion_scores(c):
     """{"n", "tp", "fp", "fn", "tn", "precision", "recall", "f1", "mcc"}; a ratio with a zero denominator is None.
 
     tp=1 fp=1 fn=1 tn=1 -> precision 0.5, recall 0.5, f1 0.5, mcc 0.0
     """
     tp, fp, fn, tn = c["tp"], c["fp"], c["fn"], c["tn"]
-    ratio = lambda num, den: round(num / den, 4) if den else None  # noqa: E731
+    ratio = lambda num, den: round(num / den, EVAL_DECIMALS) if den else None  # noqa: E731
     precision, recall = ratio(tp, tp + fp), ratio(tp, tp + fn)
     f1 = None if precision is None or recall is None else ratio(2 * tp, 2 * tp + fp + fn) or 0.0
     mcc = ratio(tp * tn - fp * fn, ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)) ** 0.5)
@@ -4563,6 +4591,10 @@ def render_eval(result, label):
     lines = [f"{printable(label)}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)",
              head, row("all", result), "-" * len(head)]
     lines += [row(name, r) for name, r in result["by_type"].items()]
+    spans = [f"{k.upper() if k == 'mcc' else k.capitalize() if k != 'f1' else 'F1'} {lo:.3f} to {hi:.3f}"
+             for k, (lo, hi) in result.get("interval", {}).items() if k in ("recall", "f1", "mcc")]
+    if spans:
+        lines.append(f"95% bootstrap intervals ({EVAL_RESAMPLES} resamples of the pairs): {', '.join(spans)}")
     return "\n".join(lines)
 
 
@@ -6588,13 +6620,27 @@ class TestEval(unittest.TestCase):
         self.assertEqual(code, 0, err)
         result = json.loads(out)
         self.assertEqual(set(result), {"detector", "reader", "nli", "n", "tp", "fp", "fn", "tn", "precision",
-                                       "recall", "f1", "mcc", "ms_per_pair", "by_type"})
+                                       "recall", "f1", "mcc", "interval", "ms_per_pair", "by_type"})
+        self.assertEqual(result["interval"]["mcc"], [1.0, 1.0])  # every resample of perfect answers is perfect
         self.assertIsNone(result["reader"])  # heuristic runs no reader
         self.assertIsNone(result["nli"])
         self.assertEqual((result["n"], result["tp"], result["fp"], result["fn"], result["tn"]), (5, 4, 0, 0, 1))
         self.assertEqual((result["f1"], result["mcc"]), (1.0, 1.0))
         self.assertEqual(result["by_type"]["quantity"]["n"], 4)
         self.assertEqual(result["by_type"]["format_equiv"]["tn"], 1)
+
+    def test_bootstrap_intervals_hold_the_score_and_widen_with_fewer_pairs(self):
+        few = ["tp"] * 5 + ["fp"] * 3 + ["fn"] * 3 + ["tn"] * 30
+        many = few * 20
+        for outcomes in (few, many):
+            mcc = confusion_scores({cell: outcomes.count(cell) for cell in ("tp", "fp", "fn", "tn")})["mcc"]
+            lo, hi = bootstrap_intervals(outcomes)["mcc"]
+            self.assertTrue(lo <= mcc <= hi, (lo, mcc, hi))
+        width = [(lambda lo_hi: lo_hi[1] - lo_hi[0])(bootstrap_intervals(o)["mcc"]) for o in (few, many)]
+        self.assertGreater(width[0], 2 * width[1])  # 20 times the pairs: about a 4.5 times narrower interval
+        self.assertEqual(bootstrap_intervals(few), bootstrap_intervals(few))  # seeded: the same on every run
+        self.assertNotIn("mcc", bootstrap_intervals(["tp"] * 10))  # no negatives: MCC is undefined, no interval
+        self.assertEqual(bootstrap_intervals(["tp"]), {})
 
     def test_nli_is_named_where_it_was_used(self):
         class NoContradiction:
