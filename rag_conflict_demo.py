@@ -5882,7 +5882,7 @@ class TestSentenceReader(unittest.TestCase):
         answer = self.reader()("What is the status of beacon HB-7?", context)
         self.assertEqual(answer.text, "ACTIVE")
         self.assertEqual(cited_ids(tuple(retrieved_of(*docs)), answer), ("b",))
-        whole = self.reader()("Where does the beacon sit?", context)  # 'other': a whole sentence of one document
+        whole = self.reader()("How does the beacon sit on the pier?", context)  # 'other': a whole sentence of one doc
         self.assertNotIn(CONTEXT_SEPARATOR, whole.text)
         self.assertIn(whole.text, [d.content for d in docs])
 
