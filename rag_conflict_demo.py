@@ -596,7 +596,9 @@ window deadline timeframe
 NAME_ASKERS = frozenset("""
 person people company companies organisation organization team man woman author artist band group firm player
 actor actress singer writer founder president
-""".split())
+city cities country countries town place location area region county island river continent nation club teams
+school university stadium language religion
+""".split())  # second part: places and named things ("Which city ...?"); QACC train MCC 0.400 -> 0.412
 AUX_VERBS = frozenset("""
 is are was were do does did can could has have had will would should shall may might must isn't aren't wasn't
 weren't doesn't don't didn't can't won't
@@ -5531,6 +5533,7 @@ class TestSentences(unittest.TestCase):
             "What is the status of the beacon?": "state", "Is the legacy export service available?": "state",
             "Does the plan require approval?": "state", "What is the capital of Australia?": "other",
             "How did revenue change?": "other", "Where was the treaty signed?": "name",  # a place's name
+            "Which city hosted the 1908 games?": "name", "What language is the film in?": "name",
         }
         for question, expected in cases.items():
             self.assertEqual(question_type(question), expected, question)
