@@ -4,7 +4,8 @@
 A small knowledge base holds four contradictions: a revenue restatement ($4.2M preliminary vs $6.8M audited), a
 policy reversal (3 office days vs fully remote), versioned API docs (100 vs 500 requests per minute) and two undated
 status reports (ACTIVE vs INACTIVE). Each question retrieves the top-k documents by cosine similarity
-(sentence-transformers all-MiniLM-L6-v2), then runs twice on the same retrieval:
+(sentence-transformers all-MiniLM-L6-v2; a document longer than its 256-word-piece window is embedded as passages and
+retrieved by its best one), then runs twice on the same retrieval:
 
   1. naive     the whole top-k goes to the reader, which answers from whichever document it happens to prefer;
                conflicts are detected and logged, not acted on.
@@ -1790,8 +1791,10 @@ def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tu
     >>> _slot_diff(["capital", "oz", "sydney"], ["capital", "oz", "canberra"])
     (2, 3, 2, 3)
     """
+    if 2 * min(len(ta), len(tb)) < cfg.slot_min_ratio * (len(ta) + len(tb)):
+        return None  # the ratio's bound from the lengths alone, before any matching (hot path)
     matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    if matcher.ratio() < cfg.slot_min_ratio:
+    if matcher.quick_ratio() < cfg.slot_min_ratio or matcher.ratio() < cfg.slot_min_ratio:
         return None
     ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     replaces = [op[1:] for op in ops if op[0] == "replace"]
@@ -1935,9 +1938,11 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
     ta, tb = _cached_swap_tokens(sa), _cached_swap_tokens(sb)
     if min(len(ta), len(tb)) < cfg.swap_min_tokens:
         return None
+    if 2 * min(len(ta), len(tb)) < cfg.swap_min_ratio * (len(ta) + len(tb)):
+        return None  # the ratio's bound from the lengths alone, before any matching (hot path)
     la, lb = [t for t, _ in ta], [t for t, _ in tb]
     matcher = difflib.SequenceMatcher(None, la, lb, autojunk=False)
-    if matcher.real_quick_ratio() < cfg.swap_min_ratio or matcher.quick_ratio() < cfg.swap_min_ratio:
+    if matcher.quick_ratio() < cfg.swap_min_ratio:
         return None
     ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "replace" or matcher.ratio() < cfg.swap_min_ratio:
@@ -2257,7 +2262,8 @@ def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozense
             stems, phrase = _cached_anchor(s, v, cfg.value_anchor_window)
             events = _cached_event_words(s, v, qwords, cfg.event_window)
             rows.append((v, events, phrase, bool(stems & preds)))
-    asked = [r for r in rows if r[0].unit and _plural(r[0].unit) in {_plural(w) for w in qwords}]
+    plurals = {_plural(w) for w in qwords} if rows else set()
+    asked = [r for r in rows if r[0].unit and _plural(r[0].unit) in plurals]
     rows = asked or rows  # "How many moons?": count moons, not the diameter in km that shares the sentence (as before)
     keep = []
     for key in {_value_key(v) for v, *_ in rows}:
@@ -3880,6 +3886,7 @@ class ScanReport:
     clusters: tuple  # Cluster with kind superseded / disputed, in order of their most similar conflict
     documents: int
     pairs_checked: int  # candidate pairs at or above the gate, each run through the detector once
+    passages: int = 0  # rows embedded: more than documents when long documents were split
 
 
 def candidate_pairs(vectors, gate, chunk=DEFAULT_CONFIG.scan_chunk, starts=None):
@@ -3946,7 +3953,7 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
         order.setdefault(c.a.source_id, len(order))
     clusters = make_clusters(docs, found, supersession_order)
     clusters.sort(key=lambda cl: min(order.get(d.source_id, len(order)) for d in cl.members))
-    return ScanReport(tuple(found), tuple(clusters), len(docs), checked)
+    return ScanReport(tuple(found), tuple(clusters), len(docs), checked, len(vectors))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -4535,9 +4542,10 @@ class Progress:
 
 def render_scan(report, cfg, seconds, paint):
     """The --scan report: a summary line, then each cluster with its pairs, most similar first."""
-    lines = [f"Scanned {report.documents} documents in {seconds:.1f} s: {report.pairs_checked} candidate pairs at "
-             f"topic similarity >= {cfg.threshold}, {len(report.conflicts)} conflicts in {len(report.clusters)} "
-             f"cluster(s)."]
+    split = f" as {report.passages} passages" if report.passages > report.documents else ""
+    lines = [f"Scanned {report.documents} documents{split} in {seconds:.1f} s: {report.pairs_checked} candidate "
+             f"pairs at topic similarity >= {cfg.threshold}, {len(report.conflicts)} conflicts in "
+             f"{len(report.clusters)} cluster(s)."]
     twice = same_titles(d for cl in report.clusters for d in cl.members)
     by_cluster = {}
     for c in report.conflicts:
@@ -4610,7 +4618,7 @@ class WriteFailed(Exception):
 
     def __init__(self, target, error):
         super().__init__(f"cannot write to {target} ({error.strerror or error})")
-        self.closed_pipe = isinstance(error, BrokenPipeError)  # stdout's reader left (| head): nothing to report
+        self.closed_pipe = target == "stdout" and isinstance(error, BrokenPipeError)  # the reader left (| head)
 
 
 def emit(text, end="\n"):
@@ -5167,9 +5175,10 @@ def document_json(d):
 class TestPassages(unittest.TestCase):
     """Long documents are embedded as passages the embedder reads whole; short ones exactly as before."""
 
-    LONG = filler(50_000, 1) + "\n\nThe standard tier API rate limit is 100 requests per minute.\n\n" + filler(50_000, 2)
+    ANSWER = "The standard tier API rate limit is 100 requests per minute."
+    LONG = filler(50_000, 1) + "\n\n" + ANSWER + "\n\n" + filler(50_000, 2)  # 100 KB, the answer in its middle
     KB = (Document("a-handbook", "Handbook", "2024-05-01", LONG),
-          Document("b-faq", "API FAQ", "2023-01-01", "For laptop clients the API rate limit is 500 requests per minute."),
+          Document("b-faq", "API FAQ", "2023-01-01", "On a laptop the API rate limit is 500 requests per minute."),
           Document("c-beacon", "Beacon", None, "The harbor beacon status is ACTIVE."),
           Document("d-denver", "Overview", None, "Acme is headquartered in Denver."))
 
@@ -5267,6 +5276,17 @@ class TestPassages(unittest.TestCase):
         cache.prime([as_context(self.LONG)])  # the reader's spelling: blank lines closed up, the same sentences
         self.assertEqual(len(texts), embedded)
         np.testing.assert_array_equal(cache[as_context(self.LONG)][1], cache[self.LONG][1])
+
+    def test_scan_says_when_documents_are_split(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.jsonl")
+            with open(path, "w", encoding="utf-8") as f:
+                f.writelines(json.dumps(document_json(d)) + "\n" for d in self.KB)
+            code, out, err = run_main(["--scan", "--kb", path, "--quiet", "--no-color"], embed=window_embed)
+        self.assertEqual(code, 0, err)
+        n = len(passages_of(self.LONG, DEFAULT_CONFIG.passage_chars)) + 3
+        self.assertTrue(out.startswith(f"Scanned 4 documents as {n} passages in "), out)
+        self.assertIn("a-handbook vs b-faq: different quantity values in requests/minute", out)
 
     def test_eval_compares_long_documents_where_they_answer(self):
         a, b = self.KB[0], self.KB[1]
@@ -6785,6 +6805,20 @@ class TestNothingLost(unittest.TestCase):
         self.assertEqual((code, err), (1, "error: cannot write to the conflict log '/dev/full' (No space left on "
                                           "device)\n"))
         self.assertEqual(out.getvalue(), "")  # the record is written first, so stdout never got ahead of the log
+
+    def test_a_log_whose_reader_left_is_reported(self):  # --log-conflicts >(...) whose reader exited: EPIPE
+        real_open = open
+
+        class Closed(io.StringIO):
+            def write(self, text):
+                raise BrokenPipeError(32, "Broken pipe")
+
+        def fake_open(path, *args, **kwargs):
+            return Closed() if path == self.log else real_open(path, *args, **kwargs)
+
+        with unittest.mock.patch("builtins.open", fake_open):
+            code, err = self.run_with(io.StringIO(), ["--json"])
+        self.assertEqual((code, err), (1, f"error: cannot write to the conflict log '{self.log}' (Broken pipe)\n"))
 
     def test_each_question_is_written_as_soon_as_it_is_done(self):
         stdout, seen = io.StringIO(), []
