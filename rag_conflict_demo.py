@@ -4035,13 +4035,13 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
         report = detector.detect([p.a, p.b], vectors[list(rows)], p.question, question_vector)
         elapsed += time.perf_counter() - start
         cell = ("t" if report.has_conflict == p.conflict else "f") + ("p" if report.has_conflict else "n")
-        outcomes.append(cell)
+        outcomes.append((p.record_id, cell))
         for key in ("all", p.type):
             counts.setdefault(key, {"tp": 0, "fp": 0, "fn": 0, "tn": 0})[cell] += 1
         if step:
             step(n, len(pairs))
     result = confusion_scores(counts.pop("all"))
-    result["interval"] = bootstrap_intervals(outcomes)
+    result["interval"] = bootstrap_intervals([c for _, c in outcomes], [r for r, _ in outcomes])
     result["ms_per_pair"] = round(1000 * elapsed / len(pairs), 4)
     result["by_type"] = {k: confusion_scores(v) for k, v in sorted(counts.items())}
     return result
@@ -4058,20 +4058,25 @@ def pair_rows(rows_a, rows_b, vectors, question_vector):
     return rows_a[i], rows_b[j]
 
 
-def bootstrap_intervals(outcomes, resamples=EVAL_RESAMPLES, seed=0):
-    """95% percentile-bootstrap intervals of precision, recall, F1 and MCC over the pairs ('tp', 'fp', 'fn', 'tn'
-    each): how far a score could move on another sample of the same kind of text. {} for fewer than two pairs;
-    a score undefined in a resample (a zero denominator) leaves that resample out of its interval.
+def bootstrap_intervals(outcomes, records=None, resamples=EVAL_RESAMPLES, seed=0):
+    """95% percentile-bootstrap intervals of precision, recall, F1 and MCC: how far a score could move on another
+    sample of the same kind of text. outcomes: 'tp', 'fp', 'fn' or 'tn' per pair; records: each pair's record id,
+    when given whole records are resampled (a record's pairs share a question and documents, so they are not
+    independent). {} for fewer than two records; a score undefined in a resample (a zero denominator) leaves that
+    resample out, and a score undefined in most resamples gets no interval.
 
     >>> bootstrap_intervals(["tp"] * 20 + ["tn"] * 20)["mcc"]
     [1.0, 1.0]
     """
-    if len(outcomes) < 2:
-        return {}
     cells = ("tp", "fp", "fn", "tn")
-    onehot = np.array([[o == c for c in cells] for o in outcomes], dtype=np.int64)  # (n, 4)
-    picks = np.random.default_rng(seed).integers(0, len(outcomes), (resamples, len(outcomes)))
-    sums = np.stack([onehot[:, k][picks].sum(axis=1) for k in range(4)], axis=1)  # (resamples, 4) counts
+    ids = {r: n for n, r in enumerate(dict.fromkeys(records or range(len(outcomes))))}
+    if len(ids) < 2:
+        return {}
+    counts = np.zeros((len(ids), len(cells)), dtype=np.int64)  # (records, 4): each record's confusion counts
+    for record, outcome in zip(records or range(len(outcomes)), outcomes, strict=True):
+        counts[ids[record], cells.index(outcome)] += 1
+    picks = np.random.default_rng(seed).integers(0, len(ids), (resamples, len(ids)))
+    sums = counts[picks].sum(axis=1)  # (resamples, 4)
     scores = [confusion_scores(dict(zip(cells, map(int, row)))) for row in sums]
     result = {}
     for key in ("precision", "recall", "f1", "mcc"):
@@ -4605,7 +4610,7 @@ def render_eval(result, label):
     spans = [f"{k.upper() if k == 'mcc' else k.capitalize() if k != 'f1' else 'F1'} {lo:.3f} to {hi:.3f}"
              for k, (lo, hi) in result.get("interval", {}).items() if k in ("recall", "f1", "mcc")]
     if spans:
-        lines.append(f"95% bootstrap intervals ({EVAL_RESAMPLES} resamples of the pairs): {', '.join(spans)}")
+        lines.append(f"95% bootstrap intervals ({EVAL_RESAMPLES} resamples of the records): {', '.join(spans)}")
     return "\n".join(lines)
 
 
@@ -6672,6 +6677,11 @@ class TestEval(unittest.TestCase):
         self.assertEqual(bootstrap_intervals(few), bootstrap_intervals(few))  # seeded: the same on every run
         self.assertNotIn("mcc", bootstrap_intervals(["tp"] * 10))  # no negatives: MCC is undefined, no interval
         self.assertEqual(bootstrap_intervals(["tp"]), {})
+        pairs_of_one_record = ["tp", "tp", "fp", "tn"] * 10
+        by_pair = bootstrap_intervals(pairs_of_one_record)["mcc"]
+        by_record = bootstrap_intervals(pairs_of_one_record, [n // 4 for n in range(40)])["mcc"]
+        self.assertGreater(by_pair[1] - by_pair[0], by_record[1] - by_record[0])  # alike records: the score cannot move
+        self.assertEqual(bootstrap_intervals(["tp", "tn"], ["r", "r"]), {})  # one record: nothing to resample
 
     def test_nli_is_named_where_it_was_used(self):
         class NoContradiction:
