@@ -463,12 +463,13 @@ def check_text(text, where):
 #   slot      two near-identical frames that differ in one content slot (capital ... Sydney vs ... Canberra)
 #   swap      the same sentence with one short span replaced, whatever the question type (an edited copy)
 #   anchored  values compared only where they are attached to what the question asks about
+#   asked     a yes/no question's own predicate negated on one side only, or its asked-about span swapped
 #   slot name the name beside the question's verb, not every capitalised word
 # and subject identity, which keeps documents about namesakes (John Sparke (died 1566) / (died 1680)) apart.
+# Calibrated on QACC train and the built-in set; checked on QACC dev, RAMDocs and WikiContradict (see README).
 # To add a signal: a sub-section of its own before the registry, ending in a function
 # NAME_finding(sentences_a, sentences_b, qwords, cfg) -> Finding | None; its row(s) in CHECKS; its thresholds in
 # Config; a test that fires and its near miss that must not.
-# Calibrated on QACC, "Open Domain Question Answering with Conflicting Contexts" (Liu et al., NAACL 2025).
 
 @dataclass(frozen=True)
 class Finding:
@@ -2295,7 +2296,7 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
     return None
 
 
-# --- Asked predicates: a yes/no question's own predicate, negated on one side only
+# --- Asked predicates: a yes/no question's own predicate negated, or its asked-about span swapped, on one side
 # "Can any synthetic chord be analyzed ...?": "... cannot be analyzed in terms of ..." vs "Some synthetic chords
 # may be analyzed as ...". The polarity lexicon knows states ("retired", "available"); a yes/no question names its
 # own predicate, so its content words (predicate_words: the common words, not the subject's name) are read with the
