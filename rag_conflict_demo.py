@@ -608,7 +608,8 @@ weren't doesn't don't didn't can't won't
 _Q_CONTRACTION_RE = re.compile(r"\b(what|who|when|where|how)'s\b")
 _Q_STATUS_RE = re.compile(r"^what(?:'s|\s+is|\s+was|\s+are)\s+(?:the\s+)?(?:current\s+)?(?:status|state)\b")
 # "Where" asks for a place, and a place is compared as a name (QACC train MCC 0.388 -> 0.400 with it)
-_Q_NAME_RE = re.compile(r"^(?:who|whom|whose|where)\b|^name\s|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)?\s+(?:the\s+|his\s+"
+_Q_NAME_RE = re.compile(r"^(?:who|whom|whose|where)\b|^name\s"
+                        r"|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)?\s+(?:the\s+|his\s+"
                         r"|her\s+|its\s+|their\s+)?names?\b|\bby\s*\?$")
 _Q_WHICH_RE = re.compile(r"^(?:which|what)\s+(?P<noun>\w+)")
 _Q_DATE_RE = re.compile(r"^when\b|^since\s+when\b|^(?:in\s+|on\s+|by\s+)?(?:what|which)\s+(?:year|date|day|month|decade"
@@ -2004,7 +2005,6 @@ _PARENTHETICAL_RE = re.compile(r"\s*\([^()]*\)")
 # A title line: a text that opens with its title, then repeats the title's first word to start its first sentence
 # ("Sherbourne, Warwickshire Sherbourne is a village ...", "1st arrondissement of Lyon The 1st arrondissement ...").
 TITLE_LINE_MAX_WORDS = 10  # a longer "title" is a sentence that happens to repeat a word
-_TITLE_WORD_RE = re.compile(r"\S+")
 _TITLE_PUNCTUATION = ".,;:()[]\"'“”‘’"
 _SENTENCE_END_RE = re.compile(r"[a-z]{2,}[.]$")  # "town." ends a sentence; "No." and "H." do not
 
@@ -2028,7 +2028,7 @@ def title_line(text: str) -> frozenset[str]:
     >>> title_line("Revenue rose. Revenue fell.")
     frozenset()
     """
-    words = _TITLE_WORD_RE.findall(text[:400])
+    words = text.split(maxsplit=TITLE_LINE_MAX_WORDS + 2)[:TITLE_LINE_MAX_WORDS + 2]  # the title, the repeat, one more
     first = words[0].strip(_TITLE_PUNCTUATION) if words else ""
     if not first[:1].isupper() and not first[:1].isdigit():
         return frozenset()
