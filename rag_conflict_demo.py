@@ -598,7 +598,7 @@ window deadline timeframe
 NAME_ASKERS = frozenset("""
 person people company companies organisation organization team man woman author artist band group firm player
 actor actress singer writer founder president
-city cities country countries town place location area region county island river continent nation club teams
+city cities country countries town location region county island river continent nation club teams
 school university stadium language religion
 """.split())  # second part: places and named things ("Which city ...?"); QACC train MCC 0.400 -> 0.412
 AUX_VERBS = frozenset("""
@@ -627,10 +627,20 @@ def _normalise_question(question: str) -> str:
     return _Q_CONTRACTION_RE.sub(r"\1 is", q)
 
 
+# A sentence that opens with a scene-setter ("In 2011, how many ...", "As of 2023, who ...") asks in the clause after
+# its comma that starts with a question word; elsewhere a comma clause is a relative one ("Curie, who won ...").
+SCENE_SETTERS = frozenset("""
+in as on at after before since during considering given according if from for with by under until between among
+""".split())
+_ASKING_CLAUSE_RE = re.compile(r",\s*((?:who|whom|whose|what|which|when|where|how|is|are|was|were|do|does|did|can"
+                               r"|could|has|have|had|will|would)\b.*)", re.IGNORECASE | re.DOTALL)
+
+
 @functools.lru_cache(maxsize=_FEATURE_CACHE)  # asked once per pair: read once per question
 def question_type(question: str) -> str:
-    """Answer type asked for: 'date', 'quantity', 'name', 'state' or 'other', read from the asking clause: the last
-    sentence, and in it the first clause after a comma that asks, when the sentence opens with a scene-setter.
+    """Answer type asked for: 'date', 'quantity', 'name', 'state' or 'other', read from the asking clause: the
+    sentences from the last (those ending in "?" first), each whole and, when it opens with a scene-setter, from the
+    question word after its comma; the first that asks for a type wins.
 
     >>> question_type("When did the museum open?")
     'date'
@@ -640,18 +650,24 @@ def question_type(question: str) -> str:
     'quantity'
     """
     sentences = split_sentences(question) or [question]
-    clauses = [sentences[-1]] + _ASKING_CLAUSE_RE.findall(sentences[-1])
-    types = [_clause_type(_normalise_question(c)) for c in clauses]
-    return next((t for t in types if t != "other"), "other")
-
-
-# The rest of a sentence after a comma, from a question word on: "In 2011, how many ...", "As of 2023, who ...".
-_ASKING_CLAUSE_RE = re.compile(r",\s*((?:who|whom|whose|what|which|when|where|how|is|are|was|were|do|does|did|can"
-                               r"|could|has|have|had|will|would)\b.*)", re.IGNORECASE | re.DOTALL)
+    ordered = ([x for x in reversed(sentences) if x.rstrip().endswith("?")]
+               + [x for x in reversed(sentences) if not x.rstrip().endswith("?")] + [question])
+    for sentence in ordered:
+        opening = _WORD_RE.findall(sentence.lower())[:1]
+        clauses = [sentence] + (_ASKING_CLAUSE_RE.findall(sentence) if set(opening) & SCENE_SETTERS else [])
+        for clause in clauses:
+            qtype = _clause_type(_normalise_question(clause))
+            if qtype != "other":
+                return qtype
+    return "other"
 
 
 def _clause_type(q: str) -> str:
-    """The answer type one normalised clause asks for."""
+    """The answer type one normalised clause asks for.
+
+    >>> _clause_type("how many paintings did she sell?"), _clause_type("she is a painter.")
+    ('quantity', 'other')
+    """
     words = _WORD_RE.findall(q)
     which = _Q_WHICH_RE.match(q)
     if _Q_STATUS_RE.match(q):
@@ -751,9 +767,10 @@ _RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?
 _DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+)?"
                           rf"(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
 _DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
-# 08/28/2018 (US), 28/08/2018 or 28.08.2018 (most of the world): day and month told apart only when one is over 12
-_DATE_NUMERIC_RE = re.compile(r"(?<![\w/.-])(?P<first>\d{1,2})(?P<sep>[/.])(?P<second>\d{1,2})(?P=sep)(?P<year>\d{4})"
-                              r"(?![\w/]|[.,]\d)")
+# 08/28/2018 or 08/28/18 (US), 28/08/2018, 28.08.2018 or 28-08-2018 (most of the world): day and month told apart
+# only when one is over 12; a two-digit year only with slashes (28.08.18 is as often a version number)
+_DATE_NUMERIC_RE = re.compile(r"(?<![\w/.-])(?P<first>\d{1,2})(?P<sep>[/.-])(?P<second>\d{1,2})(?P=sep)"
+                              r"(?P<year>\d{4}|(?<=/)\d{2})(?![\w/-]|[.,]\d)")
 _DATE_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:,\s?|\s)"
                           rf"(?P<year>\d{{4}})(?![\w])")
 _DATE_DMY_RE = re.compile(rf"{_LEAD}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon>{_MONTH}),?"
@@ -942,18 +959,18 @@ def _date_values(m: re.Match) -> list[Value]:
 def _numeric_date_values(m: re.Match) -> list[Value]:
     """Slashed or dotted dates; when both parts could be the month (03/04/2018), only the year is known.
 
-    >>> [v.amount for v in extract_values("Released 08/28/2018, shown 28.08.2018, printed 03/04/2018.")]
+    >>> [v.amount for v in extract_values("Released 08/28/2018, shown 28.08.2018, printed 03/04/18, 13/14/2018.")]
     [20180828.0, 20180828.0, 20180000.0]
     """
-    first, second, year = int(m["first"]), int(m["second"]), int(m["year"])
-    if first > 12 >= second:
+    first, second, year = int(m["first"]), int(m["second"]), int(_two_digit_year(m["year"]))
+    if not first or not second or min(first, second) > 12 or max(first, second) > 31:
+        return []  # no date (13/14/2018), and extract_values still reads no count in it
+    if first > 12:
         month, day = second, first
-    elif second > 12 >= first or first == second:
+    elif second > 12 or first == second:
         month, day = first, second
     else:
         month = day = 0  # subtle: ambiguous, so unknown: agrees with any date of that year (_values_agree)
-    if day > 31 or not first or not second:
-        return []
     return _value("date", float(year * 10000 + month * 100 + day), "", m)
 
 
@@ -1216,7 +1233,7 @@ def extract_values(sentence: str) -> list[Value]:
             if _overlaps(m.span(), claimed):
                 continue
             values = build(m)
-            if values:
+            if values or regex is _DATE_NUMERIC_RE:  # subtle: 13/14/2018 is no date, and no count of 13 either
                 claimed.append(m.span())
                 found.extend((m.start(), v) for v in values)
     found.sort(key=lambda pv: (pv[0], pv[1].amount))
@@ -1480,17 +1497,23 @@ DIRECTION_ADVERBS = frozenset({"sharply"})
 _POLARITY_TOKEN_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|[,;:.!?()—–]")
 
 
-def _is_negated(lower: list[str], i: int, window: int) -> bool:
-    """A negator within `window` tokens before position i, not across punctuation.
+def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bool:
+    """A negator within `window` tokens before position i, not across punctuation; with verb=True only stopwords
+    may stand between, since a negation scopes its verb, not the verb's object ("do not need a visa").
 
     >>> _is_negated(["is", "no", "longer", "required"], 3, 3)
     True
+    >>> visa = ["do", "not", "need", "a", "visa"]
+    >>> _is_negated(visa, 2, 3, verb=True), _is_negated(visa, 4, 3, verb=True)
+    (True, False)
     """
     for tok in reversed(lower[max(0, i - window):i]):
         if not tok[0].isalpha():
             return False
         if is_negation(tok):
             return True
+        if verb and tok not in STOPWORDS:
+            return False
     return False
 
 
@@ -2005,8 +2028,9 @@ _PARENTHETICAL_RE = re.compile(r"\s*\([^()]*\)")
 # A title line: a text that opens with its title, then repeats the title's first word to start its first sentence
 # ("Sherbourne, Warwickshire Sherbourne is a village ...", "1st arrondissement of Lyon The 1st arrondissement ...").
 TITLE_LINE_MAX_WORDS = 10  # a longer "title" is a sentence that happens to repeat a word
+TITLE_VERBS = frozenset("is are was were has have had".split())  # a sentence's; a title ("I Will Follow") has none
 _TITLE_PUNCTUATION = ".,;:()[]\"'“”‘’"
-_SENTENCE_END_RE = re.compile(r"[a-z]{2,}[.]$")  # "town." ends a sentence; "No." and "H." do not
+_SENTENCE_END_RE = re.compile(r"(?:[a-z]{2,}|\d|[%)\]])[.]$")  # "town.", "2019.", "5%." end one; "No.", "H." do not
 
 
 @dataclass(frozen=True)
@@ -2020,12 +2044,13 @@ class Subject:
 
 
 def title_line(text: str) -> frozenset[str]:
-    """The words of the title a text opens with, when its first sentence then starts again with the title's first
-    word (after "The" or "A"); single letters (initials) and noise words left out. Empty when there is none.
+    """The words of the title a text opens with: its first word comes back (after "The", "A" or "An") before any
+    sentence ends, and every word of the title is said again in the sentence that follows, as in an article that
+    opens with its title. Single letters (initials) and noise words are left out; empty when there is none.
 
     >>> sorted(title_line("1st arrondissement of Lyon The 1st arrondissement of Lyon is one of nine."))
     ['1st', 'arrondissement', 'lyon']
-    >>> title_line("Revenue rose. Revenue fell.")
+    >>> title_line("Acme revenue was $4.2M in 2023 and Acme restated it later.")  # a sentence, not a title
     frozenset()
     """
     words = text.split(maxsplit=TITLE_LINE_MAX_WORDS + 2)[:TITLE_LINE_MAX_WORDS + 2]  # the title, the repeat, one more
@@ -2037,8 +2062,26 @@ def title_line(text: str) -> frozenset[str]:
             return frozenset()  # a sentence ended before any repeat: no title line
         nxt = words[cut + 1] if words[cut] in ("The", "A", "An") and cut + 1 < len(words) else words[cut]
         if nxt.strip(_TITLE_PUNCTUATION) == first:
-            return frozenset(w for w in _mark_words(" ".join(words[:cut])) if len(w) > 1)
+            return _checked_title(words[:cut], text.split(maxsplit=cut)[-1])
     return frozenset()
+
+
+def _checked_title(head: list[str], rest: str) -> frozenset[str]:
+    """The title's words when head reads as a title of the sentence rest opens: no verb like "was" in it, and
+    either half its words said again in that sentence or the sentence saying what it is ("X is a ...") within
+    TITLE_LINE_MAX_WORDS words, parentheticals aside.
+
+    >>> sorted(_checked_title("Dunville, Newfoundland".split(), "Dunville was earlier called Placentia."))
+    ['dunville', 'newfoundland']
+    >>> _checked_title("Acme revenue was $4.2M in".split(), "Acme restated it.")
+    frozenset()
+    """
+    if {w.lower() for w in head} & TITLE_VERBS:
+        return frozenset()  # "Acme revenue was $4.2M in 2023 and Acme restated it": a sentence, not a title
+    title = frozenset(w for w in _mark_words(" ".join(head)) if len(w) > 1)  # initials aside
+    sentence = (split_sentences(rest) or [rest])[0]
+    copula = {w.lower() for w in _PARENTHETICAL_RE.sub("", sentence).split()[:TITLE_LINE_MAX_WORDS]} & TITLE_VERBS
+    return title if 2 * len(title & _mark_words(sentence)) >= len(title) or copula else frozenset()
 
 
 def _mark_words(text: str) -> frozenset[str]:
@@ -2132,10 +2175,11 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
         if other:
             return Finding("subjects", f"different subjects: {exp} vs {other[0]} ({acr.upper()})", (exp, other[0]))
     same_name = bool(sa.name and sb.name) and _tokens_meet(sa.name.split(), sb.name.split())
-    why = None
     if _marks_differ(sa.title, sb.title):  # two title lines, neither within the other: two articles' subjects
         why = (" ".join(sorted(sa.title)), " ".join(sorted(sb.title)))
-    elif same_name and _marks_differ(sa.marks, sb.marks):
+        return Finding("subjects", f"different titles: {why[0]} vs {why[1]}", why)
+    why = None
+    if same_name and _marks_differ(sa.marks, sb.marks):
         why = (" ".join(sorted(sa.marks)), " ".join(sorted(sb.marks)))
     elif same_name and not qwords & PLACE_ASKERS and _marks_differ(sa.places, sb.places):
         why = (" ".join(sorted(sa.places)), " ".join(sorted(sb.places)))
@@ -2302,6 +2346,8 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
 # own predicate, so its content words (predicate_words: the common words, not the subject's name) are read with the
 # negation before them, or with a negating prefix ("nonselective" against "selective").
 NEGATING_PREFIXES = ("non", "un", "in", "im", "dis")
+# ... and only on words that read as adjectives: "inactive", "unavailable", "nonselective", never "inform", "display"
+ADJECTIVE_ENDINGS = ("ive", "ible", "able", "al", "ent", "ant", "ous", "ful", "ic", "ar")
 
 
 def asked_signs(sentence: str, preds: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> dict[str, int]:
@@ -2316,27 +2362,15 @@ def asked_signs(sentence: str, preds: frozenset[str], cfg: Config = DEFAULT_CONF
     for i, word in enumerate(lower):
         stem, sign = _stem(word), 1
         if stem not in preds:
-            prefix = next((p for p in NEGATING_PREFIXES if word.startswith(p) and _stem(word[len(p):]) in preds), "")
+            prefix = next((p for p in NEGATING_PREFIXES if word.startswith(p) and _stem(word[len(p):]) in preds
+                           and word.endswith(ADJECTIVE_ENDINGS)), "")  # "inactive", not "inform" or "discover"
             if not prefix:
                 continue
-            stem, sign = _stem(word[len(prefix):].lstrip("-")), -1
-        signs.setdefault(stem, set()).add(-sign if _negates(lower, i, cfg.negation_window) else sign)
+            stem, sign = _stem(word[len(prefix):]), -1
+        if lower[i - 1:i] == ["non"]:
+            sign = -sign  # "non-selective": the hyphen splits the prefix off
+        signs.setdefault(stem, set()).add(-sign if _is_negated(lower, i, cfg.negation_window, verb=True) else sign)
     return {stem: next(iter(s)) for stem, s in signs.items() if len(s) == 1}
-
-
-def _negates(lower: list[str], i: int, window: int) -> bool:
-    """A negator within `window` words before position i with only stopwords between: negation scopes the verb,
-    not its object ("do not need a visa" negates "need", not "visa").
-
-    >>> _negates(["do", "not", "need", "a", "visa"], 2, 3), _negates(["do", "not", "need", "a", "visa"], 4, 3)
-    (True, False)
-    """
-    for tok in reversed(lower[max(0, i - window):i]):
-        if is_negation(tok):
-            return True
-        if tok not in STOPWORDS:
-            return False
-    return False
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
@@ -2374,6 +2408,18 @@ def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
 # sentences that share their frame and differ in one span that holds a word of the question the other sentence lacks
 # give two answers to it, whatever the span's length ("JRD Tata Sports Complex Stadium" vs "Birsa Munda Stadium").
 
+def _common_ends(x: list[str], y: list[str]) -> int:
+    """Tokens two lists share at their start plus at their end, the two never overlapping.
+
+    >>> _common_ends(["a", "b", "c", "d"], ["a", "x", "d"])
+    2
+    """
+    limit = min(len(x), len(y))
+    start = next((k for k in range(limit) if x[k] != y[k]), limit)
+    end = next((k for k in range(limit - start) if x[-1 - k] != y[-1 - k]), limit - start)
+    return start + end
+
+
 def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
     """The two spans of sentences alike but for one replaced run that holds an asked stem the other lacks.
 
@@ -2383,6 +2429,8 @@ def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_C
     """
     ta, tb = _cached_swap_tokens(sa), _cached_swap_tokens(sb)
     la, lb = [t for t, _ in ta], [t for t, _ in tb]
+    if _common_ends(la, lb) < cfg.asked_frame_min:
+        return None  # one replaced run leaves only the common start and end equal: too little frame (hot path)
     ops = [op for op in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes() if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "replace":
         return None
@@ -3961,7 +4009,8 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
 # Evaluation on labelled pairs
 
 EVAL_DECIMALS = 4  # decimals of --eval's scores
-EVAL_RESAMPLES = 1000  # bootstrap resamples of the pairs for --eval's intervals; 1,000 pairs: about 0.1 s
+EVAL_RESAMPLES = 1000  # bootstrap resamples of the records for --eval's intervals; 1,000 pairs: about 0.1 s
+EVAL_CONFIDENCE = 0.95  # the intervals' coverage
 
 
 @dataclass(frozen=True)
@@ -3995,7 +4044,7 @@ def eval_record_pairs(record, where):
     docs = record.get("docs")
     if not isinstance(docs, list) or len(docs) < 2:
         raise UsageError(f"{where}: field 'docs' must be a list of at least two documents")
-    rid = str(record.get("id", where))
+    rid = str(where if record.get("id") is None else record["id"])  # records without an id stay apart
     parsed = []
     for n, d in enumerate(docs, 1):
         if not isinstance(d, dict):
@@ -4076,14 +4125,16 @@ def bootstrap_intervals(outcomes, records=None, resamples=EVAL_RESAMPLES, seed=0
     counts = np.zeros((len(ids), len(cells)), dtype=np.int64)  # (records, 4): each record's confusion counts
     for record, outcome in zip(records or range(len(outcomes)), outcomes, strict=True):
         counts[ids[record], cells.index(outcome)] += 1
-    picks = np.random.default_rng(seed).integers(0, len(ids), (resamples, len(ids)))
-    sums = counts[picks].sum(axis=1)  # (resamples, 4)
+    rng = np.random.default_rng(seed)
+    # one resample at a time: how often each record was drawn, times its counts (memory: one row of records)
+    sums = [np.bincount(rng.integers(0, len(ids), len(ids)), minlength=len(ids)) @ counts for _ in range(resamples)]
     scores = [confusion_scores(dict(zip(cells, map(int, row)))) for row in sums]
+    tails = [50 * (1 - EVAL_CONFIDENCE), 100 - 50 * (1 - EVAL_CONFIDENCE)]  # percentiles: 2.5 and 97.5
     result = {}
     for key in ("precision", "recall", "f1", "mcc"):
         values = [sc[key] for sc in scores if sc[key] is not None]
-        if len(values) >= resamples // 2:
-            result[key] = [round(float(q), EVAL_DECIMALS) for q in np.percentile(values, [2.5, 97.5])]
+        if 2 * len(values) >= resamples:  # defined in most resamples, else no interval
+            result[key] = [round(float(q), EVAL_DECIMALS) for q in np.percentile(values, tails)]
     return result
 
 
@@ -4608,10 +4659,11 @@ def render_eval(result, label):
     lines = [f"{printable(label)}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)",
              head, row("all", result), "-" * len(head)]
     lines += [row(name, r) for name, r in result["by_type"].items()]
-    spans = [f"{k.upper() if k == 'mcc' else k.capitalize() if k != 'f1' else 'F1'} {lo:.3f} to {hi:.3f}"
-             for k, (lo, hi) in result.get("interval", {}).items() if k in ("recall", "f1", "mcc")]
+    names = {"recall": "Recall", "f1": "F1", "mcc": "MCC"}
+    spans = [f"{names[k]} {lo:.3f} to {hi:.3f}" for k, (lo, hi) in result.get("interval", {}).items() if k in names]
     if spans:
-        lines.append(f"95% bootstrap intervals ({EVAL_RESAMPLES} resamples of the records): {', '.join(spans)}")
+        lines.append(f"{EVAL_CONFIDENCE:.0%} bootstrap intervals ({EVAL_RESAMPLES} resamples of the records): "
+                     f"{', '.join(spans)}")
     return "\n".join(lines)
 
 
@@ -5728,6 +5780,15 @@ class TestIssue9(unittest.TestCase):
         self.assertIsNotNone(compare_answers(q, ["Moxonidine is a selective agonist at I1 receptors."],
                                              ["Moxonidine is a nonselective agonist."]))
 
+    def test_class5_negating_prefixes_only_on_adjectives(self):
+        for q, a, b in (("Do the members form a union?", "The members form a union.", "The members were informed."),
+                        ("Does the policy cover flights?", "The policy does cover flights.", "They discover flights."),
+                        ("Do they play music?", "They play music.", "They display music posters.")):
+            self.assertIsNone(asked_polarity_finding([a], [b], question_words(q)), (a, b))
+        q = "Is moxonidine a selective agonist?"
+        self.assertIsNotNone(compare_answers(q, ["Moxonidine is a selective agonist."],
+                                             ["Moxonidine is a non-selective agonist."]))  # the hyphen splits "non"
+
     def test_class5_negation_scopes_the_verb_not_its_object(self):
         q = "Do visitors need a visa to enter Caldoria?"
         self.assertIsNone(compare_answers(q, ["Travellers do not need a visa for stays of up to 90 days."],
@@ -5760,6 +5821,7 @@ class TestIssue9(unittest.TestCase):
                                           ["The fourth season premiered on August 28, 2018."]))
         self.assertIsNone(compare_answers(q, ["The fourth season premiered on 03/04/2018."],  # March 4 or April 3
                                           ["The fourth season premiered on April 3, 2018."]))
+        self.assertEqual(extract_values("It sold 13/14/2018 units."), [])  # no date, and no count of 13 either
 
     def test_where_questions_compare_place_names(self):
         q = "Where is the red-eared slider from?"
@@ -5768,12 +5830,16 @@ class TestIssue9(unittest.TestCase):
         self.assertIsNone(compare_answers(q, ["The red-eared slider is native to the Mississippi Valley."],
                                           ["It comes from the Mississippi river basin."]))
 
-
+    def test_question_type_reads_the_asking_clause(self):
         cases = {"Marina Baker is an English politician. When was Marina Baker born?": "date",
                  "In 2011, how many stores were at fuel stations?": "quantity",
                  "As of 2023, who leads the party?": "name",
                  "Considering that he left in 1193, was he less than 36?": "state",
-                 "In the city, the museum is big.": "other"}
+                 "In the city, the museum is big.": "other",
+                 "When was Marina Baker born? She is a politician.": "date",  # the asking sentence, wherever
+                 'Who wrote "Hello. Goodbye"?': "name", "Who is the CEO of Yahoo! Inc.?": "name",
+                 "Marie Curie, who won two Nobel prizes, was born in which year?": "other",  # a relative clause
+                 "What area does the park cover?": "other"}
         for question, expected in cases.items():
             self.assertEqual(question_type(question), expected, question)
 
@@ -5789,6 +5855,17 @@ class TestIssue9(unittest.TestCase):
         fuller = doc("f", "David H. Jones House The David H. Jones House was built in 1912.")
         plain = doc("g", "David Jones House The house was built in 1913.")
         self.assertIsNone(different_subjects_finding(fuller, plain))  # initials aside, one title holds the other
+
+    def test_an_opening_sentence_is_no_title(self):
+        q = "What was Acme's revenue in 2023?"
+        a, b = (doc(n, f"Acme revenue was {v} in 2023. Acme restated it later.") for n, v in (("a", "$4.2M"),
+                                                                                              ("b", "$6.8M")))
+        self.assertIsNone(different_subjects_finding(a, b))
+        detector = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed)
+        views = [AnswerView(tuple(sentences_of(d.content)), 1.0, doc=d) for d in (a, b)]
+        self.assertEqual(detector.check_pair(*views, q).kind, "value")  # an edited copy is still compared
+        self.assertEqual(title_line("Acme hired 40 staff in 2019 and Acme grew."), frozenset())
+        self.assertEqual(title_line("I Will Follow \"I Will Follow\" is a song by U2."), frozenset({"follow"}))
 
     def test_title_line_needs_the_repeat_before_a_sentence_ends(self):
         quintet = "String Quintet No. 2 (Brahms) String Quintet No. 2 is a work by Brahms."
@@ -6683,6 +6760,9 @@ class TestEval(unittest.TestCase):
         by_record = bootstrap_intervals(pairs_of_one_record, [n // 4 for n in range(40)])["mcc"]
         self.assertGreater(by_pair[1] - by_pair[0], by_record[1] - by_record[0])  # alike records: the score cannot move
         self.assertEqual(bootstrap_intervals(["tp", "tn"], ["r", "r"]), {})  # one record: nothing to resample
+        unnamed = [{**r, "id": None} for r in self.RECORDS]  # records without an id are still resampled apart
+        _, out, _ = run_main(["--eval", self.write(unnamed), "--detector", "heuristic", "--json"])
+        self.assertIn("mcc", json.loads(out)["interval"])
 
     def test_nli_is_named_where_it_was_used(self):
         class NoContradiction:
