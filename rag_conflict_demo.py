@@ -495,6 +495,7 @@ with within without would yet you your yours
 SENTENCE_STARTERS = STOPWORDS | frozenset("""
 according although however meanwhile moreover today yesterday tomorrow currently recently since though unlike
 like following many several most some overall instead finally first second third originally previously
+effective starting beginning
 """.split())
 NEGATORS = frozenset({"not", "no", "never", "cannot", "nor", "neither", "none"})  # and any word ending in n't
 # Slot alignment maps paraphrases to one token so only real differences survive the diff.
@@ -2599,8 +2600,11 @@ def _different_subjects(a: list[str], b: list[str]) -> bool:
 
     >>> _different_subjects(["At Kelso, it is required."], ["At Brora, it is optional."])
     True
+    >>> _different_subjects(["Customers get 30 days."], ["Effective May 2024, customers get 14 days."])
+    False
     """
-    na, nb = (_side_subjects(tuple(side)) for side in (a, b))
+    common = frozenset().union(*(_word_roles(s)[1] for s in a + b))  # "Customers may ..." vs "... customers may"
+    na, nb = (_side_subjects(tuple(side)) - common for side in (a, b))
     return bool(na and nb) and not _tokens_meet(na, nb)
 
 
@@ -3674,10 +3678,10 @@ def judge_claim(question, claim, doc, cfg, nli=None):
     sentences = split_sentences(doc.content) or [doc.content]
     if compare_answers(question, [claim], sentences, cfg) or (nli and nli.judge([claim], sentences)):
         return "CONTRADICT"
+    if extract_values(claim):  # "30 days": supported by a document stating 30 days, not one sharing the word "days"
+        return "SUPPORT" if values_stated(claim, sentences, cfg) else "IRRELEVANT"
     words = {w for w in tokens(claim) if w not in STOPWORDS}
     doc_words = set(tokens(doc.content))
-    if values_stated(claim, sentences, cfg):
-        return "SUPPORT"
     if words and len(words & doc_words) >= cfg.claim_support_share * len(words):
         return "SUPPORT"
     return "IRRELEVANT"
@@ -4555,17 +4559,20 @@ def render_table(names, naive, resolved, paint, cfg):
     head = f"{'Scenario':<{sw}} | {'Naive answer':<{w}} | {'Resolved answer':<{w}} | What changed"
     lines = [paint(head, "label"), "-" * (len(head) + RULE_EXTRA)]
     for name, n, r in zip(names, naive, resolved, strict=True):
-        cells = [pad(clip(printable(table_answer(a)), w), w) for a in (n, r)]
+        cells = [pad(table_answer(a, w), w) for a in (n, r)]
         change, role = what_changed(n, r)
         lines.append(f"{pad(clip(printable(name), sw), sw)} | {cells[0]} | {cells[1]} | {paint(change, role)}")
     return "\n".join(lines)
 
 
-def table_answer(resp):
-    """'$6.8M (87%)'; for a withheld answer its candidates: 'UNCERTAIN: ACTIVE or INACTIVE'."""
+def table_answer(resp, width):
+    """'$6.8M (87%)', the answer clipped to fit width with its confidence kept; for a withheld answer its
+    candidates: 'UNCERTAIN: ACTIVE or INACTIVE'."""
     if resp.candidates:
-        return "UNCERTAIN: " + " or ".join(c.answer or "(none)" for c in resp.candidates)  # not "|": the table's
-    return f"{resp.answer or '(none)'} ({resp.confidence:.0%})"
+        text = "UNCERTAIN: " + " or ".join(c.answer or "(none)" for c in resp.candidates)  # not "|": the table's
+        return clip(printable(text), width)
+    confidence = f" ({resp.confidence:.0%})"
+    return clip(printable(resp.answer or "(none)"), width - len(confidence)) + confidence
 
 
 def what_changed(naive, resolved):
@@ -4600,8 +4607,9 @@ class Progress:
 def render_scan(report, cfg, seconds, paint):
     """The --scan report: a summary line, then each cluster with its pairs, most similar first."""
     split = f" as {report.passages} passages" if report.passages > report.documents else ""
+    found = len(report.conflicts)
     lines = [f"Scanned {report.documents} documents{split} in {seconds:.1f} s: {report.pairs_checked} candidate "
-             f"pairs at topic similarity >= {cfg.threshold}, {len(report.conflicts)} conflicts in "
+             f"pairs at topic similarity >= {cfg.threshold}, {found} conflict{'s' * (found != 1)} in "
              f"{len(report.clusters)} cluster(s)."]
     twice = same_titles(d for cl in report.clusters for d in cl.members)
     by_cluster = {}
@@ -4659,7 +4667,7 @@ def render_eval(result, label):
     lines = [f"{printable(label)}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)",
              head, row("all", result), "-" * len(head)]
     lines += [row(name, r) for name, r in result["by_type"].items()]
-    names = {"recall": "Recall", "f1": "F1", "mcc": "MCC"}
+    names = {"precision": "Precision", "recall": "Recall", "f1": "F1", "mcc": "MCC"}
     spans = [f"{names[k]} {lo:.3f} to {hi:.3f}" for k, (lo, hi) in result.get("interval", {}).items() if k in names]
     if spans:
         lines.append(f"{EVAL_CONFIDENCE:.0%} bootstrap intervals ({EVAL_RESAMPLES} resamples of the records): "
@@ -5856,6 +5864,13 @@ class TestIssue9(unittest.TestCase):
         plain = doc("g", "David Jones House The house was built in 1913.")
         self.assertIsNone(different_subjects_finding(fuller, plain))  # initials aside, one title holds the other
 
+    def test_class2_a_scan_reads_common_opening_words_as_no_subject(self):
+        a = ["Customers may return items within 30 days of purchase."]
+        for opening in ("Effective May 2024, customers", "Effective immediately, customers"):
+            b = [f"{opening} may return items within 14 days of purchase."]
+            self.assertEqual(compare_answers("", a, b).kind, "value", opening)  # no question: a corpus scan
+        self.assertIsNone(compare_answers("", ["Ormoor reported $620M."], ["Ortrimi reported $810M."]))
+
     def test_an_opening_sentence_is_no_title(self):
         q = "What was Acme's revenue in 2023?"
         a, b = (doc(n, f"Acme revenue was {v} in 2023. Acme restated it later.") for n, v in (("a", "$4.2M"),
@@ -6229,6 +6244,9 @@ class TestConflictScore(unittest.TestCase):
         self.assertEqual(judge_claim(q, "$4.2M", KNOWLEDGE_BASE[0], DEFAULT_CONFIG), "SUPPORT")
         self.assertEqual(judge_claim(q, "$4.2M", KNOWLEDGE_BASE[1], DEFAULT_CONFIG), "CONTRADICT")
         self.assertEqual(judge_claim(q, "4.2 million dollars", KNOWLEDGE_BASE[0], DEFAULT_CONFIG), "SUPPORT")
+        shipping = doc("ship-1", "Standard shipping takes 3 to 5 business days.")  # shares "days", states no 30
+        self.assertEqual(judge_claim("How long is the return window?", "30 days", shipping, DEFAULT_CONFIG),
+                         "IRRELEVANT")
         self.assertEqual(judge_claim(q, "$4.2M", doc("x", "Laptops need encryption."), DEFAULT_CONFIG), "IRRELEVANT")
 
     def test_naive_answers_are_conflicted_and_resolved_ones_are_not(self):
