@@ -963,7 +963,9 @@ def _numeric_date_values(m: re.Match) -> list[Value]:
     >>> [v.amount for v in extract_values("Released 08/28/2018, shown 28.08.2018, printed 03/04/18, 13/14/2018.")]
     [20180828.0, 20180828.0, 20180000.0]
     """
-    first, second, year = int(m["first"]), int(m["second"]), int(_two_digit_year(m["year"]))
+    first, second, year = int(m["first"]), int(m["second"]), int(m["year"])
+    if len(m["year"]) == 2:
+        year += 1900 if year >= 69 else 2000  # subtle: strptime's %y: 04/15/95 is 1995, 08/28/18 is 2018
     if not first or not second or min(first, second) > 12 or max(first, second) > 31:
         return []  # no date (13/14/2018), and extract_values still reads no count in it
     if first > 12:
@@ -2031,7 +2033,7 @@ _PARENTHETICAL_RE = re.compile(r"\s*\([^()]*\)")
 TITLE_LINE_MAX_WORDS = 10  # a longer "title" is a sentence that happens to repeat a word
 TITLE_VERBS = frozenset("is are was were has have had".split())  # a sentence's; a title ("I Will Follow") has none
 _TITLE_PUNCTUATION = ".,;:()[]\"'“”‘’"
-_SENTENCE_END_RE = re.compile(r"(?:[a-z]{2,}|\d|[%)\]])[.]$")  # "town.", "2019.", "5%." end one; "No.", "H." do not
+_SENTENCE_END_RE = re.compile(r"(?:[a-z]{2,}|\d{2,}|[%)\]])[.]$")  # "town.", "2019.", "5%." end one; "No.", "1." not
 
 
 @dataclass(frozen=True)
@@ -2046,8 +2048,8 @@ class Subject:
 
 def title_line(text: str) -> frozenset[str]:
     """The words of the title a text opens with: its first word comes back (after "The", "A" or "An") before any
-    sentence ends, and every word of the title is said again in the sentence that follows, as in an article that
-    opens with its title. Single letters (initials) and noise words are left out; empty when there is none.
+    sentence ends, and what comes before reads as a title of the sentence that follows (_checked_title), as in an
+    article that opens with its title. Single letters (initials) and noise words are left out; empty when none.
 
     >>> sorted(title_line("1st arrondissement of Lyon The 1st arrondissement of Lyon is one of nine."))
     ['1st', 'arrondissement', 'lyon']
@@ -2068,21 +2070,25 @@ def title_line(text: str) -> frozenset[str]:
 
 
 def _checked_title(head: list[str], rest: str) -> frozenset[str]:
-    """The title's words when head reads as a title of the sentence rest opens: no verb like "was" in it, and
-    either half its words said again in that sentence or the sentence saying what it is ("X is a ...") within
-    TITLE_LINE_MAX_WORDS words, parentheticals aside.
+    """The title's words when head reads as a title of the sentence rest opens: no lowercase verb like "was" in it
+    ("What Is Love" may be a title), no amount of money or percentage, no last word like "and" or "in"; and either
+    half its words (its parenthetical aside) said again in that sentence, or the sentence saying what it is ("X is
+    a ...") within TITLE_LINE_MAX_WORDS words.
 
     >>> sorted(_checked_title("Dunville, Newfoundland".split(), "Dunville was earlier called Placentia."))
     ['dunville', 'newfoundland']
-    >>> _checked_title("Acme revenue was $4.2M in".split(), "Acme restated it.")
+    >>> _checked_title("Acme reported revenue of $4.2M in 2023, and".split(), "Acme is profitable.")
     frozenset()
     """
-    if {w.lower() for w in head} & TITLE_VERBS:
-        return frozenset()  # "Acme revenue was $4.2M in 2023 and Acme restated it": a sentence, not a title
-    title = frozenset(w for w in _mark_words(" ".join(head)) if len(w) > 1)  # initials aside
+    text = " ".join(head)
+    if set(head) & TITLE_VERBS or head[-1].lower().strip(_TITLE_PUNCTUATION) in STOPWORDS or any(
+            v.kind in ("money", "percent") for v in _cached_values(text)):
+        return frozenset()  # "Acme reported revenue of $4.2M in 2023, and Acme is ...": a sentence, not a title
+    title = frozenset(w for w in _mark_words(text) if len(w) > 1)  # initials aside
+    named = frozenset(w for w in _mark_words(_PARENTHETICAL_RE.sub("", text)) if len(w) > 1)
     sentence = (split_sentences(rest) or [rest])[0]
-    copula = {w.lower() for w in _PARENTHETICAL_RE.sub("", sentence).split()[:TITLE_LINE_MAX_WORDS]} & TITLE_VERBS
-    return title if 2 * len(title & _mark_words(sentence)) >= len(title) or copula else frozenset()
+    copula = set(_PARENTHETICAL_RE.sub("", sentence).split()[:TITLE_LINE_MAX_WORDS]) & TITLE_VERBS
+    return title if 2 * len(named & _mark_words(sentence)) >= len(named) or copula else frozenset()
 
 
 def _mark_words(text: str) -> frozenset[str]:
@@ -2347,7 +2353,7 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
 # own predicate, so its content words (predicate_words: the common words, not the subject's name) are read with the
 # negation before them, or with a negating prefix ("nonselective" against "selective").
 NEGATING_PREFIXES = ("non", "un", "in", "im", "dis")
-# ... and only on words that read as adjectives: "inactive", "unavailable", "nonselective", never "inform", "display"
+# "in-", "im-" and "dis-" only on words that read as adjectives ("inactive", "dishonest"; never "inform", "display")
 ADJECTIVE_ENDINGS = ("ive", "ible", "able", "al", "ent", "ant", "ous", "ful", "ic", "ar")
 
 
@@ -2364,7 +2370,7 @@ def asked_signs(sentence: str, preds: frozenset[str], cfg: Config = DEFAULT_CONF
         stem, sign = _stem(word), 1
         if stem not in preds:
             prefix = next((p for p in NEGATING_PREFIXES if word.startswith(p) and _stem(word[len(p):]) in preds
-                           and word.endswith(ADJECTIVE_ENDINGS)), "")  # "inactive", not "inform" or "discover"
+                           and (p in ("non", "un") or word.endswith(ADJECTIVE_ENDINGS))), "")  # not "inform"
             if not prefix:
                 continue
             stem, sign = _stem(word[len(prefix):]), -1
@@ -2576,12 +2582,13 @@ STATE_WORDS = frozenset(p[0] for p in POLARITY_LEXICON if len(p) == 1)  # "activ
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _subject_tokens(sentence: str) -> frozenset[str]:
-    """
+def _subject_tokens(sentence: str, opening: bool = True) -> frozenset[str]:
+    """The name tokens a sentence's subjects could be, its opening word among them unless opening=False.
+
     >>> sorted(_subject_tokens("Ormoor reported $620M in its Milo filing."))
     ['milo', 'ormoor']
     """
-    names = extract_names(sentence, frozenset()) | _opening_word(sentence, frozenset())
+    names = extract_names(sentence, frozenset()) | (_opening_word(sentence, frozenset()) if opening else frozenset())
     states = {w.lower() for w in _ALL_CAPS_RE.findall(sentence)} & STATE_WORDS  # ACTIVE: a state; IBM: a subject
     return frozenset(t for n in names for t in n.split() if t not in states)
 
@@ -2603,14 +2610,22 @@ def _different_subjects(a: list[str], b: list[str]) -> bool:
     >>> _different_subjects(["Customers get 30 days."], ["Effective May 2024, customers get 14 days."])
     False
     """
-    common = frozenset().union(*(_word_roles(s)[1] for s in a + b))  # "Customers may ..." vs "... customers may"
-    na, nb = (_side_subjects(tuple(side)) - common for side in (a, b))
+    common = _side_common(tuple(a)) | _side_common(tuple(b))
+    # an opening word that either side also writes in lowercase is a common word ("Customers may" / "customers"),
+    # a name found mid-sentence stays a name even so ("Target reported" / "short of its target")
+    na, nb = (_side_subjects(tuple(side), False) | (_side_subjects(tuple(side)) - common) for side in (a, b))
     return bool(na and nb) and not _tokens_meet(na, nb)
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _side_subjects(sentences: tuple[str, ...]) -> frozenset[str]:
-    return frozenset().union(*map(_subject_tokens, sentences))
+def _side_subjects(sentences: tuple[str, ...], opening: bool = True) -> frozenset[str]:
+    return frozenset().union(*(_subject_tokens(x, opening) for x in sentences))
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _side_common(sentences: tuple[str, ...]) -> frozenset[str]:
+    """The words a side writes in lowercase."""
+    return frozenset().union(*(_word_roles(x)[1] for x in sentences))
 
 
 # --- The registry: which signals run for which question type, first finding wins
@@ -3678,9 +3693,12 @@ def judge_claim(question, claim, doc, cfg, nli=None):
     sentences = split_sentences(doc.content) or [doc.content]
     if compare_answers(question, [claim], sentences, cfg) or (nli and nli.judge([claim], sentences)):
         return "CONTRADICT"
-    if extract_values(claim):  # "30 days": supported by a document stating 30 days, not one sharing the word "days"
-        return "SUPPORT" if values_stated(claim, sentences, cfg) else "IRRELEVANT"
+    if values_stated(claim, sentences, cfg):
+        return "SUPPORT"
+    values = extract_values(claim)
     words = {w for w in tokens(claim) if w not in STOPWORDS}
+    if values and not words - {w for v in values for w in tokens(v.text)}:
+        return "IRRELEVANT"  # "30 days" is its value: a document sharing the word "days" does not say it
     doc_words = set(tokens(doc.content))
     if words and len(words & doc_words) >= cfg.claim_support_share * len(words):
         return "SUPPORT"
@@ -4048,7 +4066,7 @@ def eval_record_pairs(record, where):
     docs = record.get("docs")
     if not isinstance(docs, list) or len(docs) < 2:
         raise UsageError(f"{where}: field 'docs' must be a list of at least two documents")
-    rid = str(where if record.get("id") is None else record["id"])  # records without an id stay apart
+    rid = str(where if record.get("id") in (None, "") else record["id"])  # records without an id stay apart
     parsed = []
     for n, d in enumerate(docs, 1):
         if not isinstance(d, dict):
@@ -4572,7 +4590,10 @@ def table_answer(resp, width):
         text = "UNCERTAIN: " + " or ".join(c.answer or "(none)" for c in resp.candidates)  # not "|": the table's
         return clip(printable(text), width)
     confidence = f" ({resp.confidence:.0%})"
-    return clip(printable(resp.answer or "(none)"), width - len(confidence)) + confidence
+    answer = printable(resp.answer or "(none)")
+    if width - len(confidence) < len("x..."):
+        return clip(answer + confidence, width)  # too narrow to keep both: clip the whole cell
+    return clip(answer, width - len(confidence)) + confidence
 
 
 def what_changed(naive, resolved):
@@ -5871,6 +5892,19 @@ class TestIssue9(unittest.TestCase):
             self.assertEqual(compare_answers("", a, b).kind, "value", opening)  # no question: a corpus scan
         self.assertIsNone(compare_answers("", ["Ormoor reported $620M."], ["Ortrimi reported $810M."]))
 
+    def test_review_near_misses(self):
+        scan = compare_answers("", ["In 2023, Target reported revenue of $6.8M."],
+                               ["In 2023, Walmart reported revenue of $4.2M, short of its target."])
+        self.assertIsNone(scan)  # a name mid-sentence stays a name though the other side writes it in lowercase
+        self.assertIsNotNone(compare_answers("Is the drug approved?", ["The drug is approved."],
+                                             ["The drug is unapproved."]))  # "un-" on any word
+        self.assertEqual(extract_values("Born 04/15/95.")[0].amount, 19950415.0)  # strptime's two-digit years
+        opening = "Acme reported revenue of {} in 2023, and Acme is profitable."
+        a, b = (doc(n, opening.format(v)) for n, v in (("a", "$4.2M"), ("b", "$6.8M")))
+        self.assertIsNone(different_subjects_finding(a, b))  # an edited opening sentence is no title
+        self.assertEqual(title_line("What Is Love What Is Love is a song by Haddaway."), frozenset({"love"}))
+        self.assertTrue(title_line("John Smith (footballer, born 1990) John Smith plays for Leeds."))
+
     def test_an_opening_sentence_is_no_title(self):
         q = "What was Acme's revenue in 2023?"
         a, b = (doc(n, f"Acme revenue was {v} in 2023. Acme restated it later.") for n, v in (("a", "$4.2M"),
@@ -6247,6 +6281,9 @@ class TestConflictScore(unittest.TestCase):
         shipping = doc("ship-1", "Standard shipping takes 3 to 5 business days.")  # shares "days", states no 30
         self.assertEqual(judge_claim("How long is the return window?", "30 days", shipping, DEFAULT_CONFIG),
                          "IRRELEVANT")
+        office = doc("hr", "Staff must work 3 days in the office.")  # a sentence-long claim: its words count too
+        claim = "Effective November 2023, staff must work 3 days in the office."
+        self.assertEqual(judge_claim("How many office days?", claim, office, DEFAULT_CONFIG), "SUPPORT")
         self.assertEqual(judge_claim(q, "$4.2M", doc("x", "Laptops need encryption."), DEFAULT_CONFIG), "IRRELEVANT")
 
     def test_naive_answers_are_conflicted_and_resolved_ones_are_not(self):
@@ -6452,6 +6489,21 @@ class TestWhatTheOutputShows(unittest.TestCase):
         self.assertIn("WARNING [naive] conflict: a\\x07 vs b", err)
         coloured = Painter(True)(documents[0]["title"], "conflict")  # colour on: the only escapes are the painter's
         self.assertEqual(re.sub(r"\x1b\[[0-9;]*m", "", coloured), "T\\x1b[2J")  # the painter's SGR codes only
+
+    def test_a_clipped_answer_keeps_its_confidence(self):
+        resp = RAGResponse("q", "naive", "Effective November 2023, the office policy is reversed.", 0.6, (), (),
+                           ConflictReport())
+        cell = table_answer(resp, 34)
+        self.assertTrue(cell.endswith("... (60%)") and display_width(cell) <= 34, cell)
+        self.assertLessEqual(display_width(table_answer(resp, 8)), 8)  # too narrow for both: the cell is clipped
+
+    def test_the_scan_summary_counts_in_words(self):
+        a, b = (doc(n, f"The beacon status is {s}.") for n, s in (("a", "ACTIVE"), ("b", "INACTIVE")))
+        found = (Conflict(a, b, "polarity", "opposite polarity", 0.9, (("ACTIVE",), ("INACTIVE",))),)
+        report = ScanReport(found, tuple(make_clusters([a, b], found, supersession_order)), 2, 1)
+        summary = render_scan(report, DEFAULT_CONFIG, 0.1, Painter(False)).splitlines()[0]
+        self.assertTrue(summary.startswith("Scanned 2 documents in 0.1 s: 1 candidate pairs"), summary)
+        self.assertIn(", 1 conflict in 1 cluster(s).", summary)
 
     def test_wide_characters_keep_the_table_aligned(self):
         def answer(text):
