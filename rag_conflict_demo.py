@@ -9,10 +9,11 @@ retrieved by its best one), then runs twice on the same retrieval:
 
   1. naive     the whole top-k goes to the reader, which answers from whichever document it happens to prefer;
                conflicts are detected and logged, not acted on.
-  2. resolved  the detector flags pairs whose answers to the question disagree (values, polarity, names, slots;
-               optionally the reader per document and an NLI model), the resolver keeps the newest document of
-               each superseded cluster and withholds the answer (UNCERTAIN) where nothing says which is current,
-               and the reader answers from what is left, saying what was discarded and why.
+  2. resolved  the detector flags pairs whose answers to the question disagree (values, polarity, names, slots,
+               same-frame swaps; documents about namesakes kept apart; optionally the reader per document and an
+               NLI model), the resolver keeps the newest document of each superseded cluster and withholds the
+               answer (UNCERTAIN) where nothing says which is current, and the reader answers from what is left,
+               saying what was discarded and why.
 
 The reader is the extractive QA model deepset/minilm-uncased-squad2 when it can be had (cached, or the hub
 answers), else the built-in sentence reader (--reader sentence): the sentence most similar to the question, then
@@ -33,6 +34,7 @@ Usage:
   rag_conflict_demo.py --quiet --no-color       demo output only, plain text
   rag_conflict_demo.py --kb docs.jsonl --question "What is the refund window?" --json
   rag_conflict_demo.py --eval [pairs.jsonl] --detector heuristic     score the detector on labelled pairs
+                                                                    (with 95% bootstrap intervals)
   rag_conflict_demo.py --embed-model DIR --qa-model DIR             local model copies (offline)
   rag_conflict_demo.py --reader sentence                            the built-in reader, no QA model
 
@@ -51,7 +53,8 @@ Finding, a row in CHECKS, a test.
 
 References: the article's pipeline (top-k retrieval, pairwise conflict heuristics gated on topic similarity,
 cluster-aware recency resolution); Rajpurkar et al. 2018, SQuAD 2.0 (the null answer at [CLS]); Liu et al. 2025,
-"Open Domain Question Answering with Conflicting Contexts" (QACC, the calibration set).
+"Open Domain Question Answering with Conflicting Contexts" (QACC: its train split with the built-in pairs is the
+calibration set; its dev split, RAMDocs (Wang et al. 2025) and WikiContradict (Hou et al. 2024) check it).
 """
 
 import argparse
