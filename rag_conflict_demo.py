@@ -83,7 +83,13 @@ import zipfile
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-import numpy as np
+try:
+    import numpy as np
+except KeyboardInterrupt:  # Ctrl-C while numpy loads (the import's first half second): one line, as main says it
+    if __name__ != "__main__":
+        raise  # imported by someone else's program: theirs to handle
+    sys.stderr.write("interrupted\n")
+    raise SystemExit(130) from None
 
 log = logging.getLogger("rag_conflict_demo")
 
@@ -7030,6 +7036,27 @@ class TestNothingLost(unittest.TestCase):
             with self.subTest(argv=argv), unittest.mock.patch(f"{__name__}.QuestionAwareDetector.features",
                                                                interrupted):
                 self.assertEqual(run_main(argv + ["--detector", "heuristic", "--quiet"])[0::2], (130, "interrupted\n"))
+
+    def test_ctrl_c_while_numpy_loads(self):
+        hook = ("import builtins, runpy, sys\n"
+                "real = builtins.__import__\n"
+                "def slow_numpy(name, *args, **kwargs):\n"
+                "    if name == 'numpy':\n"
+                "        raise KeyboardInterrupt  # as if Ctrl-C came while numpy loads\n"
+                "    return real(name, *args, **kwargs)\n"
+                "builtins.__import__ = slow_numpy\n"
+                "path, run_name = sys.argv[1], sys.argv[2]\n"
+                "sys.argv = [path, '--help']\n"
+                "runpy.run_path(path, run_name=run_name)\n")
+
+        def run(run_name):
+            return subprocess.run([sys.executable, "-c", hook, os.path.abspath(__file__), run_name],
+                                  capture_output=True, text=True, timeout=120)
+
+        main = run("__main__")
+        self.assertEqual((main.returncode, main.stderr), (130, "interrupted\n"))
+        library = run("library")  # imported by another program: the interrupt is that program's to handle
+        self.assertIn("KeyboardInterrupt", library.stderr)
 
     def test_progress_for_long_question_loops(self):
         clock = itertools.count(0, 10)  # every reading of the clock is ten seconds later
