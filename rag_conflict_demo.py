@@ -1426,7 +1426,7 @@ def values_stated(claim: str, sentences: list[str], cfg: Config = DEFAULT_CONFIG
     >>> values_stated("$4.2M", ["$6.8M."])
     False
     """
-    claim_values = extract_values(claim)
+    claim_values = _cached_values(claim)
     stated = [v for s in sentences for v in _cached_values(s)]
     return bool(claim_values) and all(any(_values_agree(v, d, cfg) for d in stated if _value_key(v) == _value_key(d))
                                       for v in claim_values)
@@ -1981,10 +1981,10 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
     matcher = difflib.SequenceMatcher(None, la, lb, autojunk=False)
     if matcher.quick_ratio() < cfg.swap_min_ratio:
         return None
-    ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
-    if len(ops) != 1 or ops[0][0] != "replace" or matcher.ratio() < cfg.swap_min_ratio:
+    run = _replaced_run(matcher)
+    if run is None or matcher.ratio() < cfg.swap_min_ratio:
         return None
-    _, i1, i2, j1, j2 = ops[0]
+    i1, i2, j1, j2 = run
     left, right = la[i1:i2], lb[j1:j2]
     if max(len(left), len(right)) > cfg.swap_max_span or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
         return None
@@ -1992,7 +1992,27 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
         return None  # the subject itself differs ("Ixmo employs 850" vs "Tormo employs 850"): two subjects
     if _swap_is_variant(left, right, cfg):
         return None
-    return " ".join(o for _, o in ta[i1:i2]), " ".join(o for _, o in tb[j1:j2])
+    return _run_text(ta, i1, i2), _run_text(tb, j1, j2)
+
+
+def _replaced_run(matcher: difflib.SequenceMatcher) -> tuple[int, int, int, int] | None:
+    """(i1, i2, j1, j2) when the matcher's two sequences differ in exactly one replaced run, else None.
+
+    >>> _replaced_run(difflib.SequenceMatcher(None, ["a", "b", "c"], ["a", "x", "c"]))
+    (1, 2, 1, 2)
+    """
+    ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    return tuple(ops[0][1:]) if len(ops) == 1 and ops[0][0] == "replace" else None
+
+
+def _run_text(tokens: tuple[tuple[str, str], ...], start: int, end: int) -> str:
+    """A run of swap tokens as written."""
+    return " ".join(original for _, original in tokens[start:end])
+
+
+def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str, str] | None]):
+    """The spans swap finds in the first sentence pair (a's sentences, then b's, in input order) where it finds any."""
+    return next(filter(None, (swap(sa, sb) for sa in a for sb in b)), None)
 
 
 def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
@@ -2002,12 +2022,8 @@ def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
     >>> swap_finding(["The median age was 45.7 years."], ["The median age was 30.2 years."]).evidence
     ('45.7', '30.2')
     """
-    for sa in a:
-        for sb in b:
-            pair = _swap_pair(sa, sb, qwords, cfg)
-            if pair:
-                return Finding("swap", f"same sentence, one span swapped: {pair[0]} vs {pair[1]}", pair)
-    return None
+    pair = _first_swap(a, b, lambda sa, sb: _swap_pair(sa, sb, qwords, cfg))
+    return pair and Finding("swap", f"same sentence, one span swapped: {pair[0]} vs {pair[1]}", pair)
 
 
 # --- Subject identity: documents about different subjects that share a name are not compared
@@ -2447,16 +2463,16 @@ def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_C
     la, lb = [t for t, _ in ta], [t for t, _ in tb]
     if _common_ends(la, lb) < cfg.asked_frame_min:
         return None  # one replaced run leaves only the common start and end equal: too little frame (hot path)
-    ops = [op for op in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes() if op[0] != "equal"]
-    if len(ops) != 1 or ops[0][0] != "replace":
+    run = _replaced_run(difflib.SequenceMatcher(None, la, lb, autojunk=False))
+    if run is None:
         return None
-    _, i1, i2, j1, j2 = ops[0]
+    i1, i2, j1, j2 = run
     left, right = la[i1:i2], lb[j1:j2]
     if len(la) - len(left) < cfg.asked_frame_min or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
         return None  # too little frame shared, or a span of filler words only
     stems = [{_stem(w) for w in words} for words in (left, right, la, lb)]
     if (stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]:
-        return " ".join(o for _, o in ta[i1:i2]), " ".join(o for _, o in tb[j1:j2])
+        return _run_text(ta, i1, i2), _run_text(tb, j1, j2)
     return None
 
 
@@ -2470,12 +2486,8 @@ def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
     'swap'
     """
     asked = frozenset(_stem(w) for w in qwords - SWAP_FILLER - AUX_VERBS)
-    for sa in a:
-        for sb in b:
-            pair = _asked_swap(sa, sb, asked, cfg)
-            if pair:
-                return Finding("swap", f"the asked-about span swapped: {pair[0]} vs {pair[1]}", pair)
-    return None
+    pair = _first_swap(a, b, lambda sa, sb: _asked_swap(sa, sb, asked, cfg))
+    return pair and Finding("swap", f"the asked-about span swapped: {pair[0]} vs {pair[1]}", pair)
 
 
 # --- Answer-slot names: compare the name in the answer slot, not every name in the sentence
@@ -3702,9 +3714,9 @@ def judge_claim(question, claim, doc, cfg, nli=None):
     sentences = split_sentences(doc.content) or [doc.content]
     if compare_answers(question, [claim], sentences, cfg) or (nli and nli.judge([claim], sentences)):
         return "CONTRADICT"
-    if values_stated(claim, sentences, cfg):
+    values = _cached_values(claim)  # values_stated reads the same, cached
+    if values and values_stated(claim, sentences, cfg):
         return "SUPPORT"
-    values = extract_values(claim)
     words = {w for w in tokens(claim) if w not in STOPWORDS}
     if values and not words - {w for v in values for w in tokens(v.text)}:
         return "IRRELEVANT"  # "30 days" is its value: a document sharing the word "days" does not say it
