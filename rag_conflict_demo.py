@@ -1622,11 +1622,21 @@ def _side_polarity(sentences: list[str], cfg: Config) -> dict[str, PolarityHit]:
     >>> list(_side_polarity(["It was retired.", "It is available."], DEFAULT_CONFIG))
     []
     """
-    by_group: dict[str, list[PolarityHit]] = {}
-    for s in sentences:
-        for hit in _cached_polarity(s, cfg.negation_window):
-            by_group.setdefault(hit.group, []).append(hit)
-    return {g: hits[0] for g, hits in by_group.items() if len({h.sign for h in hits}) == 1}
+    return _said_one_way((hit.group, hit.sign, hit)
+                         for s in sentences for hit in _cached_polarity(s, cfg.negation_window))
+
+
+def _said_one_way(items: Iterable[tuple[str, int, object]]) -> dict[str, object]:
+    """(key, sign, item) -> {key: its first item} for the keys said with one sign only; a key said both ways is
+    ambiguous and left out (the one rule for a side's polarity and for its asked predicates).
+
+    >>> _said_one_way([("open", 1, "a"), ("open", 1, "b"), ("paid", 1, "c"), ("paid", -1, "d")])
+    {'open': 'a'}
+    """
+    by_key: dict[str, dict[int, object]] = {}
+    for key, sign, item in items:
+        by_key.setdefault(key, {}).setdefault(sign, item)
+    return {key: next(iter(by.values())) for key, by in by_key.items() if len(by) == 1}
 
 
 def polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
@@ -2412,11 +2422,8 @@ def _cached_asked_signs(sentence: str, preds: frozenset[str], window: int) -> tu
 
 def _side_signs(sentences: list[str], preds: frozenset[str], cfg: Config) -> dict[str, tuple[int, str]]:
     """Stem -> (sign, sentence) over a side; a stem said with both signs on one side is ambiguous and left out."""
-    seen: dict[str, dict[int, str]] = {}
-    for s in sentences:
-        for stem, sign in _cached_asked_signs(s, preds, cfg.negation_window):
-            seen.setdefault(stem, {}).setdefault(sign, s)
-    return {stem: next(iter(by.items())) for stem, by in seen.items() if len(by) == 1}
+    return _said_one_way((stem, sign, (sign, s)) for s in sentences
+                         for stem, sign in _cached_asked_signs(s, preds, cfg.negation_window))
 
 
 def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
