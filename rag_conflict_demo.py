@@ -58,6 +58,7 @@ calibration set; its dev split, RAMDocs (Wang et al. 2025) and WikiContradict (H
 """
 
 import argparse
+import collections
 import contextlib
 import dataclasses
 import datetime as dt
@@ -860,6 +861,7 @@ def _scaled(m: re.Match) -> float | None:
     return number * SCALES[scale] if scale else number
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _plural(noun: str) -> str:
     """Canonical plural so "1 employee" and "2 employees" share a unit.
 
@@ -877,6 +879,12 @@ def _plural(noun: str) -> str:
     if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
         return noun[:-1] + "ies"
     return noun + "s"
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _plurals(words: frozenset[str]) -> frozenset[str]:
+    """The canonical plurals of a question's words: the units it asks to count ("How many moons?")."""
+    return frozenset(_plural(w) for w in words)
 
 
 def _time_unit(word: str) -> str:
@@ -1395,7 +1403,8 @@ def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg
         if event_years:
             values = _drop_period_years(values)
         out.extend((v, _cached_event_words(s, v, qwords, cfg.event_window)) for v in values)
-    asked = [(v, e) for v, e in out if v.unit and _plural(v.unit) in {_plural(w) for w in qwords}]
+    plurals = _plurals(qwords) if out else frozenset()
+    asked = [(v, e) for v, e in out if v.unit and _plural(v.unit) in plurals]
     return asked or out  # "How many moons?": count moons, not the diameter in km that shares the sentence
 
 
@@ -1820,6 +1829,12 @@ def _cached_slot_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     return tuple(_slot_tokens(sentence))
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_canon(tokens: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The canonical words of a sentence's (canonical, original) tokens, the sequence the frame diffs align."""
+    return tuple(c for c, _ in tokens)
+
+
 def _is_slot_word(canon: str, qwords: frozenset[str]) -> bool:
     """An answer-like word: not a number, unit, number word, or a word the question already uses.
 
@@ -1832,6 +1847,25 @@ def _is_slot_word(canon: str, qwords: frozenset[str]) -> bool:
                 or canon in qwords or canon in MONTHS or canon == "%")
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _bag(tokens: tuple[str, ...]) -> collections.Counter:
+    return collections.Counter(tokens)
+
+
+def _bag_ratio(x: tuple[str, ...], y: tuple[str, ...]) -> float:
+    """difflib's quick_ratio, the upper bound of its ratio, from each sentence's cached token counts: pairs that
+    cannot share a frame are dropped before any matcher is built (hot path).
+
+    >>> _bag_ratio(("a", "b", "b"), ("b", "c", "b"))
+    0.6666666666666666
+    """
+    bx, by = _bag(x), _bag(y)
+    if len(bx) > len(by):
+        bx, by = by, bx
+    same = sum(min(n, by[t]) for t, n in bx.items() if t in by)
+    return 2 * same / (len(x) + len(y)) if x or y else 1.0
+
+
 def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tuple[int, int, int, int] | None:
     """The single replace op of two near-identical frames, with only small inserts/deletes beside it.
 
@@ -1840,8 +1874,10 @@ def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tu
     """
     if 2 * min(len(ta), len(tb)) < cfg.slot_min_ratio * (len(ta) + len(tb)):
         return None  # the ratio's bound from the lengths alone, before any matching (hot path)
+    if _bag_ratio(tuple(ta), tuple(tb)) < cfg.slot_min_ratio:
+        return None
     matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    if matcher.quick_ratio() < cfg.slot_min_ratio or matcher.ratio() < cfg.slot_min_ratio:
+    if matcher.ratio() < cfg.slot_min_ratio:
         return None
     ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     replaces = [op[1:] for op in ops if op[0] == "replace"]
@@ -1858,7 +1894,7 @@ def _slot_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
     ('Sydney', 'Canberra')
     """
     ta, tb = _cached_slot_tokens(sa), _cached_slot_tokens(sb)
-    diff = _slot_diff([c for c, _ in ta], [c for c, _ in tb], cfg)
+    diff = _slot_diff(_cached_canon(ta), _cached_canon(tb), cfg)
     if not diff:
         return None
     i1, i2, j1, j2 = diff
@@ -1987,10 +2023,10 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
         return None
     if 2 * min(len(ta), len(tb)) < cfg.swap_min_ratio * (len(ta) + len(tb)):
         return None  # the ratio's bound from the lengths alone, before any matching (hot path)
-    la, lb = [t for t, _ in ta], [t for t, _ in tb]
-    matcher = difflib.SequenceMatcher(None, la, lb, autojunk=False)
-    if matcher.quick_ratio() < cfg.swap_min_ratio:
+    la, lb = _cached_canon(ta), _cached_canon(tb)
+    if _bag_ratio(la, lb) < cfg.swap_min_ratio:
         return None
+    matcher = difflib.SequenceMatcher(None, la, lb, autojunk=False)
     run = _replaced_run(matcher)
     if run is None or matcher.ratio() < cfg.swap_min_ratio:
         return None
@@ -2334,6 +2370,19 @@ def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
     return bool(p and q) and p[-1] == q[-1] and len(p) > 1 and len(q) > 1 and p[:-1] != q[:-1]
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _sentence_anchors(sentence: str, qwords: frozenset[str], kinds: frozenset[str], event_years: bool,
+                      anchor_window: int, event_window: int) -> tuple:
+    """(value, event words, measured phrase, stems near it) for each value of the kinds in one sentence: a
+    document's part of _anchored_side, cached, the same whichever document it meets."""
+    values = [v for v in _cached_values(sentence) if v.kind in kinds]
+    rows = []
+    for v in _drop_period_years(values) if event_years else values:
+        stems, phrase = _cached_anchor(sentence, v, anchor_window)
+        rows.append((v, _cached_event_words(sentence, v, qwords, event_window), phrase, stems))
+    return tuple(rows)
+
+
 def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozenset[str], cfg: Config,
                    kinds: frozenset[str], event_years: bool) -> list[tuple[Value, frozenset[str], tuple[str, ...]]]:
     """(value, event words, measured phrase) for one side; of a key with several amounts, only the values anchored to
@@ -2343,13 +2392,10 @@ def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozense
     ...                DEFAULT_CONFIG, TEMPORAL_KINDS, False)
     []
     """
-    rows = []
-    for s in sentences:
-        for v, events in _side_values([s], frozenset(), cfg, kinds, event_years):
-            stems, phrase = _cached_anchor(s, v, cfg.value_anchor_window)
-            events = _cached_event_words(s, v, qwords, cfg.event_window)
-            rows.append((v, events, phrase, bool(stems & preds)))
-    plurals = {_plural(w) for w in qwords} if rows else set()
+    rows = [(v, events, phrase, bool(stems & preds)) for s in sentences
+            for v, events, phrase, stems in _sentence_anchors(s, qwords, kinds, event_years, cfg.value_anchor_window,
+                                                              cfg.event_window)]
+    plurals = _plurals(qwords) if rows else frozenset()
     asked = [r for r in rows if r[0].unit and _plural(r[0].unit) in plurals]
     rows = asked or rows  # "How many moons?": count moons, not the diameter in km that shares the sentence (as before)
     keep = []
@@ -2682,8 +2728,8 @@ def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
     'value'
     """
     a, b = (list(_clean_side(tuple(side))) for side in (sents_a, sents_b))
-    if not a or not b:
-        return None
+    if not a or not b or a == b:
+        return None  # word for word the same (a mirror, a duplicate): every signal compares a side with itself
     qwords = question_words(question)
     if not question.strip() and _different_subjects(a, b):
         return None
@@ -4034,18 +4080,19 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
     vectors: one row per document, or per passage with starts as in candidate_pairs.
     """
     docs, vectors = tuple(docs), normalise(vectors)
-    views, found, checked = {}, [], 0
-    for i, j, sim in candidate_pairs(vectors, gate, chunk, starts):
-        for n in (i, j):
+    views, found, checked, reached = {}, [], 0, 0
+    for first, second, sim in candidate_pairs(vectors, gate, chunk, starts):
+        for n in (first, second):
             if n not in views:
                 views[n] = detector.features([docs[n]], "", None)[0]
         checked += 1
-        i, j = ordered_pair(docs, i, j)
+        i, j = ordered_pair(docs, first, second)
         finding = detector.check_pair(views[i], views[j], "")
         if finding:
             found.append(make_conflict(docs[i], docs[j], finding, sim))
+        reached = max(reached, first)  # blocks revisit their rows (one per column block): the count never goes back
         if progress and checked % SCAN_PROGRESS_EVERY == 0:
-            progress(i, len(docs))
+            progress(reached, len(docs))
     found.sort(key=lambda c: (-c.topic_sim, c.a.source_id, c.b.source_id))
     order = {}
     for c in found:  # clusters ordered by their most similar conflict
@@ -5965,6 +6012,23 @@ class TestFeatureProperties(unittest.TestCase):
         with self.assertRaises(dataclasses.FrozenInstanceError):
             compare_answers(*args).kind = "x"
 
+    def test_bag_ratio_is_difflibs_quick_ratio(self):
+        """The hot path's pre-check drops exactly the pairs difflib's own quick_ratio would."""
+        rng = np.random.default_rng(9)
+        for _ in range(300):
+            x, y = (tuple(rng.choice(list("abcdef"), size=rng.integers(0, 9))) for _ in range(2))
+            self.assertAlmostEqual(_bag_ratio(x, y), difflib.SequenceMatcher(None, x, y).quick_ratio(), msg=(x, y))
+
+    def test_identical_sides_short_cut_changes_no_finding(self):
+        """A pair word for word the same is returned at once; every signal, run on it, finds nothing either."""
+        sides = [["Acme's revenue was $4.2M in 2023 and it is active."], ["Position(s) Defender for Leeds."],
+                 ["It is not required; it is required."], ["Jo Li plays Ann. Bo Yu plays Ann."]]
+        for side in sides:
+            for qtype, checks in CHECKS.items():
+                for check in checks:
+                    self.assertIsNone(check(side, list(side), question_words("What is it?"), DEFAULT_CONFIG),
+                                      msg=(side, qtype, check))
+
 
 def retrieved_of(*docs):
     return [Retrieved(d, 1.0 - i / 10, i) for i, d in enumerate(docs)]
@@ -7117,6 +7181,17 @@ class TestScanAndBench(unittest.TestCase):
                          sorted((c.topic_sim for c in report.conflicts), reverse=True))
         self.assertTrue(all(cl.kind in ("superseded", "disputed") for cl in report.clusters))
         self.assertEqual(report.pairs_checked, 60)  # 10 topics x 6 pairs; nothing across topics
+
+    def test_scan_progress_never_goes_back(self):
+        """Column blocks revisit a row block's documents; the count shown still only rises, and reaches the end."""
+        docs, topics = synthetic_corpus(40, seed=3)
+        seen = []
+        with unittest.mock.patch(f"{__name__}.SCAN_PROGRESS_EVERY", 1):
+            scan_corpus(docs, np.ones((40, 4)), QuestionAwareDetector(DEFAULT_CONFIG, None), 0.5, chunk=7,
+                        progress=lambda done, total: seen.append(done))
+        self.assertEqual(len(seen), 40 * 39 // 2)  # one call per pair: every pair is a candidate
+        self.assertEqual(seen, sorted(seen))
+        self.assertEqual(seen[-1], 38)  # the last pair's first document
 
     def test_scan_cli_json_lines(self):
         code, out, err = run_main(["--scan", "--json", "--quiet"])
