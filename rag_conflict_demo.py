@@ -553,6 +553,7 @@ def _strip_possessive(word: str) -> str:
 
 # Per-sentence features, cached: a document's sentences are read once however many pairs it is part of.
 _FEATURE_CACHE = 1 << 16  # sentences kept per feature, about 30 MB at most
+_DOCUMENT_CACHE = 1 << 10  # whole documents' tokens kept for the edited-copy check (a scan visits pairs in blocks)
 _SNIPPET_DATE_RE = re.compile(
     rf"^\s*(?:{_MONTH}\s\d{{1,2}},?\s\d{{4}}|\d{{1,2}}\s{_MONTH},?\s\d{{4}}"
     r"|\d+\s(?:second|minute|hour|day|week|month|year)s?\sago)\s*(?:\.\.\.|…|—|–|-|·)\s*")
@@ -1859,11 +1860,14 @@ def _bag_ratio(x: tuple[str, ...], y: tuple[str, ...]) -> float:
     >>> _bag_ratio(("a", "b", "b"), ("b", "c", "b"))
     0.6666666666666666
     """
-    bx, by = _bag(x), _bag(y)
+    return 2 * _shared_count(_bag(x), _bag(y)) / (len(x) + len(y)) if x or y else 1.0
+
+
+def _shared_count(bx: collections.Counter, by: collections.Counter) -> int:
+    """How many tokens two token counts share (the size of the multiset intersection)."""
     if len(bx) > len(by):
         bx, by = by, bx
-    same = sum(min(n, by[t]) for t, n in bx.items() if t in by)
-    return 2 * same / (len(x) + len(y)) if x or y else 1.0
+    return sum(min(n, by[t]) for t, n in bx.items() if t in by)
 
 
 def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tuple[int, int, int, int] | None:
@@ -2061,6 +2065,62 @@ def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str
     return next(filter(None, (swap(sa, sb) for sa in a for sb in b)), None)
 
 
+# Edited copies (issue #9, class 1, at the document level). A misinformation copy, a stale mirror or an edited
+# revision repeats its source word for word but for the facts it changed, and the changed sentence need not be among
+# the few answer-bearing sentences the signals read (RAMDocs: "Position(s) Defender" vs "Forward" in a sentence the
+# question's words do not reach), nor the only edit (a typo fixed beside it: "chuch" -> "church"). Two documents whose
+# tokens align at swap_min_ratio or more are copies of one text; a replaced run of at most swap_max_span tokens that
+# is no formatting variant is what one copy changed. A run at the very start is a different subject ("Acme's limit is
+# 100" vs "Globex's limit is 500"), not an edit. Copies are one subject, so subject identity does not keep them apart
+# ("Both Sides Now (Marina Prior album)" edited to "(Elton John album)" is the edit, not a namesake).
+
+@functools.lru_cache(maxsize=_DOCUMENT_CACHE)
+def _document_tokens(text: str) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], collections.Counter]:
+    """A whole document's swap tokens (snippet date left out), their canonical words and the words' counts."""
+    tokens = swap_tokens(strip_snippet_date(text))
+    canon = tuple(c for c, _ in tokens)
+    return tokens, canon, collections.Counter(canon)
+
+
+def edited_copies(x: str, y: str, min_ratio: float = DEFAULT_CONFIG.swap_min_ratio) -> bool:
+    """Two texts that are one text edited: their tokens align at min_ratio or more (difflib ratio), not identical.
+
+    >>> edited_copies("Bennett was a defender for Sunderland from 1984 to 1994.",
+    ...               "Bennett was a forward for Sunderland from 1984 to 1994.")
+    True
+    """
+    (_, cx, bx), (_, cy, by) = _document_tokens(x), _document_tokens(y)
+    if not cx or not cy or cx == cy or 2 * min(len(cx), len(cy)) < min_ratio * (len(cx) + len(cy)):
+        return False  # the lengths alone bound the ratio
+    if 2 * _shared_count(bx, by) < min_ratio * (len(cx) + len(cy)):
+        return False  # difflib's quick_ratio from the cached counts: no matcher built
+    return difflib.SequenceMatcher(None, cx, cy, autojunk=False).ratio() >= min_ratio
+
+
+def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """The first span one copy of a text changed, when the two documents are copies (edited_copies); None else.
+
+    >>> edited_copy_finding(Document("a", "a", None, "Gary Bennett is a former footballer. Position(s) Defender."),
+    ...                     Document("b", "b", None, "Gary Bennett is a former footballer. Position(s) Forward.")).evidence
+    ('Defender', 'Forward')
+    """
+    if not edited_copies(a.content, b.content, cfg.swap_min_ratio):
+        return None
+    (ta, la, _), (tb, lb, _) = _document_tokens(a.content), _document_tokens(b.content)
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
+        left, right = la[i1:i2], lb[j1:j2]
+        if tag == "replace" and i1 == j1 == 0:
+            return None  # the subject itself differs: two statements, not one edited
+        if tag != "replace" or max(len(left), len(right)) > cfg.swap_max_span:
+            continue  # added or dropped text (an edit's note, a footer) says nothing against the other copy
+        # content: a number or a word of two letters or more ("( c. 1954 )" against "( 1954)" is no swap)
+        content = [{w for w in side if len(w) > 1 or w.isdigit()} - SWAP_FILLER for side in (left, right)]
+        if all(content) and not _swap_is_variant(left, right, cfg):
+            ev = (_run_text(ta, i1, i2), _run_text(tb, j1, j2))
+            return Finding("swap", f"copies of one text, one span changed: {ev[0]} vs {ev[1]}", ev)
+    return None
+
+
 def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
                  cfg: Config = DEFAULT_CONFIG) -> Finding | None:
     """First answer-bearing sentence pair (in input order) that shares its frame but for one swapped span.
@@ -2243,21 +2303,27 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     """A Finding (kind 'subjects') when two documents identify different subjects that share a name: the
     detector then does not compare them. None when they may be about one subject.
 
-    >>> a, b = (Document(n, n, None, f"John Sparke (died {y}) was an MP.") for n, y in (("a", 1566), ("b", 1680)))
-    >>> different_subjects_finding(a, b).kind
+    >>> a = Document("a", "a", None, "John Sparke (died 1566) was an MP for Plymouth.")
+    >>> different_subjects_finding(a, Document("b", "b", None, "John Sparke (died 1680) was a merchant.")).kind
     'subjects'
+
+    Two copies of one text (edited_copies) are one subject, whatever the edit changed: "(died 1566)" edited to
+    "(died 1680)" in an otherwise identical article is a conflict (edited_copy_finding), not two namesakes.
     """
     sa, sb = (_cached_subject(d.title if d.title != d.source_id else None, d.content) for d in (a, b))
-    for acr, exp in sa.acronyms:
+    # one text edited (edited_copies): its title, disambiguator or acronym may be what the edit changed, so only a
+    # place or a year the question does not ask about still tells two subjects apart (templated stubs of namesakes)
+    copies = edited_copies(a.content, b.content, cfg.swap_min_ratio)
+    for acr, exp in () if copies else sa.acronyms:
         other = [e for r, e in sb.acronyms if r == acr and e != exp]
         if other:
             return Finding("subjects", f"different subjects: {exp} vs {other[0]} ({acr.upper()})", (exp, other[0]))
     same_name = bool(sa.name and sb.name) and _tokens_meet(sa.name.split(), sb.name.split())
-    if _marks_differ(sa.title, sb.title):  # two title lines, neither within the other: two articles' subjects
+    if not copies and _marks_differ(sa.title, sb.title):  # two title lines, neither within the other: two subjects
         why = (" ".join(sorted(sa.title)), " ".join(sorted(sb.title)))
         return Finding("subjects", f"different titles: {why[0]} vs {why[1]}", why)
     why = None
-    if same_name and _marks_differ(sa.marks, sb.marks):
+    if same_name and not copies and _marks_differ(sa.marks, sb.marks):
         why = (" ".join(sorted(sa.marks)), " ".join(sorted(sb.marks)))
     elif same_name and not qwords & PLACE_ASKERS and _marks_differ(sa.places, sb.places):
         why = (" ".join(sorted(sa.places)), " ".join(sorted(sb.places)))
@@ -3192,6 +3258,7 @@ class QuestionAwareDetector(ConflictDetector):
         if different_subjects_finding(fa.doc, fb.doc, question_words(question), self.cfg):
             return None  # namesakes ("John Sparke (died 1566)" / "(died 1680)") do not contradict each other
         finding = compare_answers(question, list(fa.sentences), list(fb.sentences), self.cfg)
+        finding = finding or edited_copy_finding(fa.doc, fb.doc, self.cfg)  # an edit outside the answer sentences
         if finding is None and fa.answer and fb.answer:
             finding = reader_disagreement(fa.answer, fb.answer, self.cfg)
         if finding is None and self.nli:
@@ -5799,9 +5866,45 @@ class TestIssue9(unittest.TestCase):
         self.assertIsNone(swap_finding(["Ixmo employs 850 people in the city."], ["Tormo employs 850 people in the city."]))
         self.assertIsNone(swap_finding(["The median age was 45.7 years."], ["The median income was $45,700 a year."]))
 
+    def test_class1_edited_copy_fires_outside_the_answer_sentences(self):
+        """A copy that changed one fact, in a sentence the answer-bearing sentences do not include, beside a typo fix:
+        the documents are compared as copies of one text."""
+        text = ("Gary Bennett is an English former professional footballer. In 1984 he joined Sunderland and made over "
+                "350 appearances for the club. He later managed Darlington. Position(s) {}. The parish chu{}ch "
+                "records his baptism.")
+        a, b = doc("a", text.format("Defender", "")), doc("b", text.format("Forward", "r"))
+        self.assertEqual(edited_copy_finding(a, b).evidence, ("Defender", "Forward"))
+        detector = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed)
+        answer = ("In 1984 he joined Sunderland and made over 350 appearances for the club.",)
+        views = [AnswerView(answer, 1.0, doc=d) for d in (a, b)]  # the answer sentences agree word for word
+        self.assertEqual(detector.check_pair(*views, "What position did Gary Bennett play?").evidence,
+                         ("Defender", "Forward"))
+        # an edit of the disambiguating title is the edit, not two namesakes
+        title = "Both Sides Now ({} album) Both Sides Now is the fourth studio album by singer {}. It was released in 2010."
+        x, y = doc("x", title.format("Marina Prior", "Marina Prior")), doc("y", title.format("Elton John", "Elton John"))
+        self.assertIsNone(different_subjects_finding(x, y))
+        self.assertEqual(edited_copy_finding(x, y).evidence, ("Marina Prior", "Elton John"))
+
+    def test_class1_edited_copy_near_misses(self):
+        text = "Lake Mills is a city in Winnebago County, Iowa. The population was {} at the 2010 census, up from 2000."
+        for x, y in (("2,140", "2140"), ("2,140", "two thousand one hundred forty")):  # one number written two ways
+            self.assertIsNone(edited_copy_finding(doc("a", text.format(x)), doc("b", text.format(y))), y)
+        self.assertIsNone(edited_copy_finding(doc("a", text.format("2,140")), doc("b", text.format("2,140"))))
+        # the subject itself swapped, snippet dates, a circa mark: no edit of a fact
+        self.assertIsNone(edited_copy_finding(doc("a", "Acme's free-tier API limit is 100 requests per minute."),
+                                              doc("b", "Globex's free-tier API limit is 500 requests per minute.")))
+        quote = "{} ... Mel Gibson was the first to receive the title in 1985. Chris Evans currently holds the crown."
+        self.assertIsNone(edited_copy_finding(doc("a", quote.format("Jun 11, 2023")), doc("b", quote.format("Jun 7, 2023"))))
+        life = "Jon Hill ({}1954) is an American chef who was White House Executive Chef from 1987 to 1988."
+        self.assertIsNone(edited_copy_finding(doc("a", life.format("")), doc("b", life.format("c. "))))
+        # two texts that share a frame but not most of their words are no copies: the sentence signals judge them
+        self.assertFalse(edited_copies("Ixmo employs 850 people.", "Ixmo employs 850 people at four sites in Lyon, "
+                                       "Porto and Graz, and rents offices in Oslo."))
+
     def test_class2_different_subjects_not_compared(self):
+        # namesakes are two articles, not one text with a year changed (that is an edited copy: test_class1_edited_...)
         cases = (("John Sparke (died 1566) was an English politician, MP for Plymouth.",
-                  "John Sparke (died 1680) was an English politician, MP for Plymouth."),
+                  "John Sparke (died 1680) was a merchant who sat in the House of Commons from 1661 to 1679."),
                  ("Broken Bow is a city in Custer County, Nebraska. Its population was 3,559 at the 2010 census.",
                   "Broken Bow is a city in McCurtain County, Oklahoma. Its population was 4,120 at the 2010 census."),
                  ("The Lake County Library System (LCLS) has 8 branches.",
