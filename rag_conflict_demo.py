@@ -2097,14 +2097,25 @@ def edited_copies(x: str, y: str, min_ratio: float = DEFAULT_CONFIG.swap_min_rat
     return difflib.SequenceMatcher(None, cx, cy, autojunk=False).ratio() >= min_ratio
 
 
-def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+def _texts_lowercase(*texts: str) -> frozenset[str]:
+    """The words some text writes in lowercase: common words, where a name is always capitalised."""
+    return frozenset().union(*(_side_common(sentences_of(t)) for t in texts))
+
+
+def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
+                        qwords: frozenset[str] | None = None) -> Finding | None:
     """The first span one copy of a text changed, when the two documents are copies (edited_copies); None else.
+    qwords: the question's words; None for a corpus scan, where two texts about differently named subjects are
+    statements about two things (_different_subjects: "The Dunlodun beacon is INACTIVE" / "The Dunmidun beacon
+    ..."). With a question, a changed span the question names on one side is its subject against another one.
 
     >>> edited_copy_finding(Document("a", "a", None, "Gary Bennett is a former footballer. Position(s) Defender."),
     ...                     Document("b", "b", None, "Gary Bennett is a former footballer. Position(s) Forward.")).evidence
     ('Defender', 'Forward')
     """
     if not edited_copies(a.content, b.content, cfg.swap_min_ratio):
+        return None
+    if qwords is None and _different_subjects(*(list(_clean_side(sentences_of(d.content))) for d in (a, b))):
         return None
     (ta, la, _), (tb, lb, _) = _document_tokens(a.content), _document_tokens(b.content)
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
@@ -2115,6 +2126,9 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG) 
             continue  # added or dropped text (an edit's note, a footer) says nothing against the other copy
         # content: a number or a word of two letters or more ("( c. 1954 )" against "( 1954)" is no swap)
         content = [{w for w in side if len(w) > 1 or w.isdigit()} - SWAP_FILLER for side in (left, right)]
+        if qwords and any(side and side <= qwords and not side & _texts_lowercase(a.content, b.content)
+                          for side in content):
+            return None  # a name the question asks about on one side, another name on the other: two subjects
         if all(content) and not _swap_is_variant(left, right, cfg):
             ev = (_run_text(ta, i1, i2), _run_text(tb, j1, j2))
             return Finding("swap", f"copies of one text, one span changed: {ev[0]} vs {ev[1]}", ev)
@@ -3258,7 +3272,8 @@ class QuestionAwareDetector(ConflictDetector):
         if different_subjects_finding(fa.doc, fb.doc, question_words(question), self.cfg):
             return None  # namesakes ("John Sparke (died 1566)" / "(died 1680)") do not contradict each other
         finding = compare_answers(question, list(fa.sentences), list(fb.sentences), self.cfg)
-        finding = finding or edited_copy_finding(fa.doc, fb.doc, self.cfg)  # an edit outside the answer sentences
+        finding = finding or edited_copy_finding(fa.doc, fb.doc, self.cfg,  # an edit outside the answer sentences
+                                                 question_words(question) if question.strip() else None)
         if finding is None and fa.answer and fb.answer:
             finding = reader_disagreement(fa.answer, fb.answer, self.cfg)
         if finding is None and self.nli:
@@ -5897,6 +5912,12 @@ class TestIssue9(unittest.TestCase):
         self.assertIsNone(edited_copy_finding(doc("a", quote.format("Jun 11, 2023")), doc("b", quote.format("Jun 7, 2023"))))
         life = "Jon Hill ({}1954) is an American chef who was White House Executive Chef from 1987 to 1988."
         self.assertIsNone(edited_copy_finding(doc("a", life.format("")), doc("b", life.format("c. "))))
+        # two subjects named in one template: a corpus scan (no question) and a question about one of them
+        beacons = (doc("a", "The Dunlodun quazen beacon status is INACTIVE."),
+                   doc("b", "The Dunmidun quazen beacon status is INACTIVE."))
+        self.assertIsNone(edited_copy_finding(*beacons))
+        self.assertIsNone(edited_copy_finding(*beacons, qwords=question_words("Is the Dunlodun beacon active?")))
+        self.assertIsNotNone(edited_copy_finding(*beacons, qwords=question_words("Which beacon is inactive?")))
         # two texts that share a frame but not most of their words are no copies: the sentence signals judge them
         self.assertFalse(edited_copies("Ixmo employs 850 people.", "Ixmo employs 850 people at four sites in Lyon, "
                                        "Porto and Graz, and rents offices in Oslo."))
