@@ -58,6 +58,7 @@ calibration set; its dev split, RAMDocs (Wang et al. 2025) and WikiContradict (H
 """
 
 import argparse
+import bisect
 import collections
 import contextlib
 import dataclasses
@@ -553,7 +554,7 @@ def _strip_possessive(word: str) -> str:
 
 # Per-sentence features, cached: a document's sentences are read once however many pairs it is part of.
 _FEATURE_CACHE = 1 << 16  # sentences kept per feature, about 30 MB at most
-_DOCUMENT_CACHE = 1 << 10  # whole documents' tokens kept for the edited-copy check (a scan visits pairs in blocks)
+_DOCUMENT_CACHE = 1 << 11  # documents' (and pairs') edited-copy tokens kept: two of --scan's blocks of 1,024
 _SNIPPET_DATE_RE = re.compile(
     rf"^\s*(?:{_MONTH}\s\d{{1,2}},?\s\d{{4}}|\d{{1,2}}\s{_MONTH},?\s\d{{4}}"
     r"|\d+\s(?:second|minute|hour|day|week|month|year)s?\sago)\s*(?:\.\.\.|…|—|–|-|·)\s*")
@@ -1989,6 +1990,20 @@ def _initials(words: Iterable[str]) -> str:
     return "".join(w[0] for w in words if w and w not in STOPWORDS)
 
 
+ORDINAL_WORDS = {w: str(i) for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split(), 1)}
+_ORDINAL_SUFFIX_RE = re.compile(r"^(\d+)\s?(?:st|nd|rd|th)$")
+
+
+def _ordinal(span: str) -> str:
+    """An ordinal as its number: "third" and "3 rd" (how swap tokens split "3rd") are "3"; other text unchanged.
+
+    >>> _ordinal("3 rd"), _ordinal("third"), _ordinal("3")
+    ('3', '3', '3')
+    """
+    return _ORDINAL_SUFFIX_RE.sub(r"\1", ORDINAL_WORDS.get(span, span))
+
+
 def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
     """Two spans that say the same thing: one value written two ways, synonyms, an abbreviation, a misspelling.
 
@@ -1998,7 +2013,7 @@ def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CO
     False
     """
     x, y = " ".join(left), " ".join(right)
-    if re.sub(r"\W", "", x) == re.sub(r"\W", "", y):
+    if re.sub(r"\W", "", x) == re.sub(r"\W", "", y) or _ordinal(x) == _ordinal(y):
         return True
     canon = lambda ws: [str(MONTHS.get(w, SYNONYMS.get(w, w))) for w in ws if w not in SWAP_FILLER]  # noqa: E731
     if canon(left) == canon(right):
@@ -2038,8 +2053,8 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
     left, right = la[i1:i2], lb[j1:j2]
     if max(len(left), len(right)) > cfg.swap_max_span or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
         return None
-    if i1 == j1 == 0 and not set(la[i2:]) - SWAP_FILLER <= qwords:
-        return None  # the subject itself differs ("Ixmo employs 850" vs "Tormo employs 850"): two subjects
+    if not set(la[:i1]) - SWAP_FILLER and not set(la[i2:]) - SWAP_FILLER <= qwords:
+        return None  # the subject itself differs ("The Ixmo staff is 850" vs "The Tormo staff ..."): two subjects
     if _swap_is_variant(left, right, cfg):
         return None
     return _run_text(ta, i1, i2), _run_text(tb, j1, j2)
@@ -2070,16 +2085,65 @@ def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str
 # the few answer-bearing sentences the signals read (RAMDocs: "Position(s) Defender" vs "Forward" in a sentence the
 # question's words do not reach), nor the only edit (a typo fixed beside it: "chuch" -> "church"). Two documents whose
 # tokens align at swap_min_ratio or more are copies of one text; a replaced run of at most swap_max_span tokens that
-# is no formatting variant is what one copy changed. A run at the very start is a different subject ("Acme's limit is
-# 100" vs "Globex's limit is 500"), not an edit. Copies are one subject, so subject identity does not keep them apart
-# ("Both Sides Now (Marina Prior album)" edited to "(Elton John album)" is the edit, not a namesake).
+# is no formatting variant is what one copy changed. Not an edit of a claim: a run in the subject's place, before
+# any content word ("Acme's limit is 100" vs "Globex's limit is 500": two subjects); the page's own metadata ("Retrieved
+# 12 March 2021", "last modified on 3 May 2023", "Page 1 of 3", "[12]"). Copies that differ only in what names their
+# subject (a parenthetical, an acronym's expansion: "John Sparke (died 1566)" / "(died 1680)", the rest one template)
+# are namesakes; copies whose body was edited too are one subject, so its marks do not keep them apart ("Both Sides Now
+# (Marina Prior album) ... by Australian singer Marina Prior" edited to "(Elton John album) ... by British singer
+# Elton John").
+
+COPY_MAX_TOKENS = 1000  # a longer document is compared on its first 1,000 tokens (the matcher is quadratic at worst)
+# Words next to a changed run that make it the page's metadata, not a claim ("Retrieved 12 March 2021", "1,204 views").
+COPY_METADATA_WORDS = frozenset("retrieved accessed archived modified updated edited page pages views viewed".split())
+_SQUARE_BRACKET_RE = re.compile(r"\[[^\[\]]*\]")
+
+
+@dataclass(frozen=True)
+class _CopyTokens:
+    """A document's swap tokens for the edited-copy check: canonical words (interned, so a cache of many documents
+    shares them), their counts, and which tokens name the subject or cite a source."""
+    canon: tuple[str, ...]
+    counts: collections.Counter
+    mark: frozenset[int]  # the disambiguator after the opening name: "John Sparke (died 1566)"
+    acronyms: dict[str, frozenset[int]]  # an acronym's expansion: "Lake County Library System (LCLS)"
+    cited: frozenset[int]  # inside square brackets: "[12]", "[ edit ]"
+
+
+def _copy_matches(text: str) -> list[re.Match]:
+    return list(itertools.islice(_SWAP_TOKEN_RE.finditer(strip_snippet_date(text)), COPY_MAX_TOKENS))
+
 
 @functools.lru_cache(maxsize=_DOCUMENT_CACHE)
-def _document_tokens(text: str) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], collections.Counter]:
-    """A whole document's swap tokens (snippet date left out), their canonical words and the words' counts."""
-    tokens = swap_tokens(strip_snippet_date(text))
-    canon = tuple(c for c, _ in tokens)
-    return tokens, canon, collections.Counter(canon)
+def _copy_tokens(text: str) -> _CopyTokens:
+    """A whole document's swap tokens (snippet date left out, at most COPY_MAX_TOKENS) for the edited-copy check."""
+    body, matches = strip_snippet_date(text), _copy_matches(text)
+    starts = [m.start() for m in matches]
+
+    def within(*spans: tuple[int, int]) -> frozenset[int]:
+        return frozenset(i for s, e in spans for i in range(bisect.bisect_left(starts, s), bisect.bisect_left(starts, e)))
+
+    canon = tuple(sys.intern(m.group().lower().rstrip(".,")) for m in matches)
+    opening = _SUBJECT_PAREN_RE.match(body)
+    return _CopyTokens(canon, collections.Counter(canon), within(opening.span("mark")) if opening else frozenset(),
+                       {m["acr"]: within(m.span("exp")) for m in _ACRONYM_DEF_RE.finditer(body)},
+                       within(*(m.span() for m in _SQUARE_BRACKET_RE.finditer(body))))
+
+
+@functools.lru_cache(maxsize=_DOCUMENT_CACHE)
+def _copy_edits(x: str, y: str, min_ratio: float) -> tuple[tuple[str, int, int, int, int], ...] | None:
+    """The non-equal opcodes of two texts that are copies of one text (tokens align at min_ratio or more, not
+    identical); None when they are not copies. One matcher a pair, cached: the subject check and the finding share it."""
+    tx, ty = _copy_tokens(x), _copy_tokens(y)
+    cx, cy = tx.canon, ty.canon
+    if not cx or not cy or cx == cy or 2 * min(len(cx), len(cy)) < min_ratio * (len(cx) + len(cy)):
+        return None  # the lengths alone bound the ratio
+    if 2 * _shared_count(tx.counts, ty.counts) < min_ratio * (len(cx) + len(cy)):
+        return None  # difflib's quick_ratio from the cached counts: no matcher built
+    matcher = difflib.SequenceMatcher(None, cx, cy, autojunk=False)
+    if matcher.ratio() < min_ratio:
+        return None
+    return tuple(op for op in matcher.get_opcodes() if op[0] != "equal")
 
 
 def edited_copies(x: str, y: str, min_ratio: float = DEFAULT_CONFIG.swap_min_ratio) -> bool:
@@ -2089,17 +2153,49 @@ def edited_copies(x: str, y: str, min_ratio: float = DEFAULT_CONFIG.swap_min_rat
     ...               "Bennett was a forward for Sunderland from 1984 to 1994.")
     True
     """
-    (_, cx, bx), (_, cy, by) = _document_tokens(x), _document_tokens(y)
-    if not cx or not cy or cx == cy or 2 * min(len(cx), len(cy)) < min_ratio * (len(cx) + len(cy)):
-        return False  # the lengths alone bound the ratio
-    if 2 * _shared_count(bx, by) < min_ratio * (len(cx) + len(cy)):
-        return False  # difflib's quick_ratio from the cached counts: no matcher built
-    return difflib.SequenceMatcher(None, cx, cy, autojunk=False).ratio() >= min_ratio
+    return _copy_edits(x, y, min_ratio) is not None
+
+
+def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = frozenset()) -> bool:
+    """Copies (edited_copies) that are one template filled in for two namesakes: an edit in what names the subject
+    (the disambiguator after its opening name, the expansion of an acronym both define) that no edit of the body
+    repeats. "John Sparke (died 1566)" / "(died 1680)", the rest the same, are two men; "(Marina Prior album) ... by
+    Marina Prior" / "(Elton John album) ... by Elton John" is one text edited, its title with it. A question about a
+    date asks for what the disambiguator's dates say ("When was Porush born?"): then they are the answer.
+
+    >>> _namesake_copies("John Sparke (died 1566) was an MP for Plymouth.",
+    ...                  "John Sparke (died 1680) was an MP for Plymouth.", 0.8)
+    True
+    >>> _namesake_copies("Sides (Marina Prior album) is by Marina Prior.", "Sides (Elton John album) is by Elton John.", 0.8)
+    False
+    """
+    tx, ty = _copy_tokens(x), _copy_tokens(y)
+    shared = tx.acronyms.keys() & ty.acronyms.keys()
+    naming_x = tx.mark.union(*(tx.acronyms[a] for a in shared))
+    naming_y = ty.mark.union(*(ty.acronyms[a] for a in shared))
+    dates = qwords & DATE_ASKERS
+    naming, body = set(), set()
+    for _, i1, i2, j1, j2 in _copy_edits(x, y, min_ratio) or ():
+        sx, sy = set(range(i1, i2)) - tx.cited, set(range(j1, j2)) - ty.cited
+        if not sx and not sy:
+            continue  # a citation marker
+        words = {tx.canon[i] for i in sx} | {ty.canon[j] for j in sy}
+        if sx <= naming_x and sy <= naming_y:
+            naming.update(w for w in words - SWAP_FILLER if not (dates and (w.isdigit() or w in MONTHS)))
+        else:
+            body.update(words - SWAP_FILLER)
+    return bool(naming) and not naming <= body
 
 
 def _texts_lowercase(*texts: str) -> frozenset[str]:
     """The words some text writes in lowercase: common words, where a name is always capitalised."""
     return frozenset().union(*(_side_common(sentences_of(t)) for t in texts))
+
+
+def _copy_run_text(text: str, start: int, end: int) -> str:
+    """Tokens start..end of a document's copy tokens, as the document writes them ("$6.8M", "3rd")."""
+    run = _copy_matches(text)[start:end]
+    return strip_snippet_date(text)[run[0].start():run[-1].end()].rstrip(".,") if run else ""
 
 
 def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
@@ -2113,24 +2209,28 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
     ...                     Document("b", "b", None, "Gary Bennett is a former footballer. Position(s) Forward.")).evidence
     ('Defender', 'Forward')
     """
-    if not edited_copies(a.content, b.content, cfg.swap_min_ratio):
+    if qwords is None and _sides_name_different_subjects(*(_clean_side(sentences_of(d.content)) for d in (a, b))):
         return None
-    if qwords is None and _different_subjects(*(list(_clean_side(sentences_of(d.content))) for d in (a, b))):
+    edits = _copy_edits(a.content, b.content, cfg.swap_min_ratio)
+    if edits is None or _namesake_copies(a.content, b.content, cfg.swap_min_ratio, qwords or frozenset()):
         return None
-    (ta, la, _), (tb, lb, _) = _document_tokens(a.content), _document_tokens(b.content)
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
+    ta, tb = _copy_tokens(a.content), _copy_tokens(b.content)
+    la, lb = ta.canon, tb.canon
+    for tag, i1, i2, j1, j2 in edits:
         left, right = la[i1:i2], lb[j1:j2]
-        if tag == "replace" and i1 == j1 == 0:
-            return None  # the subject itself differs: two statements, not one edited
+        if tag == "replace" and not set(la[:i1]) - SWAP_FILLER:
+            return None  # the subject itself differs ("The Acme ..." / "The Globex ..."): two statements, not one edited
         if tag != "replace" or max(len(left), len(right)) > cfg.swap_max_span:
             continue  # added or dropped text (an edit's note, a footer) says nothing against the other copy
+        if set(range(i1, i2)) <= ta.cited or COPY_METADATA_WORDS.intersection(la[max(0, i1 - 3):i2 + 1]):
+            continue  # a citation marker, or the page's metadata: when it was retrieved or edited, its page number
         # content: a number or a word of two letters or more ("( c. 1954 )" against "( 1954)" is no swap)
         content = [{w for w in side if len(w) > 1 or w.isdigit()} - SWAP_FILLER for side in (left, right)]
         if qwords and any(side and side <= qwords and not side & _texts_lowercase(a.content, b.content)
                           for side in content):
             return None  # a name the question asks about on one side, another name on the other: two subjects
         if all(content) and not _swap_is_variant(left, right, cfg):
-            ev = (_run_text(ta, i1, i2), _run_text(tb, j1, j2))
+            ev = (_copy_run_text(a.content, i1, i2), _copy_run_text(b.content, j1, j2))
             return Finding("swap", f"copies of one text, one span changed: {ev[0]} vs {ev[1]}", ev)
     return None
 
@@ -2321,29 +2421,34 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     >>> different_subjects_finding(a, Document("b", "b", None, "John Sparke (died 1680) was a merchant.")).kind
     'subjects'
 
-    Two copies of one text (edited_copies) are one subject, whatever the edit changed: "(died 1566)" edited to
-    "(died 1680)" in an otherwise identical article is a conflict (edited_copy_finding), not two namesakes.
+    Two copies of one text whose body was edited too (edited_copies) are one subject, whatever else the edit changed:
+    "(Marina Prior album) ... by Marina Prior" edited to "(Elton John album) ... by Elton John" is a conflict
+    (edited_copy_finding), not two namesakes. Copies that differ only in the parenthetical are two namesakes.
     """
     sa, sb = (_cached_subject(d.title if d.title != d.source_id else None, d.content) for d in (a, b))
-    # one text edited (edited_copies): its title, disambiguator or acronym may be what the edit changed, so only a
-    # place or a year the question does not ask about still tells two subjects apart (templated stubs of namesakes)
-    copies = edited_copies(a.content, b.content, cfg.swap_min_ratio)
-    for acr, exp in () if copies else sa.acronyms:
+    marked = None  # what names a subject: the acronym's expansion, the title line, the disambiguator
+    for acr, exp in sa.acronyms:
         other = [e for r, e in sb.acronyms if r == acr and e != exp]
         if other:
-            return Finding("subjects", f"different subjects: {exp} vs {other[0]} ({acr.upper()})", (exp, other[0]))
+            marked = Finding("subjects", f"different subjects: {exp} vs {other[0]} ({acr.upper()})", (exp, other[0]))
+            break
     same_name = bool(sa.name and sb.name) and _tokens_meet(sa.name.split(), sb.name.split())
-    if not copies and _marks_differ(sa.title, sb.title):  # two title lines, neither within the other: two subjects
+    if marked is None and _marks_differ(sa.title, sb.title):  # two title lines, neither within the other
         why = (" ".join(sorted(sa.title)), " ".join(sorted(sb.title)))
-        return Finding("subjects", f"different titles: {why[0]} vs {why[1]}", why)
-    why = None
-    if same_name and not copies and _marks_differ(sa.marks, sb.marks):
+        marked = Finding("subjects", f"different titles: {why[0]} vs {why[1]}", why)
+    if marked is None and same_name and _marks_differ(sa.marks, sb.marks):
         why = (" ".join(sorted(sa.marks)), " ".join(sorted(sb.marks)))
-    elif same_name and not qwords & PLACE_ASKERS and _marks_differ(sa.places, sb.places):
+        marked = Finding("subjects", f"different subjects named {sa.name}: {why[0]} vs {why[1]}", why)
+    # one text edited, its body too (edited_copies): its title, disambiguator or acronym may be what the edit
+    # changed, so only a place or a year the question does not ask about still tells two subjects apart
+    if marked and not (edited_copies(a.content, b.content, cfg.swap_min_ratio)
+                       and not _namesake_copies(a.content, b.content, cfg.swap_min_ratio, qwords)):
+        return marked
+    if same_name and not qwords & PLACE_ASKERS and _marks_differ(sa.places, sb.places):
         why = (" ".join(sorted(sa.places)), " ".join(sorted(sb.places)))
     elif same_name and not qwords & DATE_ASKERS and sa.years and sb.years and not sa.years & sb.years:
         why = (" ".join(sorted(sa.years)), " ".join(sorted(sb.years)))
-    if why is None:
+    else:
         return None
     return Finding("subjects", f"different subjects named {sa.name}: {why[0]} vs {why[1]}", why)
 
@@ -2753,6 +2858,12 @@ def _clean_side(sentences: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(s for s in (strip_snippet_date(x).strip() for x in sentences) if s)
 
 
+@functools.lru_cache(maxsize=_DOCUMENT_CACHE)
+def _sides_name_different_subjects(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """_different_subjects, cached by pair: a corpus scan asks it of a pair twice (the signals, the copy check)."""
+    return _different_subjects(list(a), list(b))
+
+
 def _different_subjects(a: list[str], b: list[str]) -> bool:
     """With no question to name the subject (a corpus scan), two sides that name subjects and never the same one
     are statements about different things ("Ormoor reported $620M" vs "Ortrimi reported $810M"), not a conflict.
@@ -2811,7 +2922,7 @@ def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
     if not a or not b or a == b:
         return None  # word for word the same (a mirror, a duplicate): every signal compares a side with itself
     qwords = question_words(question)
-    if not question.strip() and _different_subjects(a, b):
+    if not question.strip() and _sides_name_different_subjects(tuple(a), tuple(b)):
         return None
     for check in CHECKS[question_type(question)]:
         finding = check(a, b, qwords, cfg)
@@ -5901,23 +6012,59 @@ class TestIssue9(unittest.TestCase):
         self.assertEqual(edited_copy_finding(x, y).evidence, ("Marina Prior", "Elton John"))
 
     def test_class1_edited_copy_near_misses(self):
-        text = "Lake Mills is a city in Winnebago County, Iowa. The population was {} at the 2010 census, up from 2000."
-        for x, y in (("2,140", "2140"), ("2,140", "two thousand one hundred forty")):  # one number written two ways
-            self.assertIsNone(edited_copy_finding(doc("a", text.format(x)), doc("b", text.format(y))), y)
-        self.assertIsNone(edited_copy_finding(doc("a", text.format("2,140")), doc("b", text.format("2,140"))))
-        # the subject itself swapped, snippet dates, a circa mark: no edit of a fact
+        text = "Lake Mills is a city in Winnebago County, Iowa. The revenue was {} at the 2010 census, up from 2000."
+        fmt = lambda x, y: (doc("a", text.format(x)), doc("b", text.format(y)))  # noqa: E731
+        self.assertIsNone(edited_copy_finding(*fmt("$4.2M", "4.2 million dollars")))  # one value written two ways
+        self.assertIsNone(edited_copy_finding(*fmt("3rd", "third")))
+        self.assertEqual(edited_copy_finding(*fmt("$6.8M", "4.2 million dollars")).evidence, ("$6.8M", "4.2 million dollars"))
+        self.assertEqual(edited_copy_finding(*fmt("3rd", "fourth")).evidence, ("3rd", "fourth"))
+        self.assertIsNone(edited_copy_finding(*fmt("$4.2M", "$4.2M")))
+        # the subject itself swapped (at the start, or after "The"), snippet dates, a circa mark: no edit of a fact
         self.assertIsNone(edited_copy_finding(doc("a", "Acme's free-tier API limit is 100 requests per minute."),
                                               doc("b", "Globex's free-tier API limit is 500 requests per minute.")))
+        self.assertIsNone(edited_copy_finding(doc("a", "The Acme free-tier API limit is 100 requests per minute."),
+                                              doc("b", "The Globex free-tier API limit is 500 requests per minute.")))
         quote = "{} ... Mel Gibson was the first to receive the title in 1985. Chris Evans currently holds the crown."
         self.assertIsNone(edited_copy_finding(doc("a", quote.format("Jun 11, 2023")), doc("b", quote.format("Jun 7, 2023"))))
-        life = "Jon Hill ({}1954) is an American chef who was White House Executive Chef from 1987 to 1988."
-        self.assertIsNone(edited_copy_finding(doc("a", life.format("")), doc("b", life.format("c. "))))
-        # two subjects named in one template: a corpus scan (no question) and a question about one of them
+        built = "The chapel of Saint Brannoc was built {} by the parish and restored in 1990."
+        self.assertIsNone(edited_copy_finding(doc("a", built.format("c. 1954")), doc("b", built.format("ca. 1954"))))
+        self.assertIsNone(edited_copy_finding(doc("a", built.format("in 1954")), doc("b", built.format("in c. 1954"))))
+        self.assertEqual(edited_copy_finding(doc("a", built.format("c. 1954")), doc("b", built.format("c. 1964"))).evidence,
+                         ("1954", "1964"))
+        # the page's metadata: when it was retrieved or modified, its page number, view count, citation markers
+        page = ("Customers may request a refund within 30 days of purchase, to the original payment method. {}")
+        for x, y in (("Retrieved 12 March 2021.", "Retrieved 9 January 2024."),
+                     ("This page was last modified on 3 May 2023.", "This page was last modified on 14 June 2024."),
+                     ("Page 1 of 3.", "Page 2 of 3."), ("1,204 views.", "1,377 views."), ("[12]", "[14]")):
+            self.assertIsNone(edited_copy_finding(doc("a", page.format(x)), doc("b", page.format(y))), y)
+        self.assertIsNotNone(edited_copy_finding(doc("a", page.format("Opened 12 March 2021.")),
+                                                 doc("b", page.format("Opened 9 January 2024."))))
+        # two subjects named in one template, first thing in it: two statements, whatever the question
         beacons = (doc("a", "The Dunlodun quazen beacon status is INACTIVE."),
                    doc("b", "The Dunmidun quazen beacon status is INACTIVE."))
-        self.assertIsNone(edited_copy_finding(*beacons))
+        for question in (None, question_words("Is the Dunlodun beacon active?"), question_words("Which beacon?")):
+            self.assertIsNone(edited_copy_finding(*beacons, qwords=question), question)
+        # further in: a question naming one of them reads two subjects; a question that names neither reads one
+        # text with the name edited (RAMDocs: "directed by A" / "directed by B")
+        beacons = (doc("a", "Weekly status. The Dunlodun quazen beacon is INACTIVE."),
+                   doc("b", "Weekly status. The Dunmidun quazen beacon is INACTIVE."))
         self.assertIsNone(edited_copy_finding(*beacons, qwords=question_words("Is the Dunlodun beacon active?")))
         self.assertIsNotNone(edited_copy_finding(*beacons, qwords=question_words("Which beacon is inactive?")))
+        # one template filled in for two namesakes: only the disambiguator differs (or the acronym's expansion)
+        for x, y in (("John Sparke (died 1566) was an English politician, MP for Plymouth.",
+                      "John Sparke (died 1680) was an English politician, MP for Plymouth."),
+                     ("John Smith (footballer, born 1990) John Smith is an English footballer who plays for Leeds.",
+                      "John Smith (footballer, born 1985) John Smith is an English footballer who plays for Hull."),
+                     ("The Lake County Library System (LCLS) has 8 branches and serves the county's residents.",
+                      "The Lee County Library System (LCLS) has 8 branches and serves the county's residents.")):
+            self.assertIsNone(edited_copy_finding(doc("a", x), doc("b", y)), x)
+            self.assertEqual(different_subjects_finding(doc("a", x), doc("b", y)).kind, "subjects", x)
+        # ... but a question about the date asks for what the disambiguator says: "When was Porush born?"
+        born = "Meir Porush (born 11 June {}) is an Israeli politician who has served as a member of the Knesset."
+        when = question_words("When was Porush born?")
+        self.assertIsNone(different_subjects_finding(doc("a", born.format(1955)), doc("b", born.format(1975)), when))
+        self.assertEqual(edited_copy_finding(doc("a", born.format(1955)), doc("b", born.format(1975)), qwords=when).evidence,
+                         ("1955", "1975"))
         # two texts that share a frame but not most of their words are no copies: the sentence signals judge them
         self.assertFalse(edited_copies("Ixmo employs 850 people.", "Ixmo employs 850 people at four sites in Lyon, "
                                        "Porto and Graz, and rents offices in Oslo."))
@@ -6143,15 +6290,19 @@ class TestFeatureProperties(unittest.TestCase):
             x, y = (tuple(rng.choice(list("abcdef"), size=rng.integers(0, 9))) for _ in range(2))
             self.assertAlmostEqual(_bag_ratio(x, y), difflib.SequenceMatcher(None, x, y).quick_ratio(), msg=(x, y))
 
-    def test_identical_sides_short_cut_changes_no_finding(self):
-        """A pair word for word the same is returned at once; every signal, run on it, finds nothing either."""
-        sides = [["Acme's revenue was $4.2M in 2023 and it is active."], ["Position(s) Defender for Leeds."],
-                 ["It is not required; it is required."], ["Jo Li plays Ann. Bo Yu plays Ann."]]
-        for side in sides:
-            for qtype, checks in CHECKS.items():
-                for check in checks:
-                    self.assertIsNone(check(side, list(side), question_words("What is it?"), DEFAULT_CONFIG),
-                                      msg=(side, qtype, check))
+    def test_identical_sides_are_not_compared(self):
+        """Two sides word for word the same cannot contradict each other: compare_answers returns at once. Run on one
+        side against itself a signal can pair two of its own sentences ("U.S. President" / "U.S. Congress"); the
+        short cut drops that within-side finding (3 of 8,322 self-pair windows of the data files; no score moved)."""
+        within = ["U.S. President", "U.S. Congress"]
+        self.assertIsNotNone(slot_finding(within, list(within), question_words(""), DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("", within, list(within)))
+        for side in ([["Acme's revenue was $4.2M in 2023 and it is active."], ["Position(s) Defender for Leeds."],
+                      ["It is not required; it is required."], ["Jo Li plays Ann. Bo Yu plays Ann."]]):
+            self.assertIsNone(compare_answers("What is it?", side, list(side)), side)
+        # one word apart is compared again
+        self.assertIsNotNone(compare_answers("What position?", ["Position(s) Defender for Leeds."],
+                                             ["Position(s) Forward for Leeds."]))
 
 
 def retrieved_of(*docs):
@@ -7307,7 +7458,8 @@ class TestScanAndBench(unittest.TestCase):
         self.assertEqual(report.pairs_checked, 60)  # 10 topics x 6 pairs; nothing across topics
 
     def test_scan_progress_never_goes_back(self):
-        """Column blocks revisit a row block's documents; the count shown still only rises, and reaches the end."""
+        """Column blocks revisit a row block's documents; the count shown still only rises, up to the last pair's
+        first document."""
         docs, topics = synthetic_corpus(40, seed=3)
         seen = []
         with unittest.mock.patch(f"{__name__}.SCAN_PROGRESS_EVERY", 1):
