@@ -2030,6 +2030,19 @@ def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CO
     return letters and min(len(x), len(y)) >= 5 and difflib.SequenceMatcher(None, x, y).ratio() >= cfg.swap_spelling
 
 
+ARTICLES = frozenset("the a an".split())
+
+
+def _subject_position(tokens: tuple[str, ...], start: int) -> bool:
+    """A run at the start of a text, or after its article only: the subject's place ("The Acme limit is ..."), where
+    a preposition would make it a fact ("In Paris, the treaty ...").
+
+    >>> _subject_position(("the", "acme", "limit"), 1), _subject_position(("in", "paris", "the"), 1)
+    (True, False)
+    """
+    return set(tokens[:start]) <= ARTICLES
+
+
 def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
                cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
     """The swapped span of two sentences that share their frame, or None.
@@ -2053,7 +2066,7 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
     left, right = la[i1:i2], lb[j1:j2]
     if max(len(left), len(right)) > cfg.swap_max_span or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
         return None
-    if not set(la[:i1]) - SWAP_FILLER and not set(la[i2:]) - SWAP_FILLER <= qwords:
+    if _subject_position(la, i1) and not set(la[i2:]) - SWAP_FILLER <= qwords:
         return None  # the subject itself differs ("The Ixmo staff is 850" vs "The Tormo staff ..."): two subjects
     if _swap_is_variant(left, right, cfg):
         return None
@@ -2094,9 +2107,11 @@ def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str
 # Elton John").
 
 COPY_MAX_TOKENS = 1000  # a longer document is compared on its first 1,000 tokens (the matcher is quadratic at worst)
-# Words next to a changed run that make it the page's metadata, not a claim ("Retrieved 12 March 2021", "1,204 views").
-COPY_METADATA_WORDS = frozenset("retrieved accessed archived modified updated edited page pages views viewed".split())
-_SQUARE_BRACKET_RE = re.compile(r"\[[^\[\]]*\]")
+# A word just before a changed number or date that makes it the page's metadata, not a claim ("Retrieved 12 March
+# 2021", "last modified on 3 May 2023", "Page 1 of 3"), and one just after ("1,204 views").
+COPY_METADATA_BEFORE = frozenset("retrieved accessed archived modified updated edited page".split())
+COPY_METADATA_AFTER = frozenset("views viewed".split())
+_CITATION_MARK_RE = re.compile(r"\[[^\[\]]{0,20}\]")  # "[12]", "[ edit ]", "[citation needed]": no claim
 
 
 @dataclass(frozen=True)
@@ -2107,7 +2122,7 @@ class _CopyTokens:
     counts: collections.Counter
     mark: frozenset[int]  # the disambiguator after the opening name: "John Sparke (died 1566)"
     acronyms: dict[str, frozenset[int]]  # an acronym's expansion: "Lake County Library System (LCLS)"
-    cited: frozenset[int]  # inside square brackets: "[12]", "[ edit ]"
+    cited: frozenset[int]  # a citation mark in square brackets: "[12]", "[ edit ]"
 
 
 def _copy_matches(text: str) -> list[re.Match]:
@@ -2127,7 +2142,7 @@ def _copy_tokens(text: str) -> _CopyTokens:
     opening = _SUBJECT_PAREN_RE.match(body)
     return _CopyTokens(canon, collections.Counter(canon), within(opening.span("mark")) if opening else frozenset(),
                        {m["acr"]: within(m.span("exp")) for m in _ACRONYM_DEF_RE.finditer(body)},
-                       within(*(m.span() for m in _SQUARE_BRACKET_RE.finditer(body))))
+                       within(*(m.span() for m in _CITATION_MARK_RE.finditer(body))))
 
 
 @functools.lru_cache(maxsize=_DOCUMENT_CACHE)
@@ -2170,10 +2185,10 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
     False
     """
     tx, ty = _copy_tokens(x), _copy_tokens(y)
-    shared = tx.acronyms.keys() & ty.acronyms.keys()
+    shared = {a for a in tx.acronyms.keys() & ty.acronyms.keys() if a.lower() not in qwords}  # "What is RBI?" asks it
     naming_x = tx.mark.union(*(tx.acronyms[a] for a in shared))
     naming_y = ty.mark.union(*(ty.acronyms[a] for a in shared))
-    dates = qwords & DATE_ASKERS
+    dates = qwords & (DATE_ASKERS | AGE_ASKERS)
     naming, body = set(), set()
     for _, i1, i2, j1, j2 in _copy_edits(x, y, min_ratio) or ():
         sx, sy = set(range(i1, i2)) - tx.cited, set(range(j1, j2)) - ty.cited
@@ -2181,10 +2196,23 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
             continue  # a citation marker
         words = {tx.canon[i] for i in sx} | {ty.canon[j] for j in sy}
         if sx <= naming_x and sy <= naming_y:
-            naming.update(w for w in words - SWAP_FILLER if not (dates and (w.isdigit() or w in MONTHS)))
+            naming.update(w for w in words - SUBJECT_MARK_NOISE if not (dates and (w.isdigit() or w in MONTHS)))
         else:
             body.update(words - SWAP_FILLER)
     return bool(naming) and not naming <= body
+
+
+def _page_metadata(tokens: tuple[str, ...], start: int, end: int) -> bool:
+    """A changed run that is a number or a date the page says about itself: right after "retrieved", "modified
+    (on)", "page" ..., or right before "views". "edited by Thelma Schoonmaker" is a claim: no number in it.
+
+    >>> _page_metadata(("retrieved", "12", "march", "2021"), 1, 4), _page_metadata(("edited", "by", "thelma"), 2, 3)
+    (True, False)
+    """
+    if not any(t[0].isdigit() or t in MONTHS for t in tokens[start:end]):
+        return False
+    before = [t for t in tokens[max(0, start - 2):start] if t not in ("on", "at")][-1:]
+    return bool(set(before) & COPY_METADATA_BEFORE or set(tokens[end:end + 1]) & COPY_METADATA_AFTER)
 
 
 def _texts_lowercase(*texts: str) -> frozenset[str]:
@@ -2192,10 +2220,20 @@ def _texts_lowercase(*texts: str) -> frozenset[str]:
     return frozenset().union(*(_side_common(sentences_of(t)) for t in texts))
 
 
+def _asks_acronym(qwords: frozenset[str] | None, ta: _CopyTokens, tb: _CopyTokens) -> bool:
+    """The question names an acronym both copies define: their opening is its expansion, which the question asks
+    ("What does RBI stand for?": "The Reserve Bank of India (RBI)" / "The Royal Bank of India (RBI)")."""
+    return any(acr.lower() in (qwords or ()) for acr in ta.acronyms.keys() & tb.acronyms.keys())
+
+
 def _copy_run_text(text: str, start: int, end: int) -> str:
     """Tokens start..end of a document's copy tokens, as the document writes them ("$6.8M", "3rd")."""
     run = _copy_matches(text)[start:end]
-    return strip_snippet_date(text)[run[0].start():run[-1].end()].rstrip(".,") if run else ""
+    written = strip_snippet_date(text)[run[0].start():run[-1].end()].rstrip(".,") if run else ""
+    for pair in ("()", "[]"):  # a bracket the run cuts through ("Leeds (England") is left out
+        if written.count(pair[0]) != written.count(pair[1]):
+            written = " ".join(written.replace(pair[0], " ").replace(pair[1], " ").split())
+    return written
 
 
 def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
@@ -2218,12 +2256,12 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
     la, lb = ta.canon, tb.canon
     for tag, i1, i2, j1, j2 in edits:
         left, right = la[i1:i2], lb[j1:j2]
-        if tag == "replace" and not set(la[:i1]) - SWAP_FILLER:
+        if tag == "replace" and _subject_position(la, i1) and not _asks_acronym(qwords, ta, tb):
             return None  # the subject itself differs ("The Acme ..." / "The Globex ..."): two statements, not one edited
         if tag != "replace" or max(len(left), len(right)) > cfg.swap_max_span:
             continue  # added or dropped text (an edit's note, a footer) says nothing against the other copy
-        if set(range(i1, i2)) <= ta.cited or COPY_METADATA_WORDS.intersection(la[max(0, i1 - 3):i2 + 1]):
-            continue  # a citation marker, or the page's metadata: when it was retrieved or edited, its page number
+        if set(range(i1, i2)) <= ta.cited or _page_metadata(la, i1, i2):
+            continue  # a citation mark, or the page's metadata: when it was retrieved or edited, its page number
         # content: a number or a word of two letters or more ("( c. 1954 )" against "( 1954)" is no swap)
         content = [{w for w in side if len(w) > 1 or w.isdigit()} - SWAP_FILLER for side in (left, right)]
         if qwords and any(side and side <= qwords and not side & _texts_lowercase(a.content, b.content)
@@ -2259,6 +2297,7 @@ SUBJECT_MARK_NOISE = STOPWORDS | frozenset("also known formerly called c circa c
 # A question about a place or a date asks for what would otherwise tell namesakes apart: then it is the answer.
 PLACE_ASKERS = frozenset("where located location county state country province region situated".split())
 DATE_ASKERS = frozenset("when year date born died founded".split())
+AGE_ASKERS = frozenset("old age birth birthday".split())  # a disambiguator's dates answer these too
 
 # "Name (disambiguator)" opening a title or a text; the name starts with a capital or a digit ("1984 (album)").
 _SUBJECT_PAREN_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^()\n.;:]{0,80}?)\s\((?P<mark>[^()]{2,80})\)")
@@ -6055,16 +6094,34 @@ class TestIssue9(unittest.TestCase):
                       "John Sparke (died 1680) was an English politician, MP for Plymouth."),
                      ("John Smith (footballer, born 1990) John Smith is an English footballer who plays for Leeds.",
                       "John Smith (footballer, born 1985) John Smith is an English footballer who plays for Hull."),
-                     ("The Lake County Library System (LCLS) has 8 branches and serves the county's residents.",
-                      "The Lee County Library System (LCLS) has 8 branches and serves the county's residents.")):
+                     ("Lake County Library System (LCLS) has 8 branches and serves the county's residents.",
+                      "Lee County Library System (LCLS) has 8 branches and serves the county's residents.")):
             self.assertIsNone(edited_copy_finding(doc("a", x), doc("b", y)), x)
             self.assertEqual(different_subjects_finding(doc("a", x), doc("b", y)).kind, "subjects", x)
-        # ... but a question about the date asks for what the disambiguator says: "When was Porush born?"
+        # ... but a question about the date or age asks for what the disambiguator says: "When was Porush born?",
+        # and one naming the acronym for its expansion; "c." marks no other subject
         born = "Meir Porush (born 11 June {}) is an Israeli politician who has served as a member of the Knesset."
-        when = question_words("When was Porush born?")
-        self.assertIsNone(different_subjects_finding(doc("a", born.format(1955)), doc("b", born.format(1975)), when))
-        self.assertEqual(edited_copy_finding(doc("a", born.format(1955)), doc("b", born.format(1975)), qwords=when).evidence,
-                         ("1955", "1975"))
+        for question in ("When was Porush born?", "How old is Meir Porush?"):
+            when = question_words(question)
+            self.assertIsNone(different_subjects_finding(doc("a", born.format(1955)), doc("b", born.format(1975)), when))
+            self.assertEqual(edited_copy_finding(doc("a", born.format(1955)), doc("b", born.format(1975)),
+                                                 qwords=when).evidence, ("1955", "1975"))
+        died = "John Sparke (died {}) was an English politician, MP for Plymouth in several parliaments."
+        self.assertIsNotNone(edited_copy_finding(doc("a", died.format("1566")), doc("b", died.format("c. 1580")),
+                                                 qwords=question_words("When did John Sparke die?")))
+        bank = "The {} Bank of India (RBI) is the central bank of India and regulates the Indian banking system."
+        stand = question_words("What does RBI stand for?")
+        self.assertIsNone(different_subjects_finding(doc("a", bank.format("Reserve")), doc("b", bank.format("Royal")), stand))
+        self.assertEqual(edited_copy_finding(doc("a", bank.format("Reserve")), doc("b", bank.format("Royal")),
+                                             qwords=stand).evidence, ("Reserve", "Royal"))
+        # an opening preposition is no subject, and a name after "edited by" no page metadata
+        treaty = "In {}, the treaty was signed by Britain and the United States, ending the war of independence."
+        self.assertEqual(edited_copy_finding(doc("a", treaty.format("Paris")), doc("b", treaty.format("London"))).evidence,
+                         ("Paris", "London"))
+        film = "Raging Bull is a 1980 American film directed by Martin Scorsese. It was edited by {}. It stars De Niro."
+        self.assertEqual(edited_copy_finding(doc("a", film.format("Thelma Schoonmaker")),
+                                             doc("b", film.format("Michael Kahn"))).evidence,
+                         ("Thelma Schoonmaker", "Michael Kahn"))
         # two texts that share a frame but not most of their words are no copies: the sentence signals judge them
         self.assertFalse(edited_copies("Ixmo employs 850 people.", "Ixmo employs 850 people at four sites in Lyon, "
                                        "Porto and Graz, and rents offices in Oslo."))
