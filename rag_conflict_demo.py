@@ -2098,9 +2098,9 @@ def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str
 # the few answer-bearing sentences the signals read (RAMDocs: "Position(s) Defender" vs "Forward" in a sentence the
 # question's words do not reach), nor the only edit (a typo fixed beside it: "chuch" -> "church"). Two documents whose
 # tokens align at swap_min_ratio or more are copies of one text; a replaced run of at most swap_max_span tokens that
-# is no formatting variant is what one copy changed. Not an edit of a claim: a run in the subject's place, before
-# any content word ("Acme's limit is 100" vs "Globex's limit is 500": two subjects); the page's own metadata ("Retrieved
-# 12 March 2021", "last modified on 3 May 2023", "Page 1 of 3", "[12]"). Copies that differ only in what names their
+# is no formatting variant is what one copy changed. Not an edit of a claim: a run in the subject's place, at the
+# start or after an article ("The Acme limit is 100" vs "The Globex limit is 500": two subjects); the page's own
+# metadata ("Retrieved 12 March 2021", "last modified on 3 May 2023", "Page 1 of 3", "[12]"). Copies that differ only in what names their
 # subject (a parenthetical, an acronym's expansion: "John Sparke (died 1566)" / "(died 1680)", the rest one template)
 # are namesakes; copies whose body was edited too are one subject, so its marks do not keep them apart ("Both Sides Now
 # (Marina Prior album) ... by Australian singer Marina Prior" edited to "(Elton John album) ... by British singer
@@ -2125,14 +2125,16 @@ class _CopyTokens:
     cited: frozenset[int]  # a citation mark in square brackets: "[12]", "[ edit ]"
 
 
-def _copy_matches(text: str) -> list[re.Match]:
-    return list(itertools.islice(_SWAP_TOKEN_RE.finditer(strip_snippet_date(text)), COPY_MAX_TOKENS))
+def _copy_matches(body: str) -> list[re.Match]:
+    """The first COPY_MAX_TOKENS swap tokens of a document's body (its snippet date stripped)."""
+    return list(itertools.islice(_SWAP_TOKEN_RE.finditer(body), COPY_MAX_TOKENS))
 
 
 @functools.lru_cache(maxsize=_DOCUMENT_CACHE)
 def _copy_tokens(text: str) -> _CopyTokens:
     """A whole document's swap tokens (snippet date left out, at most COPY_MAX_TOKENS) for the edited-copy check."""
-    body, matches = strip_snippet_date(text), _copy_matches(text)
+    body = strip_snippet_date(text)
+    matches = _copy_matches(body)
     starts = [m.start() for m in matches]
 
     def within(*spans: tuple[int, int]) -> frozenset[int]:
@@ -2176,7 +2178,8 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
     (the disambiguator after its opening name, the expansion of an acronym both define) that no edit of the body
     repeats. "John Sparke (died 1566)" / "(died 1680)", the rest the same, are two men; "(Marina Prior album) ... by
     Marina Prior" / "(Elton John album) ... by Elton John" is one text edited, its title with it. A question about a
-    date asks for what the disambiguator's dates say ("When was Porush born?"): then they are the answer.
+    date or an age asks for what the disambiguator's dates say ("When was Porush born?"), one naming the acronym for
+    its expansion ("What does RBI stand for?"): then they are the answer.
 
     >>> _namesake_copies("John Sparke (died 1566) was an MP for Plymouth.",
     ...                  "John Sparke (died 1680) was an MP for Plymouth.", 0.8)
@@ -2188,7 +2191,7 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
     shared = {a for a in tx.acronyms.keys() & ty.acronyms.keys() if a.lower() not in qwords}  # "What is RBI?" asks it
     naming_x = tx.mark.union(*(tx.acronyms[a] for a in shared))
     naming_y = ty.mark.union(*(ty.acronyms[a] for a in shared))
-    dates = qwords & (DATE_ASKERS | AGE_ASKERS)
+    dates = qwords & DATE_ASKERS
     naming, body = set(), set()
     for _, i1, i2, j1, j2 in _copy_edits(x, y, min_ratio) or ():
         sx, sy = set(range(i1, i2)) - tx.cited, set(range(j1, j2)) - ty.cited
@@ -2228,8 +2231,9 @@ def _asks_acronym(qwords: frozenset[str] | None, ta: _CopyTokens, tb: _CopyToken
 
 def _copy_run_text(text: str, start: int, end: int) -> str:
     """Tokens start..end of a document's copy tokens, as the document writes them ("$6.8M", "3rd")."""
-    run = _copy_matches(text)[start:end]
-    written = strip_snippet_date(text)[run[0].start():run[-1].end()].rstrip(".,") if run else ""
+    body = strip_snippet_date(text)
+    run = _copy_matches(body)[start:end]
+    written = body[run[0].start():run[-1].end()].rstrip(".,") if run else ""
     for pair in ("()", "[]"):  # a bracket the run cuts through ("Leeds (England") is left out
         if written.count(pair[0]) != written.count(pair[1]):
             written = " ".join(written.replace(pair[0], " ").replace(pair[1], " ").split())
@@ -2247,7 +2251,7 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
     ...                     Document("b", "b", None, "Gary Bennett is a former footballer. Position(s) Forward.")).evidence
     ('Defender', 'Forward')
     """
-    if qwords is None and _sides_name_different_subjects(*(_clean_side(sentences_of(d.content)) for d in (a, b))):
+    if qwords is None and _different_subjects(*(_clean_side(sentences_of(d.content)) for d in (a, b))):
         return None
     edits = _copy_edits(a.content, b.content, cfg.swap_min_ratio)
     if edits is None or _namesake_copies(a.content, b.content, cfg.swap_min_ratio, qwords or frozenset()):
@@ -2296,8 +2300,7 @@ def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
 SUBJECT_MARK_NOISE = STOPWORDS | frozenset("also known formerly called c circa ca".split())
 # A question about a place or a date asks for what would otherwise tell namesakes apart: then it is the answer.
 PLACE_ASKERS = frozenset("where located location county state country province region situated".split())
-DATE_ASKERS = frozenset("when year date born died founded".split())
-AGE_ASKERS = frozenset("old age birth birthday".split())  # a disambiguator's dates answer these too
+DATE_ASKERS = frozenset("when year date born died founded old age birth birthday".split())  # an age is a date's
 
 # "Name (disambiguator)" opening a title or a text; the name starts with a capital or a digit ("1984 (album)").
 _SUBJECT_PAREN_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^()\n.;:]{0,80}?)\s\((?P<mark>[^()]{2,80})\)")
@@ -2897,27 +2900,22 @@ def _clean_side(sentences: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(s for s in (strip_snippet_date(x).strip() for x in sentences) if s)
 
 
-@functools.lru_cache(maxsize=_DOCUMENT_CACHE)
-def _sides_name_different_subjects(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    """_different_subjects, cached by pair: a corpus scan asks it of a pair twice (the signals, the copy check)."""
-    return _different_subjects(list(a), list(b))
-
-
-def _different_subjects(a: list[str], b: list[str]) -> bool:
+@functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # a corpus scan asks it of a pair twice: the signals, the copy check
+def _different_subjects(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     """With no question to name the subject (a corpus scan), two sides that name subjects and never the same one
     are statements about different things ("Ormoor reported $620M" vs "Ortrimi reported $810M"), not a conflict.
     With a question, retrieval and the question fix the subject, and measured on QACC this check costs more
     conflicts than it saves (MCC 0.39 -> 0.30), so it is not applied.
 
-    >>> _different_subjects(["At Kelso, it is required."], ["At Brora, it is optional."])
+    >>> _different_subjects(("At Kelso, it is required.",), ("At Brora, it is optional.",))
     True
-    >>> _different_subjects(["Customers get 30 days."], ["Effective May 2024, customers get 14 days."])
+    >>> _different_subjects(("Customers get 30 days.",), ("Effective May 2024, customers get 14 days.",))
     False
     """
-    common = _side_common(tuple(a)) | _side_common(tuple(b))
+    common = _side_common(a) | _side_common(b)
     # an opening word that either side also writes in lowercase is a common word ("Customers may" / "customers"),
     # a name found mid-sentence stays a name even so ("Target reported" / "short of its target")
-    na, nb = (_side_subjects(tuple(side), False) | (_side_subjects(tuple(side)) - common) for side in (a, b))
+    na, nb = (_side_subjects(side, False) | (_side_subjects(side) - common) for side in (a, b))
     return bool(na and nb) and not _tokens_meet(na, nb)
 
 
@@ -2961,7 +2959,7 @@ def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
     if not a or not b or a == b:
         return None  # word for word the same (a mirror, a duplicate): every signal compares a side with itself
     qwords = question_words(question)
-    if not question.strip() and _sides_name_different_subjects(tuple(a), tuple(b)):
+    if not question.strip() and _different_subjects(tuple(a), tuple(b)):
         return None
     for check in CHECKS[question_type(question)]:
         finding = check(a, b, qwords, cfg)
