@@ -4188,6 +4188,14 @@ def conflict_log_lines(resp, now):
             for c in resp.report.conflicts]
 
 
+def eval_log_lines(scored, now):
+    """--eval --log-conflicts: one record per labelled pair, its label, the detector's verdict and what it found."""
+    p, report, outcome = scored
+    return [{"time": now, "record": p.record_id, "type": p.type, "question": p.question, "a": p.a.source_id,
+             "b": p.b.source_id, "conflict": p.conflict, "detected": report.has_conflict, "outcome": outcome,
+             "conflicts": [conflict_json(c) for c in report.conflicts]}]
+
+
 BASIS_WORDS = {"date": "newest by date", "version": "highest version", "cue": "says it supersedes the others",
                "rank": "ranked first: nothing says which is newer"}
 
@@ -4389,12 +4397,13 @@ def eval_record_pairs(record, where):
 
 
 def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None,
-             passage_chars=DEFAULT_CONFIG.passage_chars):
+             passage_chars=DEFAULT_CONFIG.passage_chars, on_pair=None):
     """Precision, recall, F1, MCC and confusion counts of detector on pairs, overall and per type.
 
     Documents (as passages, like the walkthrough's index) and questions are embedded up front in batches;
     ms_per_pair times detection alone.
     progress(label) -> callable(done, total), or None: how each stage reports its progress (the CLI's Progress).
+    on_pair((pair, report, outcome)), or None: called as each pair is scored (--eval --log-conflicts).
     """
     stage = progress or (lambda label: None)
     parts = {d.content: passages_of(d.content, passage_chars) for p in pairs for d in (p.a, p.b)}
@@ -4413,6 +4422,8 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
         elapsed += time.perf_counter() - start
         cell = ("t" if report.has_conflict == p.conflict else "f") + ("p" if report.has_conflict else "n")
         outcomes.append((p.record_id, cell))
+        if on_pair:
+            on_pair((p, report, cell))
         for key in ("all", p.type):
             counts.setdefault(key, {"tp": 0, "fp": 0, "fn": 0, "tn": 0})[cell] += 1
         if step:
@@ -5087,7 +5098,8 @@ def parse_args(argv):
                    help="topic-similarity gate, in [0, 1], of --detector article and of --scan; the question-aware "
                    f"detectors gate on relevance to the question instead (default {Config.threshold})")
     p.add_argument("--json", action="store_true", help="JSON Lines on stdout, one object per question")
-    p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH")
+    p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH; "
+                   "with --eval, one per labelled pair: its label, the verdict, the outcome (tp/fp/fn/tn)")
     p.add_argument("--detector", choices=("article", "heuristic", "full"),
                    help="article: the two original heuristics; heuristic: question-aware, no reader; full: "
                    f"heuristic plus the reader run on each document (default {Config.detector})")
@@ -5235,7 +5247,9 @@ def run_experiment(argv, embed, read, nli):
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
     elif args.eval:
-        result = evaluate(inputs, detector, embed, cfg.embed_batch, None if args.quiet else Progress, cfg.passage_chars)
+        with conflict_log(args.log_conflicts, eval_log_lines) as append_log:
+            result = evaluate(inputs, detector, embed, cfg.embed_batch, None if args.quiet else Progress,
+                              cfg.passage_chars, append_log)
         reader = reader_name(read) if cfg.detector == "full" else None
         used = ", ".join(filter(None, (reader and f"reader {reader}", nli and f"NLI {cfg.nli_model}")))
         emit(json.dumps({"detector": cfg.detector, "reader": reader, "nli": cfg.nli_model if nli else None, **result})
@@ -5253,7 +5267,7 @@ def read_inputs(args):
         raise UsageError("--eval, --scan and --bench are separate runs: give one of them")
     mode = "--eval" if args.eval else "--bench" if args.bench else "--scan" if args.scan else None
     unused = [flag for flag, given in (("--kb", args.kb and mode != "--scan"), ("--question", args.question),
-                                       ("--log-conflicts", args.log_conflicts is not None),
+                                       ("--log-conflicts", args.log_conflicts is not None and mode != "--eval"),
                                        ("--nli", args.nli and mode == "--scan"),
                                        ("--top-k", args.top_k and mode != "--bench"),
                                        ("--strategy", "--strategy" in args.given and mode != "--bench"),
@@ -5342,9 +5356,10 @@ def run_walkthrough(docs, questions, embed, detector, read, read_alone, nli, cfg
 
 
 @contextlib.contextmanager
-def conflict_log(path):
-    """--log-conflicts: yields append(resolved response), which writes that question's records and flushes them at
-    once, so a later failure or an interrupt loses nothing already found. Without a path, append does nothing."""
+def conflict_log(path, lines=conflict_log_lines):
+    """--log-conflicts: yields append(resolved response), which writes that question's records (lines(response,
+    time)) and flushes them at once, so a later failure or an interrupt loses nothing already found. Without a path,
+    append does nothing. --eval appends each scored pair instead (eval_log_lines)."""
     if not path:
         yield lambda resp: None
         return
@@ -5357,7 +5372,7 @@ def conflict_log(path):
     def append(resp):
         nonlocal glue
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        records = "".join(json.dumps(line) + "\n" for line in conflict_log_lines(resp, now))
+        records = "".join(json.dumps(line) + "\n" for line in lines(resp, now))
         if records:
             try:
                 f.write(("\n" if glue else "") + records)  # one write of whole lines: an interrupt splits none
@@ -7234,6 +7249,37 @@ class TestEval(unittest.TestCase):
         self.assertEqual((result["f1"], result["mcc"]), (1.0, 1.0))
         self.assertEqual(result["by_type"]["quantity"]["n"], 4)
         self.assertEqual(result["by_type"]["format_equiv"]["tn"], 1)
+
+    def test_log_conflicts_records_every_pair_with_its_outcome(self):
+        path = self.write(self.RECORDS)
+        log_path = os.path.join(os.path.dirname(path), "verdicts.jsonl")
+        for runs in (1, 2):
+            code, out, err = run_main(["--eval", path, "--detector", "heuristic", "--json", "--log-conflicts",
+                                       log_path])
+            self.assertEqual(code, 0, err)
+            with open(log_path, encoding="utf-8") as f:
+                lines = [json.loads(line) for line in f]
+            self.assertEqual(len(lines), 5 * runs)  # appended, never truncated
+        result = json.loads(out)
+        outcomes = collections.Counter(line["outcome"] for line in lines[5:])
+        self.assertEqual(outcomes, collections.Counter({c: result[c] for c in ("tp", "fp", "fn", "tn") if result[c]}))
+        self.assertEqual(set(lines[0]), {"time", "record", "type", "question", "a", "b", "conflict", "detected",
+                                         "outcome", "conflicts"})
+        by_pair = {(line["a"], line["b"]): line for line in lines[5:]}
+        found = by_pair["c1:A", "c1:B"]
+        self.assertEqual((found["conflict"], found["detected"], found["outcome"]), (True, True, "tp"))
+        self.assertEqual(found["conflicts"][0]["evidence"], [["$4.2M"], ["$6.8M"]])
+        agreed = by_pair["n1:A", "n1:B"]
+        self.assertEqual((agreed["detected"], agreed["outcome"], agreed["conflicts"]), (False, "tn", []))
+        self.assertEqual(sum(pair[0].startswith("m3:") for pair in by_pair), 3)  # a record of three documents
+
+    def test_the_verdict_log_is_never_the_labelled_file(self):
+        path = self.write(self.RECORDS)
+        before = open(path, "rb").read()
+        code, out, err = run_main(["--eval", path, "--log-conflicts", path])
+        self.assertEqual((code, out), (2, ""))
+        self.assertTrue(err.startswith(f"error: --log-conflicts {path}: is the same file as --eval {path}"), err)
+        self.assertEqual(open(path, "rb").read(), before)
 
     def test_bootstrap_intervals_hold_the_score_and_widen_with_fewer_pairs(self):
         few = ["tp"] * 5 + ["fp"] * 3 + ["fn"] * 3 + ["tn"] * 30
