@@ -4188,10 +4188,11 @@ def conflict_log_lines(resp, now):
             for c in resp.report.conflicts]
 
 
-def eval_log_lines(scored, now):
-    """--eval --log-conflicts: one record per labelled pair, its label, the detector's verdict and what it found."""
+def eval_log_lines(scored, now, source="", detector=""):
+    """--eval --log-conflicts: one record per labelled pair, its label, the detector's verdict and what it found;
+    source and detector say which run wrote it, since runs append to one log."""
     p, report, outcome = scored
-    return [{"time": now, "record": p.record_id, "type": p.type, "question": p.question, "a": p.a.source_id,
+    return [{"time": now, "eval": source, "detector": detector, "record": p.record_id, "type": p.type, "question": p.question, "a": p.a.source_id,
              "b": p.b.source_id, "conflict": p.conflict, "detected": report.has_conflict, "outcome": outcome,
              "conflicts": [conflict_json(c) for c in report.conflicts]}]
 
@@ -5247,7 +5248,8 @@ def run_experiment(argv, embed, read, nli):
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
     elif args.eval:
-        with conflict_log(args.log_conflicts, eval_log_lines) as append_log:
+        lines = functools.partial(eval_log_lines, source=args.eval, detector=cfg.detector)
+        with conflict_log(args.log_conflicts, lines) as append_log:
             result = evaluate(inputs, detector, embed, cfg.embed_batch, None if args.quiet else Progress,
                               cfg.passage_chars, append_log)
         reader = reader_name(read) if cfg.detector == "full" else None
@@ -5286,7 +5288,7 @@ def read_inputs(args):
     if "--qa-model" in args.given and args.reader == "sentence":
         raise UsageError("--reader sentence does not use --qa-model: it reads with the embedder alone")
     if args.log_conflicts is not None:
-        check_log_path(args.log_conflicts, [("--kb", args.kb), ("--eval", args.eval)])
+        check_log_path(args.log_conflicts, [("--kb", args.kb), ("--eval", args.eval != BUILTIN and args.eval)])
     if args.eval:
         return load_eval(args.eval, BUILTIN_PAIRS if args.eval == BUILTIN else None)
     if args.scan:
@@ -7263,8 +7265,9 @@ class TestEval(unittest.TestCase):
         result = json.loads(out)
         outcomes = collections.Counter(line["outcome"] for line in lines[5:])
         self.assertEqual(outcomes, collections.Counter({c: result[c] for c in ("tp", "fp", "fn", "tn") if result[c]}))
-        self.assertEqual(set(lines[0]), {"time", "record", "type", "question", "a", "b", "conflict", "detected",
-                                         "outcome", "conflicts"})
+        self.assertEqual(set(lines[0]), {"time", "eval", "detector", "record", "type", "question", "a", "b",
+                                         "conflict", "detected", "outcome", "conflicts"})
+        self.assertEqual((lines[0]["eval"], lines[0]["detector"]), (path, "heuristic"))
         by_pair = {(line["a"], line["b"]): line for line in lines[5:]}
         found = by_pair["c1:A", "c1:B"]
         self.assertEqual((found["conflict"], found["detected"], found["outcome"]), (True, True, "tp"))
@@ -7276,10 +7279,40 @@ class TestEval(unittest.TestCase):
     def test_the_verdict_log_is_never_the_labelled_file(self):
         path = self.write(self.RECORDS)
         before = open(path, "rb").read()
-        code, out, err = run_main(["--eval", path, "--log-conflicts", path])
-        self.assertEqual((code, out), (2, ""))
-        self.assertTrue(err.startswith(f"error: --log-conflicts {path}: is the same file as --eval {path}"), err)
+        link = os.path.join(os.path.dirname(path), "link.jsonl")
+        os.symlink(path, link)
+        for log_path in (path, link):
+            with self.subTest(log_path):
+                code, out, err = run_main(["--eval", path, "--log-conflicts", log_path])
+                self.assertEqual((code, out), (2, ""))
+                self.assertTrue(err.startswith(f"error: --log-conflicts {log_path}: is the same file as --eval {path}"),
+                                err)
         self.assertEqual(open(path, "rb").read(), before)
+        cwd = os.getcwd()  # a file named like the built-in set's sentinel is not what bare --eval reads
+        self.addCleanup(os.chdir, cwd)
+        os.chdir(os.path.dirname(path))
+        open(BUILTIN, "w", encoding="utf-8").close()
+        code, _, err = run_main(["--eval", "--detector", "heuristic", "--quiet", "--log-conflicts", BUILTIN])
+        self.assertEqual(code, 0, err)
+        with open(BUILTIN, encoding="utf-8") as f:
+            self.assertEqual(len(f.readlines()), len(load_eval(BUILTIN, BUILTIN_PAIRS)))
+
+    def test_an_interrupted_eval_keeps_the_pairs_already_scored(self):
+        path = self.write(self.RECORDS)
+        log_path = os.path.join(os.path.dirname(path), "verdicts.jsonl")
+        real_detect, calls = QuestionAwareDetector.detect, []
+
+        def detect(detector, *args, **kwargs):
+            calls.append(1)
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+            return real_detect(detector, *args, **kwargs)
+
+        with unittest.mock.patch.object(QuestionAwareDetector, "detect", detect):
+            code, out, err = run_main(["--eval", path, "--detector", "heuristic", "--log-conflicts", log_path])
+        self.assertEqual((code, out, err), (130, "", "interrupted\n"))
+        with open(log_path, encoding="utf-8") as f:
+            self.assertEqual([json.loads(line)["record"] for line in f], ["c1", "n1"])  # written as each was scored
 
     def test_bootstrap_intervals_hold_the_score_and_widen_with_fewer_pairs(self):
         few = ["tp"] * 5 + ["fp"] * 3 + ["fn"] * 3 + ["tn"] * 30
