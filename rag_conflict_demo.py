@@ -2100,11 +2100,11 @@ def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str
 # tokens align at swap_min_ratio or more are copies of one text; a replaced run of at most swap_max_span tokens that
 # is no formatting variant is what one copy changed. Not an edit of a claim: a run in the subject's place, at the
 # start or after an article ("The Acme limit is 100" vs "The Globex limit is 500": two subjects); the page's own
-# metadata ("Retrieved 12 March 2021", "last modified on 3 May 2023", "Page 1 of 3", "[12]"). Copies that differ only in what names their
-# subject (a parenthetical, an acronym's expansion: "John Sparke (died 1566)" / "(died 1680)", the rest one template)
-# are namesakes; copies whose body was edited too are one subject, so its marks do not keep them apart ("Both Sides Now
-# (Marina Prior album) ... by Australian singer Marina Prior" edited to "(Elton John album) ... by British singer
-# Elton John").
+# metadata ("Retrieved 12 March 2021", "last modified on 3 May 2023", "Page 1 of 3", "[12]"). Copies that differ
+# only in what names their subject (a parenthetical, an acronym's expansion: "John Sparke (died 1566)" / "(died
+# 1680)", the rest one template) are namesakes; copies whose body was edited too are one subject, so its marks do not
+# keep them apart ("Both Sides Now (Marina Prior album) ... by Australian singer Marina Prior" edited to "(Elton John
+# album) ... by British singer Elton John"); _edited_text tells the two apart.
 
 COPY_MAX_TOKENS = 1000  # a longer document is compared on its first 1,000 tokens (the matcher is quadratic at worst)
 # A word just before a changed number or date that makes it the page's metadata, not a claim ("Retrieved 12 March
@@ -2138,7 +2138,8 @@ def _copy_tokens(text: str) -> _CopyTokens:
     starts = [m.start() for m in matches]
 
     def within(*spans: tuple[int, int]) -> frozenset[int]:
-        return frozenset(i for s, e in spans for i in range(bisect.bisect_left(starts, s), bisect.bisect_left(starts, e)))
+        return frozenset(i for s, e in spans
+                         for i in range(bisect.bisect_left(starts, s), bisect.bisect_left(starts, e)))
 
     canon = tuple(sys.intern(m.group().lower().rstrip(".,")) for m in matches)
     opening = _SUBJECT_PAREN_RE.match(body)
@@ -2150,7 +2151,8 @@ def _copy_tokens(text: str) -> _CopyTokens:
 @functools.lru_cache(maxsize=_DOCUMENT_CACHE)
 def _copy_edits(x: str, y: str, min_ratio: float) -> tuple[tuple[str, int, int, int, int], ...] | None:
     """The non-equal opcodes of two texts that are copies of one text (tokens align at min_ratio or more, not
-    identical); None when they are not copies. One matcher a pair, cached: the subject check and the finding share it."""
+    identical); None when they are not copies. One matcher a pair, cached: the subject check and the finding share
+    it."""
     tx, ty = _copy_tokens(x), _copy_tokens(y)
     cx, cy = tx.canon, ty.canon
     if not cx or not cy or cx == cy or 2 * min(len(cx), len(cy)) < min_ratio * (len(cx) + len(cy)):
@@ -2184,7 +2186,8 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
     >>> _namesake_copies("John Sparke (died 1566) was an MP for Plymouth.",
     ...                  "John Sparke (died 1680) was an MP for Plymouth.", 0.8)
     True
-    >>> _namesake_copies("Sides (Marina Prior album) is by Marina Prior.", "Sides (Elton John album) is by Elton John.", 0.8)
+    >>> _namesake_copies("Sides (Marina Prior album) is by Marina Prior.",
+    ...                  "Sides (Elton John album) is by Elton John.", 0.8)
     False
     """
     tx, ty = _copy_tokens(x), _copy_tokens(y)
@@ -2203,6 +2206,13 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
         else:
             body.update(words - SWAP_FILLER)
     return bool(naming) and not naming <= body
+
+
+def _edited_text(x: str, y: str, min_ratio: float, qwords: frozenset[str] = frozenset()):
+    """The edits (_copy_edits) of two copies that are one text edited, not one template filled in for two namesakes
+    (_namesake_copies); None when they are neither copies nor one subject."""
+    edits = _copy_edits(x, y, min_ratio)
+    return None if edits is None or _namesake_copies(x, y, min_ratio, qwords) else edits
 
 
 def _page_metadata(tokens: tuple[str, ...], start: int, end: int) -> bool:
@@ -2253,15 +2263,15 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
     """
     if qwords is None and _different_subjects(*(_clean_side(sentences_of(d.content)) for d in (a, b))):
         return None
-    edits = _copy_edits(a.content, b.content, cfg.swap_min_ratio)
-    if edits is None or _namesake_copies(a.content, b.content, cfg.swap_min_ratio, qwords or frozenset()):
+    edits = _edited_text(a.content, b.content, cfg.swap_min_ratio, qwords or frozenset())
+    if edits is None:
         return None
     ta, tb = _copy_tokens(a.content), _copy_tokens(b.content)
     la, lb = ta.canon, tb.canon
     for tag, i1, i2, j1, j2 in edits:
         left, right = la[i1:i2], lb[j1:j2]
         if tag == "replace" and _subject_position(la, i1) and not _asks_acronym(qwords, ta, tb):
-            return None  # the subject itself differs ("The Acme ..." / "The Globex ..."): two statements, not one edited
+            return None  # the subject itself differs ("The Acme ..." / "The Globex ..."): two statements
         if tag != "replace" or max(len(left), len(right)) > cfg.swap_max_span:
             continue  # added or dropped text (an edit's note, a footer) says nothing against the other copy
         if set(range(i1, i2)) <= ta.cited or _page_metadata(la, i1, i2):
@@ -2483,8 +2493,7 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
         marked = Finding("subjects", f"different subjects named {sa.name}: {why[0]} vs {why[1]}", why)
     # one text edited, its body too (edited_copies): its title, disambiguator or acronym may be what the edit
     # changed, so only a place or a year the question does not ask about still tells two subjects apart
-    if marked and not (edited_copies(a.content, b.content, cfg.swap_min_ratio)
-                       and not _namesake_copies(a.content, b.content, cfg.swap_min_ratio, qwords)):
+    if marked and _edited_text(a.content, b.content, cfg.swap_min_ratio, qwords) is None:
         return marked
     if same_name and not qwords & PLACE_ASKERS and _marks_differ(sa.places, sb.places):
         why = (" ".join(sorted(sa.places)), " ".join(sorted(sb.places)))
@@ -4192,8 +4201,9 @@ def eval_log_lines(scored, now, source="", detector=""):
     """--eval --log-conflicts: one record per labelled pair, its label, the detector's verdict and what it found;
     source and detector say which run wrote it, since runs append to one log."""
     p, report, outcome = scored
-    return [{"time": now, "eval": source, "detector": detector, "record": p.record_id, "type": p.type, "question": p.question, "a": p.a.source_id,
-             "b": p.b.source_id, "conflict": p.conflict, "detected": report.has_conflict, "outcome": outcome,
+    return [{"time": now, "eval": source, "detector": detector, "record": p.record_id, "type": p.type,
+             "question": p.question, "a": p.a.source_id, "b": p.b.source_id, "conflict": p.conflict,
+             "detected": report.has_conflict, "outcome": outcome,
              "conflicts": [conflict_json(c) for c in report.conflicts]}]
 
 
