@@ -74,6 +74,7 @@ import logging
 import math
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -297,10 +298,23 @@ def read_kb_records(path):
     return [(f" (line {lineno})", record) for lineno, record in read_json_lines(text, path)], []
 
 
+def json_lines(text):
+    r"""The lines of a JSON Lines text, split at "\n", "\r\n" or "\r" only: a JSON string may hold U+2028 or U+0085
+    raw (json.dumps(..., ensure_ascii=False) writes them so), where str.splitlines would cut the record in two.
+
+    >>> json_lines('{"t": "a\u2028b"}\r\n{"t": 1}')
+    ['{"t": "a\u2028b"}', '{"t": 1}']
+    """
+    return JSON_LINE_END_RE.split(text)
+
+
+JSON_LINE_END_RE = re.compile(r"\r\n|\r|\n")
+
+
 def read_json_lines(text, path):
     """[(line number, value)] of a JSON Lines text, blank lines skipped: the one JSON Lines reader (--kb, --eval)."""
     records = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(json_lines(text), 1):
         if line.strip():
             try:
                 records.append((lineno, parse_json(line, f"{path}: line {lineno}")))
@@ -348,7 +362,7 @@ def long_integer_at(text):
 
 def first_line_is_object(text):
     """True when the first non-blank line is a JSON object on its own: the mark of JSON Lines."""
-    line = next((x for x in text.splitlines() if x.strip()), "")
+    line = next((x for x in json_lines(text) if x.strip()), "")
     try:
         first = json.loads(line)
     except (ValueError, RecursionError):  # ValueError: also an integer too long to read, reported by parse_json
@@ -427,8 +441,8 @@ def iso_date_problem(value):
         try:
             parse_iso(value)
         except OverflowError:
-            return ("is valid ISO-8601, but its UTC offset moves it past 9999-12-31, the last day dates can be "
-                    "compared on")
+            return ("is valid ISO-8601, but its UTC offset moves it outside 0001-01-01 to 9999-12-31, the days dates "
+                    "can be compared on")
         except ValueError:
             pass
     return "is not an ISO-8601 date or datetime (e.g. 2024-04-03 or 2024-04-03T09:30:00)"
@@ -4407,6 +4421,9 @@ def eval_record_pairs(record, where):
             for i, a in enumerate(parsed) for b in parsed[i + 1:]]
 
 
+CELLS = ("tp", "fp", "fn", "tn")
+
+
 def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None,
              passage_chars=DEFAULT_CONFIG.passage_chars, on_pair=None):
     """Precision, recall, F1, MCC and confusion counts of detector on pairs, overall and per type.
@@ -4423,7 +4440,7 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
     row = {t: i for i, t in enumerate(texts)}
     # sentence embeddings in batches, not per pair
     detector.prime([p.a for p in pairs] + [p.b for p in pairs], stage("eval: embedding sentences"))
-    counts, elapsed, step, outcomes = {}, 0.0, stage("eval: pairs"), []
+    total, counts, elapsed, step, outcomes = dict.fromkeys(CELLS, 0), {}, 0.0, stage("eval: pairs"), []
     for n, p in enumerate(pairs, 1):
         question_vector = vectors[row[p.question]] if p.question.strip() else None  # none: every sentence
         rows = pair_rows([row[x] for x in parts[p.a.content]], [row[x] for x in parts[p.b.content]], vectors,
@@ -4435,11 +4452,11 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
         outcomes.append((p.record_id, cell))
         if on_pair:
             on_pair((p, report, cell))
-        for key in ("all", p.type):
-            counts.setdefault(key, {"tp": 0, "fp": 0, "fn": 0, "tn": 0})[cell] += 1
+        total[cell] += 1
+        counts.setdefault(p.type, dict.fromkeys(CELLS, 0))[cell] += 1  # a type may be named "all", like the total
         if step:
             step(n, len(pairs))
-    result = confusion_scores(counts.pop("all"))
+    result = confusion_scores(total)
     result["interval"] = bootstrap_intervals([c for _, c in outcomes], [r for r, _ in outcomes])
     result["ms_per_pair"] = round(1000 * elapsed / len(pairs), 4)
     result["by_type"] = {k: confusion_scores(v) for k, v in sorted(counts.items())}
@@ -5078,7 +5095,12 @@ NLI_DEFAULT = "cross-encoder/nli-deberta-v3-small"
 READERS = ("auto", "qa", "sentence")
 
 
-BUILTIN = "builtin"  # --eval without PATH
+class BuiltinSet(str):
+    """The value of --eval without PATH: printed as 'builtin', but told apart by identity, so it is no path a user
+    can type (--eval builtin reads a file of that name, and a log may be that file only when it is not read)."""
+
+
+BUILTIN = BuiltinSet("builtin")
 
 
 def parse_args(argv):
@@ -5160,7 +5182,8 @@ def error(message, argv=None):
     given = sys.argv[1:] if argv is None else argv
     no_color = any(len(a) > 4 and "--no-color".startswith(a) for a in given)  # argparse takes "--no-c" too
     paint = Painter(colour_wanted(no_color, sys.stderr))
-    print(paint(f"error: {message}", "error"), file=sys.stderr)
+    one_line = printable(message.replace("\r", "\\r").replace("\n", "\\n"))  # a source_id may hold a newline
+    print(paint(f"error: {one_line}", "error"), file=sys.stderr)
 
 
 def note(message):
@@ -5194,22 +5217,44 @@ def needs_newline(path):
         return f.read(1) != b"\n"
 
 
-def check_log_path(path, inputs=()):
-    """--log-conflicts must name a file we can append to, and none of the inputs ((flag, path) pairs): records
-    appended to a knowledge base would break it. Checked before any work is done."""
+def check_log_path(path, inputs=(), stdout=None):
+    """--log-conflicts must name a file we can append to, and none of the inputs ((flag, path) pairs; a directory
+    stands for every file in it, as a local model's does), nor the file stdout is redirected to: records appended to
+    a knowledge base or a model's config would break it. Checked before any work is done."""
     if not path.strip():
         raise UsageError("--log-conflicts needs a file path, got an empty one")
     if os.path.isdir(path):
         raise UsageError(f"--log-conflicts {path}: is a directory")
+    real = os.path.realpath(path)  # a symbolic link is checked where it points
     for flag, given in inputs:  # the same file by device and inode: another spelling, a symbolic or hard link
-        if given and os.path.exists(path) and os.path.exists(given) and os.path.samefile(path, given):
-            raise UsageError(f"--log-conflicts {path}: is the same file as {flag} {given}; conflict records "
-                             f"appended to it would corrupt it")
-    parent = os.path.dirname(os.path.abspath(path))
+        if not given or not os.path.exists(given):
+            continue
+        inside = os.path.isdir(given) and real.startswith(os.path.join(os.path.realpath(given), ""))
+        if inside or (os.path.exists(path) and os.path.samefile(path, given)):
+            raise UsageError(f"--log-conflicts {path}: is {'in' if inside else 'the same file as'} {flag} {given}; "
+                             f"conflict records appended to it would corrupt it")
+    if stdout is not None and os.path.exists(path) and os.path.samestat(os.stat(path), stdout):
+        raise UsageError(f"--log-conflicts {path}: is the file stdout is written to; the two would overwrite each "
+                         f"other's lines")
+    parent = os.path.dirname(real)
     if not os.path.isdir(parent):
         raise UsageError(f"--log-conflicts {path}: directory {parent} does not exist")
-    if not os.access(path if os.path.exists(path) else parent, os.W_OK):
+    if not os.path.exists(path) and not os.access(parent, os.W_OK):
         raise UsageError(f"--log-conflicts {path}: not writable")
+    try:
+        if os.path.exists(path):
+            open(path, "a").close()  # the real test (os.access says yes to root for any file): appends nothing
+    except OSError as e:
+        raise UsageError(f"--log-conflicts {path}: not writable ({e.strerror or e})")
+
+
+def stdout_stat():
+    """os.stat of the file stdout writes to, or None when it is no file (a terminal, a pipe, a test's buffer)."""
+    try:
+        st = os.fstat(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both of the last two
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
 
 
 def main(argv=None, embed=None, read=None, nli=None):
@@ -5298,9 +5343,12 @@ def read_inputs(args):
     if "--qa-model" in args.given and args.reader == "sentence":
         raise UsageError("--reader sentence does not use --qa-model: it reads with the embedder alone")
     if args.log_conflicts is not None:
-        check_log_path(args.log_conflicts, [("--kb", args.kb), ("--eval", args.eval != BUILTIN and args.eval)])
+        models = [(f"--{name}", given) for name, given in (("embed-model", args.embed_model),
+                                                            ("qa-model", args.qa_model), ("nli", args.nli))]
+        check_log_path(args.log_conflicts, [("--kb", args.kb), ("--eval", args.eval is not BUILTIN and args.eval)]
+                       + models, stdout_stat())
     if args.eval:
-        return load_eval(args.eval, BUILTIN_PAIRS if args.eval == BUILTIN else None)
+        return load_eval(args.eval, BUILTIN_PAIRS if args.eval is BUILTIN else None)
     if args.scan:
         return load_kb(args.kb)[0] if args.kb else KNOWLEDGE_BASE
     return None if args.bench else experiment_inputs(args)
@@ -7178,7 +7226,12 @@ class TestOwnKnowledgeBase(unittest.TestCase):
              "invalid JSON at line 4, column 1: Extra data"),
             ("deep nesting", "[" * 100_000, [], "JSON nested too deeply"),
             ("date past the calendar", json.dumps({"documents": [dict(doc0, date="9999-12-31T23:00:00-05:00")]}), [],
-             "\"9999-12-31T23:00:00-05:00\" is valid ISO-8601, but its UTC offset moves it past 9999-12-31"),
+             "\"9999-12-31T23:00:00-05:00\" is valid ISO-8601, but its UTC offset moves it outside 0001-01-01 to "
+             "9999-12-31"),
+            ("date before the calendar", json.dumps({"documents": [dict(doc0, date="0001-01-01T00:00:00+01:00")]}),
+             [], "its UTC offset moves it outside 0001-01-01 to 9999-12-31"),
+            ("newline in a duplicate id", json.dumps(dict(doc0, source_id="a\nb")) + "\n"
+             + json.dumps(dict(doc0, source_id="a\nb")), [], "duplicate source_id 'a\\nb' (first used by document 1)"),
             ("huge version", json.dumps({"documents": [dict(doc0, version=10 ** 30)]}), [],
              "is neither an integer nor a dotted version"),
             ("huge integer in an ignored field", '{"documents": [\n {"source_id": "a", "content": "x", "n": '
@@ -7306,6 +7359,32 @@ class TestEval(unittest.TestCase):
         self.assertEqual(code, 0, err)
         with open(BUILTIN, encoding="utf-8") as f:
             self.assertEqual(len(f.readlines()), len(load_eval(BUILTIN, BUILTIN_PAIRS)))
+        with open(BUILTIN, "w", encoding="utf-8") as f:  # typed, the name is a path: the user's file of that name
+            f.writelines(json.dumps(r) + "\n" for r in self.RECORDS)
+        code, out, err = run_main(["--eval", "builtin", "--detector", "heuristic", "--json"])
+        self.assertEqual((code, json.loads(out)["n"]), (0, 5), err)
+        code, out, err = run_main(["--eval", "builtin", "--log-conflicts", "./builtin"])
+        self.assertEqual((code, out), (2, ""))
+        self.assertIn("is the same file as --eval builtin", err)
+        self.assertEqual(len(load_eval("builtin")), 5)  # the user's records, none appended
+
+    def test_a_type_named_all_is_one_type_not_the_total(self):
+        records = [dict(self.RECORDS[0], type="all"), self.RECORDS[1]]
+        code, out, err = run_main(["--eval", self.write(records), "--detector", "heuristic", "--json"])
+        self.assertEqual(code, 0, err)
+        result = json.loads(out)
+        self.assertEqual((result["n"], result["tp"], result["tn"]), (2, 1, 1))
+        self.assertEqual((result["by_type"]["all"]["n"], result["by_type"]["format_equiv"]["n"]), (1, 1))
+
+    def test_line_separators_inside_a_json_string_do_not_end_its_line(self):
+        text = "Acme revenue was $4.2M.\u2028Figures are audited.\x85"  # raw, as ensure_ascii=False writes them
+        record = dict(self.RECORDS[0], docs=[{"id": "A", "text": text}, self.RECORDS[0]["docs"][1]])
+        path = self.write([json.dumps(record, ensure_ascii=False), self.RECORDS[1]])
+        with open(path, encoding="utf-8") as f:
+            self.assertIn("\u2028", f.read())
+        code, out, err = run_main(["--eval", path, "--detector", "heuristic", "--json"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual((json.loads(out)["n"], json.loads(out)["tp"]), (2, 1))
 
     def test_an_interrupted_eval_keeps_the_pairs_already_scored(self):
         path = self.write(self.RECORDS)
@@ -7538,6 +7617,49 @@ class TestNothingLost(unittest.TestCase):
             with self.subTest(argv=argv), unittest.mock.patch(f"{__name__}.QuestionAwareDetector.features",
                                                                interrupted):
                 self.assertEqual(run_main(argv + ["--detector", "heuristic", "--quiet"])[0::2], (130, "interrupted\n"))
+
+    def test_the_log_is_no_models_file_and_not_where_stdout_goes(self):
+        model = os.path.join(os.path.dirname(self.kb), "my-model")
+        os.mkdir(model)
+        config = os.path.join(model, "config.json")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write("{}")
+        for flags in (["--embed-model", model], ["--nli", model]):
+            with self.subTest(flags[0]):
+                code, out, err = run_main(["--kb", self.kb, "--log-conflicts", config, *flags])
+                self.assertEqual((code, out), (2, ""))
+                self.assertIn(f"is in {flags[0]} {model}", err)
+        with unittest.mock.patch.dict(os.environ, {"RAG_EMBED_MODEL": model}):
+            self.assertEqual(run_main(["--kb", self.kb, "--log-conflicts", config])[0], 2)
+        with open(config, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "{}")
+        with self.assertRaisesRegex(UsageError, "is the file stdout is written to"):  # --log-conflicts x > x
+            check_log_path(config, [], os.stat(config))
+        dangling = os.path.join(os.path.dirname(self.kb), "dangling.log")
+        os.symlink(os.path.join("no-such-dir", "x.log"), dangling)
+        with self.assertRaisesRegex(UsageError, "no-such-dir does not exist"):  # up front, not after the models load
+            check_log_path(dangling)
+
+    def run_script(self, argv, close=(), env=None):
+        """The script as a process, with the given file descriptors closed (>&-, 2>&-): (exit code, stdout, stderr)."""
+        env = {k: v for k, v in os.environ.items() if k not in CALLER_VARIABLES} | (env or {})
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), *argv], capture_output=True, timeout=120,
+                              env=env, stdin=subprocess.DEVNULL, preexec_fn=lambda: [os.close(fd) for fd in close])
+        return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+    def test_closed_or_narrow_standard_streams_give_one_line_not_a_traceback(self):
+        missing = os.path.join(os.path.dirname(self.kb), "absent-退款.json")
+        code, out, err = self.run_script(["--kb", missing], close=[1])  # >&-: the usage error as usual
+        self.assertEqual((code, out), (2, ""))
+        self.assertTrue(err.startswith("error: ") and len(err.splitlines()) == 1, err)
+        code, out, err = self.run_script(["--help"], close=[1])  # output to a closed stdout fails as a write does
+        self.assertEqual((code, err), (1, "error: cannot write to stdout (it is closed)\n"))
+        code, out, err = self.run_script(["--kb", missing], close=[2])  # 2>&-: the error is not mixed into stdout
+        self.assertEqual((code, out, err), (2, "", ""))
+        code, out, err = self.run_script(["--kb", missing], env={"PYTHONIOENCODING": "ascii"})
+        self.assertEqual(code, 2)
+        self.assertIn("absent-\\u9000\\u6b3e.json", err)  # escaped, not a UnicodeEncodeError
+        self.assertEqual(len(err.splitlines()), 1, err)
 
     def test_ctrl_c_while_numpy_loads(self):
         hook = ("import builtins, runpy, sys\n"
@@ -8070,7 +8192,35 @@ def run_tests():
     return 0 if failed == 0 else 1
 
 
+class ClosedStream:
+    """What stdout is when the shell closed it (>&-): each write fails as a write to a full disk does (WriteFailed:
+    one line, exit 1), not with an AttributeError on None."""
+
+    def write(self, text):
+        raise OSError("it is closed")
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
+def standard_streams():
+    """stdout and stderr as the run writes to them: a character their encoding lacks (PYTHONIOENCODING=ascii, a
+    path's undecodable byte) escaped, not a UnicodeEncodeError; a closed stderr (2>&-) is /dev/null, so an error never
+    lands among the results on stdout; a closed stdout is a ClosedStream."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")
+    if sys.stdout is None:
+        sys.stdout = ClosedStream()
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 if __name__ == "__main__":
+    standard_streams()
     status = main()
     try:
         sys.stdout.flush()
