@@ -5242,7 +5242,7 @@ def check_log_path(path, inputs=(), stdout=None):
     if not os.path.exists(path) and not os.access(parent, os.W_OK):
         raise UsageError(f"--log-conflicts {path}: not writable")
     try:
-        if os.path.exists(path):
+        if os.path.isfile(path):  # not a FIFO: opening and closing it would end its reader's input
             open(path, "a").close()  # the real test (os.access says yes to root for any file): appends nothing
     except OSError as e:
         raise UsageError(f"--log-conflicts {path}: not writable ({e.strerror or e})")
