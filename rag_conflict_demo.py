@@ -79,6 +79,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import unicodedata
 import unittest
@@ -5157,6 +5158,8 @@ def parse_args(argv):
         if value is not None and not value.strip():  # an unset shell variable: refused, never a silent default
             raise UsageError(f"{flag} needs {wanted}, got an empty one")
     args.given = ["--" + dest.replace("_", "-") for dest, value in vars(args).items() if value not in (None, False, [])]
+    if args.eval == BUILTIN and args.eval is not BUILTIN:  # typed, "builtin" is a file: named so in output and logs
+        args.eval = os.path.join(".", args.eval)
     args.embed_model = args.embed_model or os.environ.get("RAG_EMBED_MODEL") or Config.embed_model
     args.qa_model = args.qa_model or os.environ.get("RAG_QA_MODEL") or Config.qa_model
     args.threshold = Config.threshold if args.threshold is None else args.threshold
@@ -5177,12 +5180,15 @@ def setup_logging(quiet):
     log.setLevel(logging.ERROR if quiet else logging.INFO)
 
 
+LINE_BREAK_RE = re.compile("[\n\r\u2028\u2029]")  # what printable keeps (\n) or lets through, but ends a line
+
+
 def error(message, argv=None):
     """One line on stderr, red when stderr is a terminal and colour is allowed (not --no-color, not NO_COLOR)."""
     given = sys.argv[1:] if argv is None else argv
     no_color = any(len(a) > 4 and "--no-color".startswith(a) for a in given)  # argparse takes "--no-c" too
     paint = Painter(colour_wanted(no_color, sys.stderr))
-    one_line = printable(message.replace("\r", "\\r").replace("\n", "\\n"))  # a source_id may hold a newline
+    one_line = printable(LINE_BREAK_RE.sub(lambda m: repr(m[0])[1:-1], message))  # a source_id may hold a newline
     print(paint(f"error: {one_line}", "error"), file=sys.stderr)
 
 
@@ -5225,11 +5231,19 @@ def check_log_path(path, inputs=(), stdout=None):
         raise UsageError("--log-conflicts needs a file path, got an empty one")
     if os.path.isdir(path):
         raise UsageError(f"--log-conflicts {path}: is a directory")
-    real = os.path.realpath(path)  # a symbolic link is checked where it points
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass  # created on the first record
+    except OSError as e:  # a link to itself
+        raise UsageError(f"--log-conflicts {path}: not writable ({e.strerror or e})")
+    real = os.path.realpath(path)  # a symbolic link is checked where it points, and where it sits (a model snapshot's
+    placed = os.path.join(os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path))  # files are links)
     for flag, given in inputs:  # the same file by device and inode: another spelling, a symbolic or hard link
         if not given or not os.path.exists(given):
             continue
-        inside = os.path.isdir(given) and real.startswith(os.path.join(os.path.realpath(given), ""))
+        inside = os.path.isdir(given) and any(p.startswith(os.path.join(os.path.realpath(given), ""))
+                                              for p in (real, placed))
         if inside or (os.path.exists(path) and os.path.samefile(path, given)):
             raise UsageError(f"--log-conflicts {path}: is {'in' if inside else 'the same file as'} {flag} {given}; "
                              f"conflict records appended to it would corrupt it")
@@ -7232,6 +7246,8 @@ class TestOwnKnowledgeBase(unittest.TestCase):
              [], "its UTC offset moves it outside 0001-01-01 to 9999-12-31"),
             ("newline in a duplicate id", json.dumps(dict(doc0, source_id="a\nb")) + "\n"
              + json.dumps(dict(doc0, source_id="a\nb")), [], "duplicate source_id 'a\\nb' (first used by document 1)"),
+            ("line separator in a duplicate id", json.dumps(dict(doc0, source_id="a\u2028b"), ensure_ascii=False)
+             + "\n" + json.dumps(dict(doc0, source_id="a\u2028b")), [], "duplicate source_id 'a\\u2028b'"),
             ("huge version", json.dumps({"documents": [dict(doc0, version=10 ** 30)]}), [],
              "is neither an integer nor a dotted version"),
             ("huge integer in an ignored field", '{"documents": [\n {"source_id": "a", "content": "x", "n": '
@@ -7365,7 +7381,7 @@ class TestEval(unittest.TestCase):
         self.assertEqual((code, json.loads(out)["n"]), (0, 5), err)
         code, out, err = run_main(["--eval", "builtin", "--log-conflicts", "./builtin"])
         self.assertEqual((code, out), (2, ""))
-        self.assertIn("is the same file as --eval builtin", err)
+        self.assertIn("is the same file as --eval ./builtin", err)
         self.assertEqual(len(load_eval("builtin")), 5)  # the user's records, none appended
 
     def test_a_type_named_all_is_one_type_not_the_total(self):
@@ -7619,8 +7635,9 @@ class TestNothingLost(unittest.TestCase):
                 self.assertEqual(run_main(argv + ["--detector", "heuristic", "--quiet"])[0::2], (130, "interrupted\n"))
 
     def test_the_log_is_no_models_file_and_not_where_stdout_goes(self):
-        model = os.path.join(os.path.dirname(self.kb), "my-model")
-        os.mkdir(model)
+        tmp = os.path.dirname(self.kb)
+        model = os.path.join(tmp, "my-model")
+        os.makedirs(os.path.join(model, "blobs"))
         config = os.path.join(model, "config.json")
         with open(config, "w", encoding="utf-8") as f:
             f.write("{}")
@@ -7631,30 +7648,63 @@ class TestNothingLost(unittest.TestCase):
                 self.assertIn(f"is in {flags[0]} {model}", err)
         with unittest.mock.patch.dict(os.environ, {"RAG_EMBED_MODEL": model}):
             self.assertEqual(run_main(["--kb", self.kb, "--log-conflicts", config])[0], 2)
+        snapshot = os.path.join(tmp, "snapshot")  # a hub cache snapshot: its files are links into blobs/
+        os.mkdir(snapshot)
+        os.symlink(config, os.path.join(snapshot, "config.json"))
+        with self.assertRaisesRegex(UsageError, "is in --embed-model"):
+            check_log_path(os.path.join(snapshot, "config.json"), [("--embed-model", snapshot)])
         with open(config, encoding="utf-8") as f:
             self.assertEqual(f.read(), "{}")
-        with self.assertRaisesRegex(UsageError, "is the file stdout is written to"):  # --log-conflicts x > x
-            check_log_path(config, [], os.stat(config))
-        dangling = os.path.join(os.path.dirname(self.kb), "dangling.log")
-        os.symlink(os.path.join("no-such-dir", "x.log"), dangling)
-        with self.assertRaisesRegex(UsageError, "no-such-dir does not exist"):  # up front, not after the models load
-            check_log_path(dangling)
+        with open(self.log, "w", encoding="utf-8") as stdout:  # --log-conflicts x > x, as a process
+            done = subprocess.run([sys.executable, os.path.abspath(__file__), "--kb", self.kb, "--log-conflicts",
+                                   self.log], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("is the file stdout is written to", done.stderr)
 
-    def run_script(self, argv, close=(), env=None):
-        """The script as a process, with the given file descriptors closed (>&-, 2>&-): (exit code, stdout, stderr)."""
+    def test_a_log_that_cannot_be_opened_is_refused_up_front(self):
+        tmp = os.path.dirname(self.kb)
+        dangling, loop = os.path.join(tmp, "dangling.log"), os.path.join(tmp, "loop.log")
+        os.symlink(os.path.join("no-such-dir", "x.log"), dangling)
+        os.symlink(loop, loop)
+        for path, message in ((dangling, "no-such-dir does not exist"), (loop, "not writable")):
+            with self.subTest(path), self.assertRaisesRegex(UsageError, message):
+                check_log_path(path)  # exit 2 before the models load, not exit 1 after
+        with open(self.log, "w", encoding="utf-8"):
+            pass
+        with unittest.mock.patch("builtins.open", side_effect=PermissionError(13, "Permission denied")), \
+                self.assertRaisesRegex(UsageError, r"not writable \(Permission denied\)"):
+            check_log_path(self.log)  # as root, os.access says yes to a file open() refuses (/proc/version)
+        fifo = os.path.join(tmp, "fifo")
+        os.mkfifo(fifo)
+        checking = threading.Thread(target=check_log_path, args=(fifo,), daemon=True)
+        checking.start()
+        checking.join(10)
+        opened = checking.is_alive()  # blocked opening it: a reader's input would have ended with our close
+        if opened:
+            with open(fifo, encoding="utf-8"):  # unblock the thread
+                pass
+        self.assertFalse(opened)
+
+    def run_script(self, argv, close="", env=None):
+        """The script as a process, with stdout (">&-") or stderr ("2>&-") closed: (exit code, stdout, stderr)."""
         env = {k: v for k, v in os.environ.items() if k not in CALLER_VARIABLES} | (env or {})
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), *argv], capture_output=True, timeout=120,
-                              env=env, stdin=subprocess.DEVNULL, preexec_fn=lambda: [os.close(fd) for fd in close])
+        command = [sys.executable, os.path.abspath(__file__), *argv]
+        done = subprocess.run(["sh", "-c", f'exec "$@" {close}', "sh", *command] if close else command,
+                              capture_output=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
         return done.returncode, done.stdout.decode(), done.stderr.decode()
 
     def test_closed_or_narrow_standard_streams_give_one_line_not_a_traceback(self):
-        missing = os.path.join(os.path.dirname(self.kb), "absent-退款.json")
-        code, out, err = self.run_script(["--kb", missing], close=[1])  # >&-: the usage error as usual
+        missing = os.path.join(os.path.dirname(self.kb), "absent-\u9000\u6b3e.json")
+        try:
+            os.fsencode(missing)
+        except UnicodeEncodeError:
+            self.skipTest("the file system encoding cannot name the test's file")
+        code, out, err = self.run_script(["--kb", missing], close=">&-")  # the usage error as usual
         self.assertEqual((code, out), (2, ""))
         self.assertTrue(err.startswith("error: ") and len(err.splitlines()) == 1, err)
-        code, out, err = self.run_script(["--help"], close=[1])  # output to a closed stdout fails as a write does
+        code, out, err = self.run_script(["--help"], close=">&-")  # output to a closed stdout fails as a write does
         self.assertEqual((code, err), (1, "error: cannot write to stdout (it is closed)\n"))
-        code, out, err = self.run_script(["--kb", missing], close=[2])  # 2>&-: the error is not mixed into stdout
+        code, out, err = self.run_script(["--kb", missing], close="2>&-")  # the error is not mixed into stdout
         self.assertEqual((code, out, err), (2, "", ""))
         code, out, err = self.run_script(["--kb", missing], env={"PYTHONIOENCODING": "ascii"})
         self.assertEqual(code, 2)
