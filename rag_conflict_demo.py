@@ -7661,6 +7661,7 @@ class TestNothingLost(unittest.TestCase):
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn("is the file stdout is written to", done.stderr)
 
+    @unittest.skipUnless(os.name == "posix", "needs POSIX links, FIFOs and sh")
     def test_a_log_that_cannot_be_opened_is_refused_up_front(self):
         tmp = os.path.dirname(self.kb)
         dangling, loop = os.path.join(tmp, "dangling.log"), os.path.join(tmp, "loop.log")
@@ -7693,6 +7694,7 @@ class TestNothingLost(unittest.TestCase):
                               capture_output=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
         return done.returncode, done.stdout.decode(), done.stderr.decode()
 
+    @unittest.skipUnless(os.name == "posix", "needs POSIX links, FIFOs and sh")
     def test_closed_or_narrow_standard_streams_give_one_line_not_a_traceback(self):
         missing = os.path.join(os.path.dirname(self.kb), "absent-\u9000\u6b3e.json")
         try:
