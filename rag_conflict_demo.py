@@ -37,6 +37,7 @@ Usage:
                                                                     (with 95% bootstrap intervals)
   rag_conflict_demo.py --embed-model DIR --qa-model DIR             local model copies (offline)
   rag_conflict_demo.py --reader sentence                            the built-in reader, no QA model
+  import rag_conflict_demo   build_index, make_detector, retrieve_and_detect, resolve_by_kind (README: from Python)
 
 Environment: RAG_EMBED_MODEL, RAG_QA_MODEL, RAG_NLI_MODEL name the models and RAG_READER the reader, like the
 flags do (the flags win).
@@ -3066,9 +3067,9 @@ def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=Non
     """Embed every document once, as passages the embedder reads whole (passages_of), in batches of batch_size;
     vectors are L2-normalised rows. A document within passage_chars is one passage, its text unchanged."""
     docs = tuple(docs)
-    seen = collections.Counter(d.source_id for d in docs)
-    if seen and max(seen.values()) > 1:  # resolution drops documents by source_id: a namesake would go too
-        raise ValueError(f"duplicate source_id {next(k for k, n in seen.items() if n > 1)!r}: each must be unique")
+    twice = next((k for k, n in collections.Counter(d.source_id for d in docs).items() if n > 1), None)
+    if twice is not None:  # resolution drops documents by source_id: a namesake would go too
+        raise ValueError(f"duplicate source_id {twice!r}: each must be unique")
     parts = [passages_of(d.content, passage_chars) for d in docs]
     starts = np.cumsum([0] + [len(p) for p in parts])
     return Index(docs, embed_in_batches(embed, [x for p in parts for x in p], batch_size, progress), starts)
@@ -4146,16 +4147,18 @@ def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None):
 
 
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # C0, C1, bidi; not \t \n
+LINE_BREAK_RE = re.compile(CONTROL_RE.pattern[:-1] + "\n\u2028\u2029]")  # the same and every line break
 
 
-def printable(text):
+def printable(text, one_line=False):
     r"""text with its control characters written as escapes, so a title or a document cannot clear the screen, move the
-    cursor, recolour or reorder the terminal; tab and newline stay.
+    cursor, recolour or reorder the terminal; tab and newline stay, unless one_line (an error line: every line break,
+    U+2028 and U+2029 too, escaped).
 
-    >>> printable("T\x1b[2J\u202e")
-    'T\\x1b[2J\\u202e'
+    >>> printable("T\x1b[2J\u202e"), printable("a\nb\u2028c", one_line=True)
+    ('T\\x1b[2J\\u202e', 'a\\nb\\u2028c')
     """
-    return CONTROL_RE.sub(lambda m: repr(m[0])[1:-1], text)
+    return (LINE_BREAK_RE if one_line else CONTROL_RE).sub(lambda m: repr(m[0])[1:-1], text)
 
 
 def reader_name(read):
@@ -4498,17 +4501,16 @@ def bootstrap_intervals(outcomes, records=None, resamples=EVAL_RESAMPLES, seed=0
     >>> bootstrap_intervals(["tp"] * 20 + ["tn"] * 20)["mcc"]
     [1.0, 1.0]
     """
-    cells = ("tp", "fp", "fn", "tn")
     ids = {r: n for n, r in enumerate(dict.fromkeys(records or range(len(outcomes))))}
     if len(ids) < 2:
         return {}
-    counts = np.zeros((len(ids), len(cells)), dtype=np.int64)  # (records, 4): each record's confusion counts
+    counts = np.zeros((len(ids), len(CELLS)), dtype=np.int64)  # (records, 4): each record's confusion counts
     for record, outcome in zip(records or range(len(outcomes)), outcomes, strict=True):
-        counts[ids[record], cells.index(outcome)] += 1
+        counts[ids[record], CELLS.index(outcome)] += 1
     rng = np.random.default_rng(seed)
     # one resample at a time: how often each record was drawn, times its counts (memory: one row of records)
     sums = [np.bincount(rng.integers(0, len(ids), len(ids)), minlength=len(ids)) @ counts for _ in range(resamples)]
-    scores = [confusion_scores(dict(zip(cells, map(int, row)))) for row in sums]
+    scores = [confusion_scores(dict(zip(CELLS, map(int, row)))) for row in sums]
     tails = [50 * (1 - EVAL_CONFIDENCE), 100 - 50 * (1 - EVAL_CONFIDENCE)]  # percentiles: 2.5 and 97.5
     result = {}
     for key in ("precision", "recall", "f1", "mcc"):
@@ -5146,7 +5148,8 @@ def parse_args(argv):
                    f"detectors gate on relevance to the question instead (default {Config.threshold})")
     p.add_argument("--json", action="store_true", help="JSON Lines on stdout, one object per question")
     p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH; "
-                   "with --eval, one per labelled pair: its label, the verdict, the outcome (tp/fp/fn/tn)")
+                   "with --eval, one per labelled pair: its label, the verdict, the outcome (tp/fp/fn/tn); never "
+                   "an input's file, a local model's, or the file stdout goes to")
     p.add_argument("--detector", choices=DETECTORS,
                    help="article: the two original heuristics; heuristic: question-aware, no reader; full: "
                    f"heuristic plus the reader run on each document (default {Config.detector})")
@@ -5193,16 +5196,12 @@ def setup_logging(quiet):
     log.setLevel(logging.ERROR if quiet else logging.INFO)
 
 
-LINE_BREAK_RE = re.compile("[\n\r\u2028\u2029]")  # what printable keeps (\n) or lets through, but ends a line
-
-
 def error(message, argv=None):
     """One line on stderr, red when stderr is a terminal and colour is allowed (not --no-color, not NO_COLOR)."""
     given = sys.argv[1:] if argv is None else argv
     no_color = any(len(a) > 4 and "--no-color".startswith(a) for a in given)  # argparse takes "--no-c" too
     paint = Painter(colour_wanted(no_color, sys.stderr))
-    one_line = printable(LINE_BREAK_RE.sub(lambda m: repr(m[0])[1:-1], message))  # a source_id may hold a newline
-    print(paint(f"error: {one_line}", "error"), file=sys.stderr)
+    print(paint(f"error: {printable(message, one_line=True)}", "error"), file=sys.stderr)  # an id may hold "\n"
 
 
 def note(message):
@@ -5238,16 +5237,16 @@ def needs_newline(path):
 
 def check_log_path(path, inputs=(), stdout=None):
     """--log-conflicts must name a file we can append to, and none of the inputs ((flag, path) pairs; a directory
-    stands for every file in it, as a local model's does), nor the file stdout is redirected to: records appended to
-    a knowledge base or a model's config would break it. Checked before any work is done."""
+    stands for every file in it, as a local model's does), nor the file stdout is redirected to (stdout: its
+    os.stat): records appended to a knowledge base or a model's config would break it. Checked before any work."""
     if not path.strip():
         raise UsageError("--log-conflicts needs a file path, got an empty one")
     if os.path.isdir(path):
         raise UsageError(f"--log-conflicts {path}: is a directory")
     try:
-        os.stat(path)
+        st = os.stat(path)
     except FileNotFoundError:
-        pass  # created on the first record
+        st = None  # created on the first record
     except OSError as e:  # a link to itself
         raise UsageError(f"--log-conflicts {path}: not writable ({e.strerror or e})")
     real = os.path.realpath(path)  # a symbolic link is checked where it points, and where it sits (a model snapshot's
@@ -5257,22 +5256,22 @@ def check_log_path(path, inputs=(), stdout=None):
             continue
         inside = os.path.isdir(given) and any(p.startswith(os.path.join(os.path.realpath(given), ""))
                                               for p in (real, placed))
-        if inside or (os.path.exists(path) and os.path.samefile(path, given)):
+        if inside or (st is not None and os.path.samestat(st, os.stat(given))):
             raise UsageError(f"--log-conflicts {path}: is {'in' if inside else 'the same file as'} {flag} {given}; "
                              f"conflict records appended to it would corrupt it")
-    if stdout is not None and os.path.exists(path) and os.path.samestat(os.stat(path), stdout):
+    if st is not None and stdout is not None and os.path.samestat(st, stdout):
         raise UsageError(f"--log-conflicts {path}: is the file stdout is written to; the two would overwrite each "
                          f"other's lines")
     parent = os.path.dirname(real)
     if not os.path.isdir(parent):
         raise UsageError(f"--log-conflicts {path}: directory {parent} does not exist")
-    if not os.path.exists(path) and not os.access(parent, os.W_OK):
+    if st is None and not os.access(parent, os.W_OK):
         raise UsageError(f"--log-conflicts {path}: not writable")
-    try:
-        if os.path.isfile(path):  # not a FIFO: opening and closing it would end its reader's input
+    if st is not None and stat.S_ISREG(st.st_mode):  # not a FIFO: opening and closing it would end its reader's input
+        try:
             open(path, "a").close()  # the real test (os.access says yes to root for any file): appends nothing
-    except OSError as e:
-        raise UsageError(f"--log-conflicts {path}: not writable ({e.strerror or e})")
+        except OSError as e:
+            raise UsageError(f"--log-conflicts {path}: not writable ({e.strerror or e})")
 
 
 def stdout_stat():
@@ -5370,10 +5369,9 @@ def read_inputs(args):
     if "--qa-model" in args.given and args.reader == "sentence":
         raise UsageError("--reader sentence does not use --qa-model: it reads with the embedder alone")
     if args.log_conflicts is not None:
-        models = [(f"--{name}", given) for name, given in (("embed-model", args.embed_model),
-                                                            ("qa-model", args.qa_model), ("nli", args.nli))]
-        check_log_path(args.log_conflicts, [("--kb", args.kb), ("--eval", args.eval is not BUILTIN and args.eval)]
-                       + models, stdout_stat())
+        inputs = [("--kb", args.kb), ("--eval", args.eval is not BUILTIN and args.eval),
+                  ("--embed-model", args.embed_model), ("--qa-model", args.qa_model), ("--nli", args.nli)]
+        check_log_path(args.log_conflicts, inputs, stdout_stat())
     if args.eval:
         return load_eval(args.eval, BUILTIN_PAIRS if args.eval is BUILTIN else None)
     if args.scan:
