@@ -102,6 +102,17 @@ log.addHandler(logging.NullHandler())  # imported as a library: its warnings go 
 # ------------------------------------------------------------------------------------------------------------------
 # Configuration
 
+READERS = ("auto", "qa", "sentence")
+DETECTORS = ("article", "heuristic", "full")
+STRATEGY_NAMES = ("kind", "recency")
+# Config fields checked on construction: sizes (of a batch, a loop, a slice: 0 would loop forever or read nothing)
+# and shares (cosines, ratios, probabilities compared against scores in [0, 1]).
+CONFIG_SIZES = ("top_k", "max_answer_tokens", "max_seq_len", "max_question_tokens", "doc_stride", "reader_batch",
+                "embed_batch", "passage_chars", "answer_width", "table_width", "answer_sentences", "scan_chunk",
+                "scan_shown", "bench_repeats")
+CONFIG_SHARES = ("threshold", "rel_tol", "slot_min_ratio", "relevance_gate", "pair_gate", "swap_min_ratio",
+                 "swap_spelling", "reader_min_confidence", "nli_threshold", "claim_support_share")
+
 
 @dataclass(frozen=True)
 class Config:
@@ -173,6 +184,25 @@ class Config:
     bench_repeats: int = 7  # timed runs per k; the median is reported
     bench_scan_sizes: tuple = (1000, 10000)  # corpus sizes of the --bench scan
     strategy: str = "kind"  # 'kind' (superseded / disputed) | 'recency' (the article's policy)
+
+    def __post_init__(self):
+        """A value no run could use fails here, naming the field, not at the first conflict or batch that reads it.
+
+        >>> Config(strategy="newest")
+        Traceback (most recent call last):
+        ValueError: Config.strategy must be one of kind, recency, got 'newest'
+        """
+        for name, choices in (("reader", READERS), ("detector", DETECTORS), ("strategy", STRATEGY_NAMES)):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"Config.{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
+        for name in CONFIG_SIZES:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"Config.{name} must be a positive integer, got {value!r}")
+        for name in CONFIG_SHARES:
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"Config.{name} must be a number in [0, 1], got {value!r}")
 
 
 DEFAULT_CONFIG = Config()
@@ -3067,6 +3097,8 @@ def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=Non
     """Embed every document once, as passages the embedder reads whole (passages_of), in batches of batch_size;
     vectors are L2-normalised rows. A document within passage_chars is one passage, its text unchanged."""
     docs = tuple(docs)
+    if not docs:
+        raise ValueError("build_index: no documents to index")
     twice = next((k for k, n in collections.Counter(d.source_id for d in docs).items() if n > 1), None)
     if twice is not None:  # resolution drops documents by source_id: a namesake would go too
         raise ValueError(f"duplicate source_id {twice!r}: each must be unique")
@@ -3475,7 +3507,6 @@ def reader_disagreement(x, y, cfg):
     return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
 
 
-DETECTORS = ("article", "heuristic", "full")
 
 
 def make_detector(name, cfg, embed, read_alone=None, nli=None, sentences=None):
@@ -3828,9 +3859,9 @@ def is_local_path(name):
 def packaged_model_path(module, sha256):
     """The model directory the package installs, once its model.safetensors hashes to sha256; None when the
     package is not installed; ModelUnavailable when the weights differ (never a silent load of other weights)."""
-    if importlib.util.find_spec(module) is None:
+    path = packaged_model_dir(module)
+    if path is None:
         return None
-    path = str(importlib.import_module(module).get_model_path())
     weights = os.path.join(path, "model.safetensors")
     digest = hashlib.sha256()
     try:
@@ -3844,6 +3875,13 @@ def packaged_model_path(module, sha256):
         raise ModelUnavailable(f"packaged model file '{weights}' has SHA-256 {digest.hexdigest()}, not the hub's "
                                f"{sha256}; reinstall {module.replace('_', '-')}")
     return path
+
+
+def packaged_model_dir(module):
+    """Where the package installs its model (unchecked), or None when it is not installed. Light: no hashing."""
+    if importlib.util.find_spec(module) is None:
+        return None
+    return str(importlib.import_module(module).get_model_path())
 
 
 def require_libraries():
@@ -4450,6 +4488,8 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
     progress(label) -> callable(done, total), or None: how each stage reports its progress (the CLI's Progress).
     on_pair((pair, report, outcome)), or None: called as each pair is scored (--eval --log-conflicts).
     """
+    if not pairs:
+        raise ValueError("evaluate: no pairs to score")
     stage = progress or (lambda label: None)
     parts = {d.content: passages_of(d.content, passage_chars) for p in pairs for d in (p.a, p.b)}
     texts = sorted({x for passages in parts.values() for x in passages} | {p.question for p in pairs})
@@ -5038,7 +5078,8 @@ TYPE_WIDTH = 26  # the --eval table's type column ("correct_vs_correct_other_ent
 
 
 def render_eval(result, label):
-    """The --eval table: overall, then one row per type."""
+    """The --eval table: overall, then one row per type (a type named "all" shown as "all (type)", apart from the
+    overall row)."""
     head = f"{'type':<{TYPE_WIDTH}} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
 
     def row(name, r):
@@ -5047,7 +5088,7 @@ def render_eval(result, label):
         return f"{pad(clip(printable(name), TYPE_WIDTH), TYPE_WIDTH)} {counts} {cells}"
     lines = [f"{printable(label)}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection only)",
              head, row("all", result), "-" * len(head)]
-    lines += [row(name, r) for name, r in result["by_type"].items()]
+    lines += [row("all (type)" if name == "all" else name, r) for name, r in result["by_type"].items()]
     names = {"precision": "Precision", "recall": "Recall", "f1": "F1", "mcc": "MCC"}
     spans = [f"{names[k]} {lo:.3f} to {hi:.3f}" for k, (lo, hi) in result.get("interval", {}).items() if k in names]
     if spans:
@@ -5108,9 +5149,6 @@ def unit_float(text):
 NLI_DEFAULT = "cross-encoder/nli-deberta-v3-small"
 
 
-READERS = ("auto", "qa", "sentence")
-
-
 class BuiltinSet(str):
     """The value of --eval without PATH: printed as 'builtin', but told apart by identity, so it is no path a user
     can type (--eval builtin reads a file of that name, and a log may be that file only when it is not read)."""
@@ -5149,11 +5187,11 @@ def parse_args(argv):
     p.add_argument("--json", action="store_true", help="JSON Lines on stdout, one object per question")
     p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH; "
                    "with --eval, one per labelled pair: its label, the verdict, the outcome (tp/fp/fn/tn); never "
-                   "an input's file, a local model's, or the file stdout goes to")
+                   "an input's file, a model's, or the file stdout goes to")
     p.add_argument("--detector", choices=DETECTORS,
                    help="article: the two original heuristics; heuristic: question-aware, no reader; full: "
                    f"heuristic plus the reader run on each document (default {Config.detector})")
-    p.add_argument("--strategy", choices=("kind", "recency"),
+    p.add_argument("--strategy", choices=STRATEGY_NAMES,
                    help="kind: keep the newest of superseded clusters, UNCERTAIN for disputed ones; recency: the "
                    f"article's keep-the-newest (default {Config.strategy})")
     p.add_argument("--nli", nargs="?", const=NLI_DEFAULT, metavar="MODEL",
@@ -5371,6 +5409,8 @@ def read_inputs(args):
     if args.log_conflicts is not None:
         inputs = [("--kb", args.kb), ("--eval", args.eval is not BUILTIN and args.eval),
                   ("--embed-model", args.embed_model), ("--qa-model", args.qa_model), ("--nli", args.nli)]
+        inputs += [(f"the model installed for {name} at", packaged_model_dir(PACKAGED_MODELS[name][0]))
+                   for name in (args.embed_model, args.qa_model, args.nli) if name in PACKAGED_MODELS]
         check_log_path(args.log_conflicts, inputs, stdout_stat())
     if args.eval:
         return load_eval(args.eval, BUILTIN_PAIRS if args.eval is BUILTIN else None)
@@ -7323,6 +7363,31 @@ class TestAsALibrary(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "duplicate source_id 'kb-1'"):
             build_index(docs, fake_embed)
 
+    def test_a_config_no_run_could_use_fails_when_made(self):
+        for fields, message in (({"strategy": "newest"}, "Config.strategy must be one of kind, recency, got 'newest'"),
+                                ({"detector": "Heuristic"}, "Config.detector must be one of"),
+                                ({"reader": "QA"}, "Config.reader must be one of"),
+                                ({"top_k": 0}, "Config.top_k must be a positive integer, got 0"),
+                                ({"embed_batch": True}, "Config.embed_batch must be a positive integer, got True"),
+                                ({"scan_chunk": 2.5}, "Config.scan_chunk must be a positive integer"),
+                                ({"threshold": 1.5}, r"Config.threshold must be a number in \[0, 1\], got 1.5"),
+                                ({"relevance_gate": "0.3"}, "Config.relevance_gate must be a number")):
+            with self.subTest(fields), self.assertRaisesRegex(ValueError, message):
+                Config(**fields)
+            with self.subTest(fields), self.assertRaisesRegex(ValueError, message):
+                replace(DEFAULT_CONFIG, **fields)
+        edge = Config(strategy="recency", detector="full", reader="qa", top_k=1, threshold=0.0, pair_gate=1)
+        self.assertEqual((edge.top_k, edge.threshold), (1, 0.0))  # the ends of each range are values
+        self.assertEqual(tuple(STRATEGIES), STRATEGY_NAMES)  # the names Config accepts are the ones resolve() knows
+
+    def test_nothing_to_index_or_score_is_said_so(self):
+        with self.assertRaisesRegex(ValueError, "build_index: no documents to index"):
+            build_index([], fake_embed)
+        with self.assertRaisesRegex(ValueError, "evaluate: no pairs to score"):
+            evaluate([], make_detector("heuristic", DEFAULT_CONFIG, fake_embed), fake_embed)
+        one = build_index([Document("kb-1", "Policy", "2024-01-01", "Refunds within 14 days.")], fake_embed)
+        self.assertEqual(one.passages, 1)
+
     def test_paths_may_be_pathlib_paths_and_importing_prints_nothing(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "kb.json")
@@ -7432,6 +7497,10 @@ class TestEval(unittest.TestCase):
         result = json.loads(out)
         self.assertEqual((result["n"], result["tp"], result["tn"]), (2, 1, 1))
         self.assertEqual((result["by_type"]["all"]["n"], result["by_type"]["format_equiv"]["n"]), (1, 1))
+        code, out, err = run_main(["--eval", self.write(records), "--detector", "heuristic", "--no-color"])
+        self.assertEqual(code, 0, err)
+        first = [line.split()[:2] for line in out.splitlines()[1:]]
+        self.assertEqual([row for row in first if row[0] == "all"], [["all", "2"], ["all", "(type)"]])  # total, type
 
     def test_line_separators_inside_a_json_string_do_not_end_its_line(self):
         text = "Acme revenue was $4.2M.\u2028Figures are audited.\x85"  # raw, as ensure_ascii=False writes them
@@ -7696,6 +7765,18 @@ class TestNothingLost(unittest.TestCase):
             check_log_path(os.path.join(snapshot, "config.json"), [("--embed-model", snapshot)])
         with open(config, encoding="utf-8") as f:
             self.assertEqual(f.read(), "{}")
+        with open(os.path.join(tmp, "fake_packaged_model.py"), "w") as f:  # the default model's installed copy
+            f.write(f"def get_model_path():\n    return {model!r}\n")
+        self.addCleanup(sys.modules.pop, "fake_packaged_model", None)
+        with unittest.mock.patch.object(sys, "path", [tmp] + sys.path), \
+                unittest.mock.patch.dict(PACKAGED_MODELS, {"nobody/packaged-xyz": ("fake_packaged_model", "0" * 64)}):
+            code, out, err = run_main(["--kb", self.kb, "--log-conflicts", config, "--embed-model",
+                                       "nobody/packaged-xyz"])
+            self.assertEqual((code, out), (2, ""))
+            self.assertIn(f"is in the model installed for nobody/packaged-xyz at {model}", err)
+            code, _, err = run_main(["--kb", self.kb, "--log-conflicts", self.log, "--embed-model",
+                                     "nobody/packaged-xyz"])
+            self.assertEqual(code, 0, err)  # near miss: a log beside it, not in it
         with open(self.log, "w", encoding="utf-8") as stdout:  # --log-conflicts x > x, as a process
             done = subprocess.run([sys.executable, os.path.abspath(__file__), "--kb", self.kb, "--log-conflicts",
                                    self.log], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
@@ -8101,7 +8182,7 @@ class TestIntegration(unittest.TestCase):
             judge = NLIJudge(path, replace(self.cfg, nli_threshold=0.0))  # any probability fires: a random model
             finding = judge.judge(["The beacon is ACTIVE."], ["The beacon is INACTIVE."])
             self.assertEqual(finding.kind, "nli")
-            self.assertIsNone(NLIJudge(path, replace(self.cfg, nli_threshold=1.01)).judge(["a"], ["b"]))
+            self.assertIsNone(NLIJudge(path, replace(self.cfg, nli_threshold=1.0)).judge(["a"], ["b"]))  # p < 1
             code, out, _ = run_main(["--json", "--nli", path, "--embed-model", self.cfg.embed_model,
                                      "--question", SCENARIOS[3][1]], fakes=False, read=fake_read)
             self.assertEqual(code, 0)
