@@ -2846,6 +2846,19 @@ PREDICATE_ALIASES_RAW = {
 PREDICATE_ALIASES = {_stem(verb): frozenset(map(_stem, aliases)) for verb, aliases in PREDICATE_ALIASES_RAW.items()}
 
 
+def _is_heading(words: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
+    """A title-case line: at least name_heading_words words and no lowercase content word. A token with a digit
+    ("150th", "2023") is no content word, though str.islower calls "150th" lowercase.
+
+    >>> _is_heading(_WORD_RE.findall("Cameron Smith Overtakes Rory McIlroy to Win the 150th British Open"))
+    True
+    >>> _is_heading(_WORD_RE.findall("Cameron Smith won the 150th British Open at St Andrews"))
+    False
+    """
+    return len(words) >= cfg.name_heading_words and not any(
+        w.islower() and not any(c.isdigit() for c in w) and w not in STOPWORDS for w in words)
+
+
 def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str],
                cfg: Config = DEFAULT_CONFIG) -> frozenset[str]:
     """Names (as extract_names gives them) within `window` words of a predicate word of the question or an alias.
@@ -2855,7 +2868,7 @@ def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str],
     """
     wanted = preds | {alias for p in preds for alias in PREDICATE_ALIASES.get(p, ())}
     original = _WORD_RE.findall(sentence)
-    if len(original) >= cfg.name_heading_words and not any(w.islower() and w not in STOPWORDS for w in original):
+    if _is_heading(original, cfg):
         return frozenset()  # a title-case heading ("Cameron Smith Overtakes Rory McIlroy to Win"): no slot to read
     words = [_strip_possessive(w.lower()) for w in original]
     stems = [_stem(SYNONYMS.get(w, w)) for w in words]  # "chief" answers "Who is the CEO?"
@@ -6158,6 +6171,21 @@ class TestIssue9(unittest.TestCase):
         f = compare_answers("What position did he play?", ["He played as a Defender for the club until 1990."],
                             ["He played as a Forward for the club until 1990."])
         self.assertEqual(f.evidence, ("Defender", "Forward"))
+
+    def test_class4_digit_headline_is_no_slot(self):
+        """A title-case headline stays a heading when it holds an ordinal ("150th"): its capitalised words are no
+        answer, so the other side's name, which it also holds, agrees."""
+        q = "Who won the last open at st andrews?"
+        heading = "Cameron Smith Overtakes Rory McIlroy to Win the 150th British Open."
+        self.assertIsNone(compare_answers(q, ["Cameron Smith won the Open on the Old Course."], [heading]))
+        self.assertEqual(slot_names(heading, question_words(q), frozenset({"win"})), frozenset())
+
+    def test_class4_digit_sentence_still_has_a_slot(self):
+        """Near miss: a real sentence with an ordinal keeps its slot, and two different winners still conflict."""
+        q = "Who won the last open at st andrews?"
+        f = compare_answers(q, ["Cameron Smith won the 150th Open at St Andrews."],
+                            ["Tiger Woods won the 150th Open at St Andrews."])
+        self.assertEqual(f.kind, "name")
 
     def test_class1_swap_near_misses(self):
         same = "Pellucid Labs raised {} in seed funding this year."
