@@ -2667,8 +2667,33 @@ def _sentence_anchors(sentence: str, qwords: frozenset[str], kinds: frozenset[st
     return tuple(rows)
 
 
+def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
+    """Units of the counts the question asks for ("How many moons?") that the sentences state with their number.
+
+    >>> sorted(counted_units(["Jupiter has 95 moons and 4 rings."], frozenset({"how", "many", "moons"})))
+    ['moons']
+    """
+    plurals = _plurals(qwords)
+    return frozenset(v.unit for s in sentences for v in _cached_values(s)
+                     if v.kind == "quantity" and v.unit and _plural(v.unit) in plurals)
+
+
+def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
+    """A bare number in a sentence that names exactly one of the asked-for counted nouns counts that noun: "The
+    number of moons is 95" meets "Jupiter has 95 moons"; with two such nouns in it, the number stays bare.
+
+    >>> _counted_bare("The number of moons is 95.", extract_values("95")[0], frozenset({"moons"})).unit
+    'moons'
+    """
+    if v.kind != "quantity" or v.unit or not units:
+        return v
+    named = units & {_plural(w.lower()) for w in _WORD_RE.findall(sentence)}
+    return replace(v, unit=next(iter(named))) if len(named) == 1 else v
+
+
 def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozenset[str], cfg: Config,
-                   kinds: frozenset[str], event_years: bool) -> list[tuple[Value, frozenset[str], tuple[str, ...]]]:
+                   kinds: frozenset[str], event_years: bool,
+                   units: frozenset[str] = frozenset()) -> list[tuple[Value, frozenset[str], tuple[str, ...]]]:
     """(value, event words, measured phrase) for one side; of a key with several amounts, only the values anchored to
     a predicate word of the question, none when no value is.
 
@@ -2676,7 +2701,7 @@ def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozense
     ...                DEFAULT_CONFIG, TEMPORAL_KINDS, False)
     []
     """
-    rows = [(v, events, phrase, bool(stems & preds)) for s in sentences
+    rows = [(_counted_bare(s, v, units), events, phrase, bool(stems & preds)) for s in sentences
             for v, events, phrase, stems in _sentence_anchors(s, qwords, kinds, event_years, cfg.value_anchor_window,
                                                               cfg.event_window)]
     plurals = _plurals(qwords) if rows else frozenset()
@@ -2702,7 +2727,8 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
     if not all(any(v.kind in kinds for s in side for v in _cached_values(s)) for side in (a, b)):
         return None  # a side with no value of the kinds: nothing to compare (and the hot path skips the rest)
     preds = predicate_words(a + b, qwords)
-    va, vb = (_anchored_side(side, qwords, preds, cfg, kinds, event_years) for side in (a, b))
+    units = counted_units(a + b, qwords) if "quantity" in kinds else frozenset()  # "How many moons?": "95" of them
+    va, vb = (_anchored_side(side, qwords, preds, cfg, kinds, event_years, units) for side in (a, b))
     for key in sorted({_value_key(v) for v, *_ in va} & {_value_key(v) for v, *_ in vb}):
         pairs = [(x, y) for x, ex, px in va for y, ey, py in vb
                  if _value_key(x) == key == _value_key(y) and _comparable(x, y) and not _phrases_clash(px, py)
@@ -6338,6 +6364,18 @@ class TestIssue9(unittest.TestCase):
         a = ["The Orrin bridge was built in 1874; it was repaired in 1912, 1959 and 1976."]
         self.assertIsNone(compare_answers(q, a, ["The Orrin bridge was built in 1874."]))
         self.assertIsNotNone(compare_answers(q, a, ["The Orrin bridge was built in 1881."]))
+
+    def test_class3_a_bare_number_counts_the_asked_noun_its_sentence_names(self):
+        q = "How many moons does Jupiter have?"
+        f = compare_answers(q, ["The number of moons of Jupiter is 95."], ["Jupiter has 80 moons."])
+        self.assertEqual((f.kind, f.evidence), ("value", ("95", "80 moons")))
+        self.assertIsNone(compare_answers(q, ["The number of moons of Jupiter is 95."], ["Jupiter has 95 moons."]))
+        # near misses: a sentence naming two of the asked nouns leaves its number bare, and so does one naming none
+        q = "How many moons and rings does Jupiter have?"
+        self.assertIsNone(compare_answers(q, ["Its tally of moons and rings is 99."],
+                                          ["Jupiter has 95 moons and 4 rings."]))
+        self.assertIsNone(compare_answers("How many moons does Jupiter have?", ["Jupiter's score was 95."],
+                                          ["Jupiter has 80 moons."]))
 
     def test_class4_name_in_the_answer_slot(self):
         q = "Who plays the chef in Kitchen Rules?"
