@@ -3392,6 +3392,10 @@ class ConflictDetector:
         embedding) for the question-aware detector, which the article's signals ignore."""
         if not len(docs):
             return ConflictReport()
+        shape = np.shape(vectors)
+        if len(shape) != 2 or shape[0] != len(docs):  # a row short would pair a document with another's vector
+            raise ValueError(f"detect: vectors must be (k, dim) with one row per document, got shape {shape} for "
+                             f"{len(docs)} documents")
         vectors = normalise(vectors)
         sims = vectors @ vectors.T  # (k, k): every pair's topic similarity in one product
         views = self.features(docs, question, question_vector)
@@ -7445,6 +7449,15 @@ class TestAsALibrary(unittest.TestCase):
         edge = Config(strategy="recency", detector="full", reader="qa", top_k=1, threshold=0.0, pair_gate=1)
         self.assertEqual((edge.top_k, edge.threshold), (1, 0.0))  # the ends of each range are values
         self.assertEqual(tuple(STRATEGIES), STRATEGY_NAMES)  # the names Config accepts are the ones resolve() knows
+
+    def test_detect_wants_one_vector_per_document(self):
+        docs = [Document("a", "A", "2024-01-01", "Refunds within 30 days."),
+                Document("b", "B", "2024-02-01", "Refunds within 14 days.")]
+        detector, vectors = make_detector("heuristic", DEFAULT_CONFIG, fake_embed), fake_embed([d.content for d in docs])
+        for wrong in (vectors[:1], vectors[0], np.vstack([vectors, vectors[:1]])):
+            with self.subTest(wrong.shape), self.assertRaisesRegex(ValueError, "one row per document, got shape"):
+                detector.detect(docs, wrong, "How long is the refund window?")
+        self.assertTrue(detector.detect(docs, vectors.tolist(), "How long is the refund window?").has_conflict)
 
     def test_nothing_to_index_or_score_is_said_so(self):
         with self.assertRaisesRegex(ValueError, "build_index: no documents to index"):
