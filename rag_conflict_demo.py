@@ -789,6 +789,8 @@ class Value:
     period: str    # 'Q3', 'Q4-2023', 'FY2023', 'H1-2024', '2023-01', '2023', '' when unknown
     entity: str    # lowercased owner ("acme", "globex corp"), '' when unknown
     text: str      # surface form
+    high: float | None = None  # a range's upper end ("3 to 5 days": amount 3.0, high 5.0), in amount's units
+    written: str = ""  # a measurement's unit as written ("mi"), its amount converted to the SI unit in unit ("m")
 
 
 MEASURE_KINDS = frozenset({"money", "percent", "quantity", "duration"})  # compared within (kind, unit)
@@ -870,7 +872,8 @@ _DATE_MD_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|
 _YEAR_RANGE_RE = re.compile(r"(?<![\w.,$€£¥#:])(?P<year>1\d{3}|20\d{2})\s?[-–]\s?(?P<end>\d{4}|\d{2})"
                             r"(?![\w%]|[.,:]\d)")
 _YEAR_RE = re.compile(r"(?<![\w.,$€£¥#:/-])(?P<year>1\d{3}|20\d{2})(?![\w%]|[.,:]\d)")
-_COUNT_RE = re.compile(rf"(?<![\w.,'’#$€£¥:/-]){_NUM}{_SCALE_PLAIN}?(?![\w%]|[.,:]\d)"
+# subtle: a number after a hyphen continues a word ("COVID-19") unless the hyphen follows a number ("5-10 people")
+_COUNT_RE = re.compile(rf"(?:(?<![\w.,'’#$€£¥:/-])|(?<=\d-)){_NUM}{_SCALE_PLAIN}?(?![\w%]|[.,:]\d)"
                        r"(?:\s(?P<noun>[^\W\d_][\w'-]*))?")
 _NEXT_WORD_RE = re.compile(r"\s+([A-Za-z][A-Za-z'-]*)")
 _PREV_WORD_RE = re.compile(r"([#\w][\w.-]*)\W{0,2}$")
@@ -1002,6 +1005,22 @@ def _percent_values(m: re.Match) -> list[Value]:
     """
     amount = _scaled(m)
     return [] if amount is None else _value("percent", amount, "%", m)
+
+
+def _asked_unit(v: Value, plurals: frozenset[str]) -> bool:
+    """Whether a value is in a unit the question asks to count: a plural it names ("How many moons?"), or for a
+    measurement any unit of its kind ("How many miles?" asks for 607 km too).
+
+    >>> _asked_unit(extract_values("607 km")[0], _plurals(frozenset({"how", "many", "miles"})))
+    True
+    """
+    return bool(v.unit) and (_plural(v.unit) in plurals or bool(v.written) and v.unit in _asked_dimensions(plurals))
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _asked_dimensions(plurals: frozenset[str]) -> frozenset[str]:
+    """The SI units of the measurement units a question names ("miles", "kms": 'm')."""
+    return frozenset(MEASUREMENT_UNITS[w][0] for p in plurals for w in (p, p[:-1]) if w in MEASUREMENT_UNITS)
 
 
 def _rate_values(m: re.Match) -> list[Value]:
@@ -1157,10 +1176,91 @@ def _count_values(m: re.Match) -> list[Value]:
     return [Value("quantity", amount, "", "", "", m.string[m.start():m.end("scale") if m["scale"] else m.end("num")])]
 
 
+# Measurements: a length, mass, speed, area, volume, power, energy or amount of data, in SI units, so "630km",
+# "630 kilometres" and "391.5 mi" meet, and "5 kg" meets "11 lb". Unit as written -> (SI unit, factor). Left out
+# where the unit is also a common word or another amount: "in" (inches), "pounds" (also money), "tons" (short or
+# metric), gallons (US or imperial), "B" (billions), degrees (an offset, not a factor).
+MEASUREMENT_UNITS = {
+    **dict.fromkeys(("km", "kilometre", "kilometres", "kilometer", "kilometers"), ("m", 1e3)),
+    **dict.fromkeys(("m", "metre", "metres", "meter", "meters"), ("m", 1.0)),
+    **dict.fromkeys(("cm", "centimetre", "centimetres", "centimeter", "centimeters"), ("m", 1e-2)),
+    **dict.fromkeys(("mm", "millimetre", "millimetres", "millimeter", "millimeters"), ("m", 1e-3)),
+    **dict.fromkeys(("mi", "mile", "miles"), ("m", 1609.344)),
+    **dict.fromkeys(("ft", "foot", "feet"), ("m", 0.3048)),
+    **dict.fromkeys(("yd", "yard", "yards"), ("m", 0.9144)),
+    **dict.fromkeys(("inch", "inches"), ("m", 0.0254)),
+    **dict.fromkeys(("nmi", "nautical mile", "nautical miles"), ("m", 1852.0)),
+    **dict.fromkeys(("kg", "kilogram", "kilograms", "kilo", "kilos"), ("kg", 1.0)),
+    **dict.fromkeys(("g", "gram", "grams"), ("kg", 1e-3)),
+    **dict.fromkeys(("mg", "milligram", "milligrams"), ("kg", 1e-6)),
+    **dict.fromkeys(("t", "tonne", "tonnes", "metric ton", "metric tons"), ("kg", 1e3)),
+    **dict.fromkeys(("lb", "lbs"), ("kg", 0.45359237)),
+    **dict.fromkeys(("oz", "ounce", "ounces"), ("kg", 0.028349523125)),
+    **dict.fromkeys(("km/h", "kmh", "kph", "km/hr", "kilometres per hour", "kilometers per hour"), ("m/s", 1 / 3.6)),
+    **dict.fromkeys(("mph", "miles per hour"), ("m/s", 0.44704)),
+    **dict.fromkeys(("m/s", "metres per second", "meters per second"), ("m/s", 1.0)),
+    **dict.fromkeys(("knot", "knots"), ("m/s", 1852 / 3600)),
+    **dict.fromkeys(("km2", "km²", "sq km", "square kilometres", "square kilometers"), ("m²", 1e6)),
+    **dict.fromkeys(("m2", "m²", "sq m", "square metres", "square meters"), ("m²", 1.0)),
+    **dict.fromkeys(("mi2", "mi²", "sq mi", "square miles"), ("m²", 1609.344 ** 2)),
+    **dict.fromkeys(("ft2", "ft²", "sq ft", "square feet"), ("m²", 0.3048 ** 2)),
+    **dict.fromkeys(("acre", "acres"), ("m²", 4046.8564224)),
+    **dict.fromkeys(("ha", "hectare", "hectares"), ("m²", 1e4)),
+    **dict.fromkeys(("m3", "m³", "cubic metres", "cubic meters"), ("m³", 1.0)),
+    **dict.fromkeys(("L", "litre", "litres", "liter", "liters"), ("m³", 1e-3)),
+    **dict.fromkeys(("ml", "mL", "millilitre", "millilitres", "milliliter", "milliliters"), ("m³", 1e-6)),
+    **dict.fromkeys(("W", "watt", "watts"), ("W", 1.0)),
+    **dict.fromkeys(("kW", "kilowatt", "kilowatts"), ("W", 1e3)),
+    **dict.fromkeys(("MW", "megawatt", "megawatts"), ("W", 1e6)),
+    **dict.fromkeys(("GW", "gigawatt", "gigawatts"), ("W", 1e9)),
+    **dict.fromkeys(("hp", "horsepower"), ("W", 745.69987158227)),
+    **dict.fromkeys(("kWh", "kilowatt-hour", "kilowatt-hours", "kilowatt hours"), ("J", 3.6e6)),
+    **dict.fromkeys(("MWh", "megawatt-hour", "megawatt-hours", "megawatt hours"), ("J", 3.6e9)),
+    **dict.fromkeys(("GWh", "gigawatt-hour", "gigawatt-hours", "gigawatt hours"), ("J", 3.6e12)),
+    **dict.fromkeys(("TWh", "terawatt-hour", "terawatt-hours", "terawatt hours"), ("J", 3.6e15)),
+    **dict.fromkeys(("KB", "kB", "kilobyte", "kilobytes"), ("B", 1e3)),
+    **dict.fromkeys(("MB", "megabyte", "megabytes"), ("B", 1e6)),
+    **dict.fromkeys(("GB", "gigabyte", "gigabytes"), ("B", 1e9)),
+    **dict.fromkeys(("TB", "terabyte", "terabytes"), ("B", 1e12)),
+    **dict.fromkeys(("PB", "petabyte", "petabytes"), ("B", 1e15)),
+    "KiB": ("B", 2.0 ** 10), "MiB": ("B", 2.0 ** 20), "GiB": ("B", 2.0 ** 30), "TiB": ("B", 2.0 ** 40),
+}
+MEASURE_NAMES = {"m": "lengths", "kg": "masses", "m/s": "speeds", "m²": "areas", "m³": "volumes", "W": "powers",
+                 "J": "energies", "B": "data sizes"}
+# Units that may be glued to their number ("630km", "128GB"): abbreviations that are no word and no other amount
+# glued ("324m" is as often millions, "5G" a network, "2L", "60W" and "3t" labels).
+GLUED_UNITS = frozenset("""
+km cm mm mi ft yd nmi kg mg lb lbs oz km/h kmh kph km/hr mph m/s km2 km² m2 m² mi2 mi² ft2 ft² m3 m³ ml mL kW MW GW
+hp kWh MWh GWh TWh KB kB MB GB TB PB KiB MiB GiB TiB
+""".split())
+_UNIT_ALT = "|".join(re.escape(u).replace(r"\ ", r"\s") for u in sorted(MEASUREMENT_UNITS, key=len, reverse=True))
+_GLUED_ALT = "|".join(map(re.escape, sorted(GLUED_UNITS, key=len, reverse=True)))
+# subtle: case-sensitive ("MB" megabytes, "mb" millibars), so a unit word opening a heading ("Miles") is not read
+# ... and not a rate's numerator ("186,000 miles per second", "5 km a day": _RATE_RE's)
+_MEASURE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?(?:[\s-](?P<unit>{_UNIT_ALT})|(?P<glued>{_GLUED_ALT}))"
+                         rf"(?![\w²³/])(?!\s?/\s?(?:{_PER_UNITS})(?![\w])"
+                         rf"|\s(?:per|a|an|each|every)\s(?:{_PER_UNITS})(?![\w]))")
+
+
+def _measure_values(m: re.Match) -> list[Value]:
+    """A measurement in its SI unit, with the unit as written.
+
+    >>> v = _measure_values(_MEASURE_RE.search("a 630km race"))[0]
+    >>> v.amount, v.unit, v.written
+    (630000.0, 'm', 'km')
+    """
+    written = " ".join((m["unit"] or m["glued"]).split())
+    si, factor = MEASUREMENT_UNITS[written]
+    amount = _scaled(m)
+    return [] if amount is None else [Value("quantity", amount * factor, si, "", "", m.group(0).strip(),
+                                            written=written)]
+
+
 # (regex, builder) in priority order: a span claimed by an earlier rule is skipped by later ones.
 _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] = (
     *((r, _money_values) for r in _MONEY_RES),
     (_PERCENT_RE, _percent_values),
+    (_MEASURE_RE, _measure_values),
     (_RATE_RE, _rate_values),
     (_DATE_ISO_RE, _date_values),
     (_DATE_NUMERIC_RE, _numeric_date_values),
@@ -1318,11 +1418,11 @@ def extract_values(sentence: str) -> list[Value]:
     """Normalised money, percent, quantity, duration, year and date values, in reading order.
 
     >>> extract_values("Acme's Q3 revenue was $4.2M.")[0]
-    Value(kind='money', amount=4200000.0, unit='USD', period='Q3', entity='acme', text='$4.2M')
+    Value(kind='money', amount=4200000.0, unit='USD', period='Q3', entity='acme', text='$4.2M', high=None, written='')
     """
     markers, claimed = _period_markers(sentence)
     mentions = _entity_mentions(sentence)
-    found: list[tuple[int, Value]] = []
+    found: list[tuple[int, int, Value]] = []  # (start, end, value)
     for regex, build in _VALUE_RULES:
         for m in regex.finditer(sentence):
             if _overlaps(m.span(), claimed):
@@ -1330,9 +1430,62 @@ def extract_values(sentence: str) -> list[Value]:
             values = build(m)
             if values or regex is _DATE_NUMERIC_RE:  # subtle: 13/14/2018 is no date, and no count of 13 either
                 claimed.append(m.span())
-                found.extend((m.start(), v) for v in values)
-    found.sort(key=lambda pv: (pv[0], pv[1].amount))
-    return [_with_context(sentence, v, pos, markers, mentions) for pos, v in found]
+                # a value ends where its text does: a bare count's match runs on over the next word ("3 to")
+                found.extend((m.start(), m.start() + len(v.text) if sentence.startswith(v.text, m.start())
+                              else m.end(), v) for v in values)
+    found.sort(key=lambda f: (f[0], f[2].amount))
+    return [_with_context(sentence, v, pos, markers, mentions) for pos, _, v in _join_ranges(sentence, found)]
+
+
+# Ranges: "3 to 5 days", "3-5 days", "57–58%", "$10-$20", "between 5,000 and 6,000 people" are one value, which
+# agrees with any value inside it. Amounts only: a span of years or dates ("1947–2021") is a period of office or a
+# timeline whose ends are claims of their own. "from 3 to 5" is left two values: as often a change ("rose from 3%
+# to 5%") as a range.
+_RANGE_JOIN_RE = re.compile(r"\s?[-–—]\s?|\s(?:to)\s")
+_BETWEEN_RE = re.compile(r"(?i:between)\s$")
+_FROM_RE = re.compile(r"(?i:from)\s$")
+_LEADING_NUMBER_RE = re.compile(_DIGITS)
+
+
+def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tuple[int, int, Value]]:
+    """Two adjacent amounts of one range as one Value (amount the low end, high the upper): the upper end says the
+    unit, which a bare low end takes ("1-2 years": 365 to 730 days; "5-10 million people").
+
+    >>> [(v.text, v.amount, v.high) for _, _, v in _join_ranges("Takes 3 to 5 days.", [
+    ...     (6, 7, extract_values("3")[0]), (11, 17, extract_values("5 days")[0])])]
+    [('3 to 5 days', 3.0, 5.0)]
+    """
+    out: list[tuple[int, int, Value]] = []
+    for start, end, v in found:
+        if out and _range_ends(sentence, out[-1], (start, end, v)):
+            low_start, _, low = out.pop()
+            v = replace(v, amount=_range_low(low, v), high=v.amount, text=sentence[low_start:end].strip())
+            start = low_start
+        out.append((start, end, v))
+    return out
+
+
+def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int, Value]) -> bool:
+    """Whether two adjacent values are the ends of one range: joined by a dash, "to" or "between ... and", of one
+    kind and unit (a bare low end takes the upper end's), the low end below the upper, no date or year."""
+    (s1, e1, a), (s2, _, b) = low, high
+    between, before = sentence[e1:s2], sentence[:s1]
+    joined = (_RANGE_JOIN_RE.fullmatch(between) and not (between.strip() == "to" and _FROM_RE.search(before))
+              or (between == " and " and _BETWEEN_RE.search(before)))
+    if not joined or a.high is not None or TEMPORAL_KINDS & {a.kind, b.kind}:
+        return False
+    bare = a.kind == "quantity" and not a.unit and _LEADING_NUMBER_RE.fullmatch(a.text)
+    same = (a.kind, a.unit) == (b.kind, b.unit) and a.period == b.period
+    return bool(bare or same) and _range_low(a, b) < b.amount
+
+
+def _range_low(low: Value, high: Value) -> float:
+    """The low end in the upper end's unit: a bare number scaled as the upper end is ("1" of "1-2 years": 365)."""
+    if low.unit or low.kind != "quantity":
+        return low.amount
+    number = _LEADING_NUMBER_RE.search(high.text)
+    written = parse_number(number.group()) if number else None
+    return low.amount * high.amount / written if written else low.amount
 
 
 def _with_context(sentence: str, v: Value, pos: int, markers: list[tuple[int, str]], mentions: Mentions) -> Value:
@@ -1435,7 +1588,40 @@ def _values_agree(a: Value, b: Value, cfg: Config = DEFAULT_CONFIG) -> bool:
     """
     if a.kind in TEMPORAL_KINDS:
         return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
-    return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
+    low, high = max(a.amount, b.amount), min(_upper(a), _upper(b))  # the overlap of two ranges (a value: a point)
+    if _unit_factor(a) != _unit_factor(b):  # one amount in two units: each rounded where it was written
+        return low - high <= max(_rounding(a) + _rounding(b), cfg.rel_tol * low)
+    return low <= high or math.isclose(low, high, rel_tol=cfg.rel_tol)
+
+
+def _upper(v: Value) -> float:
+    return v.amount if v.high is None else v.high
+
+
+def _unit_factor(v: Value) -> float:
+    """What a measurement's written unit was multiplied by ("mi": 1609.344); 1 for every other value."""
+    return MEASUREMENT_UNITS[v.written][1] if v.written else 1.0
+
+
+SIGNIFICANT_MIN = 2  # digits of a round number taken as significant: "1,000 ft (300 m)" rounds to 2, not to 1
+
+
+def _rounding(v: Value) -> float:
+    """Half the place of the last significant digit of the number a value is written with, in its unit: how far
+    the amount it stands for may be from it. Trailing zeros of a whole number are not significant beyond the first
+    SIGNIFICANT_MIN digits. A number in words is whole.
+
+    >>> [round(_rounding(extract_values(t)[0]), 3) for t in ("833.9 mi", "1,333 km", "1,000 ft", "10 miles")]
+    [80.467, 500.0, 15.24, 804.672]
+    """
+    found = _LEADING_NUMBER_RE.findall(v.text)
+    digits = found[-1].replace(",", "") if found else "1"
+    if "." in digits:
+        place = -len(digits.split(".")[1])
+    else:
+        place = min(len(digits) - len(digits.rstrip("0")), max(len(digits) - SIGNIFICANT_MIN, 0))
+    number = float(digits)
+    return 0.5 * 10.0 ** place * _upper(v) / number if number else 0.0
 
 
 def _comparable(a: Value, b: Value) -> bool:
@@ -1479,7 +1665,7 @@ def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg
             values = _drop_period_years(values)
         out.extend((v, _cached_event_words(s, v, qwords, cfg.event_window)) for v in values)
     plurals = _plurals(qwords) if out else frozenset()
-    asked = [(v, e) for v, e in out if v.unit and _plural(v.unit) in plurals]
+    asked = [(v, e) for v, e in out if _asked_unit(v, plurals)]
     return asked or out  # "How many moons?": count moons, not the diameter in km that shares the sentence
 
 
@@ -1497,9 +1683,21 @@ def value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset
         pairs = [(x, y) for x, ex in va for y, ey in vb
                  if _value_key(x) == key == _value_key(y) and _comparable(x, y)
                  and not (event_years and key == ("time", "") and not ex & ey)]
+        pairs = _in_one_unit(pairs)
         if pairs and not any(_values_agree(x, y, cfg) for x, y in pairs):
             return _describe_values(key, pairs)
     return None
+
+
+def _in_one_unit(pairs: list[tuple[Value, Value]]) -> list[tuple[Value, Value]]:
+    """The pairs written in one unit, when there are any: a conversion is the coarser reading ("about 6 trillion
+    miles (9 trillion km)" against "5.88 trillion miles" is compared in miles, where they differ).
+
+    >>> len(_in_one_unit([tuple(extract_values("6 miles, 9 km")), tuple(extract_values("6 miles, 5.9 miles"))]))
+    1
+    """
+    same = [(x, y) for x, y in pairs if _unit_factor(x) == _unit_factor(y)]
+    return same or pairs
 
 
 def values_stated(claim: str, sentences: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
@@ -1529,6 +1727,8 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
     # "12 hours vs 8 hours" and "1,200 employees vs 3,400 people" keep their own words.
     if key[0] in ("time", "duration") or key == ("quantity", "people"):
         what = {"time": "dates", "duration": "durations", "quantity": "headcounts"}[key[0]]
+    elif key[0] == "quantity" and key[1] in MEASURE_NAMES:
+        what = MEASURE_NAMES[key[1]]  # "different lengths: 630km vs 607 km", not "values in m"
     else:
         what = f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else "")
     context = " ".join(filter(None, (x.entity, x.period)))
@@ -2702,8 +2902,9 @@ def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str
     ['moons']
     """
     plurals = _plurals(qwords)
-    return frozenset(v.unit for s in sentences for v in _cached_values(s)
-                     if v.kind == "quantity" and v.unit and _plural(v.unit) in plurals)
+    # a measurement counts in the unit the question names and the sentence writes ("miles"), not in metres
+    return frozenset(_plural(v.written) if v.written else v.unit for s in sentences for v in _cached_values(s)
+                     if v.kind == "quantity" and v.unit and _plural(v.written or v.unit) in plurals)
 
 
 def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
@@ -2722,7 +2923,29 @@ def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
     if before and before.group(1).lower() not in STOPWORDS and not set(before.group(2)) & set(":\t="):
         return v  # subtle: a label and its value set apart by a colon or a tab are a count ("Live albums\t1")
     named = units & {_plural(w.lower()) for w in _WORD_RE.findall(sentence)}
-    return replace(v, unit=next(iter(named))) if len(named) == 1 else v
+    if len(named) != 1:
+        return v
+    unit = next(iter(named))
+    written = next((w for w in (unit, unit[:-1]) if w in MEASUREMENT_UNITS), "")  # "miles": the measurement's
+    if written:
+        si, factor = MEASUREMENT_UNITS[written]
+        return replace(v, amount=v.amount * factor, unit=si, written=written)
+    return replace(v, unit=unit)
+
+
+def _distinct_amounts(values: list[Value], cfg: Config = DEFAULT_CONFIG) -> int:
+    """How many different amounts the values state; one amount written in two units ("186,000 miles (300,000
+    km)") is one.
+
+    >>> _distinct_amounts(extract_values("It is 186,000 miles (300,000 km), not 5 miles."))
+    2
+    """
+    kept: list[Value] = []
+    for v in values:
+        if not any(round(v.amount, 6) == round(k.amount, 6) or _unit_factor(v) != _unit_factor(k)
+                   and _values_agree(v, k, cfg) for k in kept):
+            kept.append(v)
+    return len(kept)
 
 
 def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozenset[str], cfg: Config,
@@ -2739,12 +2962,12 @@ def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozense
             for v, events, phrase, stems in _sentence_anchors(s, qwords, kinds, event_years, cfg.value_anchor_window,
                                                               cfg.event_window)]
     plurals = _plurals(qwords) if rows else frozenset()
-    asked = [r for r in rows if r[0].unit and _plural(r[0].unit) in plurals]
+    asked = [r for r in rows if _asked_unit(r[0], plurals)]
     rows = asked or rows  # "How many moons?": count moons, not the diameter in km that shares the sentence (as before)
     keep = []
     for key in {_value_key(v) for v, *_ in rows}:
         same = [r for r in rows if _value_key(r[0]) == key]
-        bag = len({round(r[0].amount, 6) for r in same}) >= cfg.value_bag_min
+        bag = _distinct_amounts([r[0] for r in same], cfg) >= cfg.value_bag_min
         keep.extend(r[:3] for r in same if r[3] or not bag)
     return keep
 
@@ -2767,6 +2990,7 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
         pairs = [(x, y) for x, ex, px in va for y, ey, py in vb
                  if _value_key(x) == key == _value_key(y) and _comparable(x, y) and not _phrases_clash(px, py)
                  and not (event_years and key == ("time", "") and not ex & ey)]
+        pairs = _in_one_unit(pairs)
         if pairs and not any(_values_agree(x, y, cfg) for x, y in pairs):
             return _describe_values(key, pairs)
     return None
@@ -6138,6 +6362,87 @@ class TestValues(unittest.TestCase):
 
     def test_period_years_are_not_event_years(self):
         self.assertEqual([v.kind for v in extract_values("FY2023 revenue was $1M.")], ["money"])
+
+
+class TestUnitsAndRanges(unittest.TestCase):
+    """Measurements in SI units (630km == 630 kilometres; 10 miles meets 16 km) and ranges as one value (3 to 5 days
+    holds 4 days): each with the near misses that must stay as they were."""
+
+    amounts, conflict, control = TestValues.assertAmounts, TestFeatureConflicts.check, TestFeatureControls.check
+
+    def test_measurements_in_si_units(self):
+        self.amounts(["It is 630km.", "It is 630 km.", "It is 630 kilometres.", "It is 630,000 metres.",
+                       "A 630-kilometer race."], "quantity", 630_000.0, "m")
+        self.amounts(["It weighs 2kg.", "It weighs 2 kilograms.", "It weighs 2,000 grams."], "quantity", 2.0, "kg")
+        self.amounts(["It holds 128GB.", "It holds 128 GB.", "It holds 128 gigabytes."], "quantity", 128e9, "B")
+        self.amounts(["It does 90 km/h.", "It does 90 kph.", "It does 25 m/s."], "quantity", 25.0, "m/s")
+        self.assertEqual(one("The dam holds 5.5 billion cubic metres.").unit, "m³")
+        self.assertEqual(one("It runs 10 miles.").written, "miles")
+
+    def test_what_is_no_measurement(self):
+        self.assertEqual(one("It weighs 11 pounds.").unit, "pounds")  # pounds are also money: left a count
+        self.assertFalse([v for v in extract_values("Sales hit 324m.") if v.unit == "m"])  # glued m: as often millions
+        self.assertEqual(extract_values("It ships in 5G phones."), [])
+        self.assertEqual(one("Light travels 186,000 miles per second.").unit, "miles/second")  # a rate
+        self.assertEqual(one("Staff get 3 days per week.").unit, "days/week")
+
+    def test_ranges_are_one_value(self):
+        cases = {"Shipping takes 3 to 5 days.": ("duration", 3.0, 5.0, "3 to 5 days"),
+                 "Shipping takes 3-5 days.": ("duration", 3.0, 5.0, "3-5 days"),
+                 "It lasts 1–2 years.": ("duration", 365.0, 730.0, "1–2 years"),
+                 "Turnout was 57–58%.": ("percent", 57.0, 58.0, "57–58%"),
+                 "It costs $10-$20.": ("money", 10.0, 20.0, "$10-$20"),
+                 "Between 5,000 and 6,000 people live there.": ("quantity", 5000.0, 6000.0, "5,000 and 6,000 people"),
+                 "Some 5-10 million people came.": ("quantity", 5e6, 1e7, "5-10 million people"),
+                 "The trail is 3-5 km long.": ("quantity", 3000.0, 5000.0, "3-5 km")}
+        for sentence, (kind, low, high, text) in cases.items():
+            v = one(sentence)
+            self.assertEqual((v.kind, v.amount, v.high, v.text), (kind, low, high, text), sentence)
+
+    def test_what_is_no_range(self):
+        for sentence in ("Revenue rose from 3% to 5%.", "It grew 5% to $10M.", "They won 3-1.",
+                         "He served 1947–2021.", "It was built between 1925 and 1930.", "Pages 10-12 of 20."):
+            self.assertTrue(all(v.high is None for v in extract_values(sentence)), sentence)
+        self.assertEqual(len(extract_values("Revenue rose from 3% to 5%.")), 2)
+        self.assertEqual(len(extract_values("They won 3-1.")), 2)
+
+    def test_one_amount_in_two_units_agrees(self):
+        controls = [("How far is it?", "It is 10 miles away.", "It is 16 km away."),
+                    ("What is the top speed?", "The top speed is 40 mph.", "The top speed is 65 km/h."),
+                    ("How tall is the tower?", "The tower is 1,000 ft tall.", "The tower is 300 m tall."),
+                    ("How long is the trail?", "The trail is 5 km long.", "The trail is 3 mi long."),
+                    ("How much does it weigh?", "It weighs 5 kg.", "It weighs 11 lb.")]
+        for question, a, b in controls:
+            self.control(question, a, b)
+
+    def test_different_amounts_in_two_units_conflict(self):
+        f = self.conflict("How far is it?", "It is 10 miles away.", "It is 30 km away.", "value")
+        self.assertEqual(f.reason, "different lengths: 10 miles vs 30 km")
+        # precision decides, not a share: 0.7% apart, where each is written to a tenth of a mile or a kilometre
+        self.conflict("How long was the race?", "The race was 1,333 km.", "The race was 833.9 mi.")
+        self.conflict("How long was the race?", "It covered 630km.", "It covered 607 km.")
+        self.conflict("How much storage does it have?", "It has 128GB.", "It has 256 GB.")
+        # one side's coarse conversion does not hide a difference written in one unit
+        self.conflict("How far is a light-year?", "A light-year is 5.88 trillion miles.",
+                                   "A light-year is about 6 trillion miles (9 trillion km).")
+
+    def test_a_range_holds_what_falls_inside_it(self):
+        for question, a, b in [("How long does shipping take?", "Shipping takes 3 to 5 days.", "It takes 4 days."),
+                               ("How much does it cost?", "It costs between $10 and $20.", "It costs $15."),
+                               ("How many live there?", "Between 5,000 and 6,000 people live there.",
+                                "About 5,500 people live there."),
+                               ("How long does shipping take?", "Shipping takes 3-5 days.", "It takes 4-6 days.")]:
+            self.control(question, a, b)
+        f = self.conflict("How long does shipping take?", "Shipping takes 3-5 days.",
+                                       "It takes 10 days.", "value")
+        self.assertEqual(f.evidence, ("3-5 days", "10 days"))
+        self.conflict("How much does it cost?", "It costs between $10 and $20.", "It costs $50.")
+
+    def test_round_numbers_two_significant_digits(self):
+        self.assertAlmostEqual(_rounding(one("It is 300 m.")), 5.0)  # "300" is read to the ten, not the hundred
+        self.assertAlmostEqual(_rounding(one("It is 10 m.")), 0.5)
+        self.assertAlmostEqual(_rounding(one("It is 2.25 m.")), 0.005)
+        self.assertEqual(_distinct_amounts(extract_values("It is 186,000 miles (300,000 km) or 5 miles.")), 2)
 
 
 class TestSentences(unittest.TestCase):
