@@ -1019,8 +1019,8 @@ def _asked_unit(v: Value, plurals: frozenset[str]) -> bool:
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _asked_dimensions(plurals: frozenset[str]) -> frozenset[str]:
-    """The SI units of the measurement units a question names ("miles", "kms": 'm')."""
-    return frozenset(MEASUREMENT_UNITS[w][0] for p in plurals for w in (p, p[:-1]) if w in MEASUREMENT_UNITS)
+    """The SI units of the measurement units a question names ("miles", "kms", "gb": 'm', 'm', 'B')."""
+    return frozenset(_UNITS_LOWER[w] for p in plurals for w in (p, p[:-1]) if w in _UNITS_LOWER)
 
 
 def _rate_values(m: re.Match) -> list[Value]:
@@ -1225,6 +1225,17 @@ MEASUREMENT_UNITS = {
     **dict.fromkeys(("PB", "petabyte", "petabytes"), ("B", 1e15)),
     "KiB": ("B", 2.0 ** 10), "MiB": ("B", 2.0 ** 20), "GiB": ("B", 2.0 ** 30), "TiB": ("B", 2.0 ** 40),
 }
+# Other spellings of an abbreviation: capitals and plurals that are no other unit ("MB" is not "mb", millibars).
+UNIT_SPELLINGS = {
+    "KG": "kg", "Kg": "kg", "kgs": "kg", "Kgs": "kg", "KGS": "kg", "KM": "km", "Km": "km", "kms": "km", "Kms": "km",
+    "KMS": "km", "CM": "cm", "cms": "cm", "mms": "mm", "FT": "ft", "Ft": "ft", "LB": "lb", "Lb": "lb", "LBS": "lbs",
+    "Lbs": "lbs", "OZ": "oz", "Oz": "oz", "gb": "GB", "tb": "TB", "HP": "hp", "Hp": "hp", "kwh": "kWh", "KWH": "kWh",
+    "Kwh": "kWh", "KWh": "kWh", "MPH": "mph", "Mph": "mph", "KPH": "kph", "Kph": "kph", "KMH": "kmh", "Kmh": "kmh",
+    "Km/h": "km/h", "KM/H": "km/h",
+}
+MEASUREMENT_UNITS.update({spelling: MEASUREMENT_UNITS[unit] for spelling, unit in UNIT_SPELLINGS.items()})
+# a question's words are lowercased; single letters are left out ("t" of "don't" is no tonne)
+_UNITS_LOWER = {u.lower(): si for u, (si, _) in MEASUREMENT_UNITS.items() if len(u) > 1}
 MEASURE_NAMES = {"m": "lengths", "kg": "masses", "m/s": "speeds", "m²": "areas", "m³": "volumes", "W": "powers",
                  "J": "energies", "B": "data sizes"}
 # Units that may be glued to their number ("630km", "128GB"): abbreviations that are no word and no other amount
@@ -1232,14 +1243,16 @@ MEASURE_NAMES = {"m": "lengths", "kg": "masses", "m/s": "speeds", "m²": "areas"
 GLUED_UNITS = frozenset("""
 km cm mm mi ft yd nmi kg mg lb lbs oz km/h kmh kph km/hr mph m/s km2 km² m2 m² mi2 mi² ft2 ft² m3 m³ ml mL kW MW GW
 hp kWh MWh GWh TWh KB kB MB GB TB PB KiB MiB GiB TiB
-""".split())
+""".split()) | frozenset(UNIT_SPELLINGS)
 _UNIT_ALT = "|".join(re.escape(u).replace(r"\ ", r"\s") for u in sorted(MEASUREMENT_UNITS, key=len, reverse=True))
 _GLUED_ALT = "|".join(map(re.escape, sorted(GLUED_UNITS, key=len, reverse=True)))
 # subtle: case-sensitive ("MB" megabytes, "mb" millibars), so a unit word opening a heading ("Miles") is not read
-# ... and not a rate's numerator ("186,000 miles per second", "5 km a day": _RATE_RE's)
+# ... and no word's first letter ("3 t-shirts", "5 g-force"), no first part of a compound ("5 ft 10 in", left a
+# count as before), no rate's numerator ("186,000 miles per second", "... miles (300,000 km) per second", "5 km a
+# day": _RATE_RE's)
+_PER_AFTER = rf"(?:\s?\([^()]*\)|\))?(?:\s?/\s?|\s(?:per|a|an|each|every)\s)(?:{_PER_UNITS})(?![\w])"
 _MEASURE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?(?:[\s-](?P<unit>{_UNIT_ALT})|(?P<glued>{_GLUED_ALT}))"
-                         rf"(?![\w²³/])(?!\s?/\s?(?:{_PER_UNITS})(?![\w])"
-                         rf"|\s(?:per|a|an|each|every)\s(?:{_PER_UNITS})(?![\w]))")
+                         rf"(?![\w²³/]|-\w|\s\d)(?!{_PER_AFTER})")
 
 
 def _measure_values(m: re.Match) -> list[Value]:
@@ -1438,13 +1451,17 @@ def extract_values(sentence: str) -> list[Value]:
 
 
 # Ranges: "3 to 5 days", "3-5 days", "57–58%", "$10-$20", "between 5,000 and 6,000 people" are one value, which
-# agrees with any value inside it. Amounts only: a span of years or dates ("1947–2021") is a period of office or a
-# timeline whose ends are claims of their own. "from 3 to 5" is left two values: as often a change ("rose from 3%
-# to 5%") as a range.
-_RANGE_JOIN_RE = re.compile(r"\s?[-–—]\s?|\s(?:to)\s")
+# agrees with a value or a range inside it. Amounts only: a span of years or dates ("1947–2021") is a period of
+# office or a timeline whose ends are claims of their own. Left apart: "from 3 to 5" (as often a change, "rose from
+# 3% to 5%", as a range), two bare numbers joined by a dash (a score, "lost 1-3"), a spaced dash between two ends
+# that each say their unit (a clause break, "3 km – 5 km shorter").
+_TIGHT_DASH_RE = re.compile(r"[-–—]")
+_SPACED_DASH_RE = re.compile(r"\s?[-–—]\s?")
 _BETWEEN_RE = re.compile(r"(?i:between)\s$")
 _FROM_RE = re.compile(r"(?i:from)\s$")
+_AFTER_NUMBER_DASH_RE = re.compile(r"\d-$")
 _LEADING_NUMBER_RE = re.compile(_DIGITS)
+_SCALED_RE = re.compile(r"\d\s?(?:bn|mn|tn|[KkMmBbTt]|(?i:thousand|million|billion|trillion))(?![\w])")
 
 
 def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tuple[int, int, Value]]:
@@ -1456,13 +1473,16 @@ def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tup
     [('3 to 5 days', 3.0, 5.0)]
     """
     out: list[tuple[int, int, Value]] = []
+    joined = set()  # starts of joined ranges
     for start, end, v in found:
         if out and _range_ends(sentence, out[-1], (start, end, v)):
             low_start, _, low = out.pop()
-            v = replace(v, amount=_range_low(low, v), high=v.amount, text=sentence[low_start:end].strip())
+            v = _range_value(low, v, sentence[low_start:end].strip())
             start = low_start
+            joined.add(start)
         out.append((start, end, v))
-    return out
+    # subtle: a number right after "digit-" is read only as a range's upper end ("Boeing 737-800", "A320-200")
+    return [f for f in out if f[0] in joined or not _AFTER_NUMBER_DASH_RE.search(sentence, 0, f[0])]
 
 
 def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int, Value]) -> bool:
@@ -1470,22 +1490,49 @@ def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int
     kind and unit (a bare low end takes the upper end's), the low end below the upper, no date or year."""
     (s1, e1, a), (s2, _, b) = low, high
     between, before = sentence[e1:s2], sentence[:s1]
-    joined = (_RANGE_JOIN_RE.fullmatch(between) and not (between.strip() == "to" and _FROM_RE.search(before))
-              or (between == " and " and _BETWEEN_RE.search(before)))
-    if not joined or a.high is not None or TEMPORAL_KINDS & {a.kind, b.kind}:
+    if a.high is not None or TEMPORAL_KINDS & {a.kind, b.kind}:
         return False
-    bare = a.kind == "quantity" and not a.unit and _LEADING_NUMBER_RE.fullmatch(a.text)
+    bare_a, bare_b = (v.kind == "quantity" and not v.unit and _LEADING_NUMBER_RE.fullmatch(v.text) for v in (a, b))
+    if between == " to ":
+        joined = not _FROM_RE.search(before)
+    elif between == " and ":
+        joined = bool(_BETWEEN_RE.search(before))
+    else:  # a dash: not between two bare numbers (a score), spaced only after a bare low end
+        joined = not (bare_a and bare_b) and bool(
+            _TIGHT_DASH_RE.fullmatch(between) or bare_a and _SPACED_DASH_RE.fullmatch(between))
     same = (a.kind, a.unit) == (b.kind, b.unit) and a.period == b.period
-    return bool(bare or same) and _range_low(a, b) < b.amount
+    money_low = (a.kind in ("money", "percent") and b.kind == "quantity" and not b.unit  # "$1-2 million"
+                 and not _SCALED_RE.search(a.text))
+    if not (joined and (bare_a or same or money_low)):
+        return False
+    v = _range_value(a, b, "")
+    return v.amount < _upper(v)
+
+
+def _range_value(low: Value, high: Value, text: str) -> Value:
+    """The range from low to high as one Value. An end that says no unit or scale of its own takes the other's: "1-2
+    years" is 365 to 730 days, "$5-$10 million" $5M to $10M, "$1-2 million" $1M to $2M."""
+    if low.kind in ("money", "percent") and high.kind == "quantity" and not high.unit:  # the money is the low end's
+        scale = high.amount / _written_number(high)
+        return replace(low, amount=low.amount * scale, high=high.amount, text=text)
+    return replace(high, amount=_range_low(low, high), high=high.amount, text=text)
 
 
 def _range_low(low: Value, high: Value) -> float:
-    """The low end in the upper end's unit: a bare number scaled as the upper end is ("1" of "1-2 years": 365)."""
-    if low.unit or low.kind != "quantity":
+    """The low end in the upper end's unit: a bare number, or an amount of money or a percentage with no scale of
+    its own, scaled as the upper end is ("1" of "1-2 years": 365; "$5" of "$5-$10 million": 5,000,000)."""
+    bare = low.kind == "quantity" and not low.unit
+    unscaled = low.kind in ("money", "percent") and not _SCALED_RE.search(low.text)
+    if not (bare or unscaled):
         return low.amount
-    number = _LEADING_NUMBER_RE.search(high.text)
-    written = parse_number(number.group()) if number else None
-    return low.amount * high.amount / written if written else low.amount
+    return _written_number(low) * high.amount / _written_number(high)
+
+
+def _written_number(v: Value) -> float:
+    """The first number a value's text writes, digits or words ("$10 million": 10); 1 when none can be read."""
+    m = _LEADING_NUMBER_RE.search(v.text) or re.search(_WORDNUM, v.text)
+    number = parse_number(m.group()) if m else None
+    return number or 1.0
 
 
 def _with_context(sentence: str, v: Value, pos: int, markers: list[tuple[int, str]], mentions: Mentions) -> Value:
@@ -1588,10 +1635,13 @@ def _values_agree(a: Value, b: Value, cfg: Config = DEFAULT_CONFIG) -> bool:
     """
     if a.kind in TEMPORAL_KINDS:
         return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
-    low, high = max(a.amount, b.amount), min(_upper(a), _upper(b))  # the overlap of two ranges (a value: a point)
+    # one range inside the other (a value is a range of one point): "3 to 5 days" holds 4 days, not "4 to 6 days"
+    inner, outer = sorted((a, b), key=lambda v: _upper(v) - v.amount)
     if _unit_factor(a) != _unit_factor(b):  # one amount in two units: each rounded where it was written
-        return low - high <= max(_rounding(a) + _rounding(b), cfg.rel_tol * low)
-    return low <= high or math.isclose(low, high, rel_tol=cfg.rel_tol)
+        slack = max(_rounding(a) + _rounding(b), cfg.rel_tol * max(abs(inner.amount), abs(_upper(inner))))
+    else:
+        slack = cfg.rel_tol * max(abs(inner.amount), abs(_upper(inner)), abs(outer.amount), abs(_upper(outer)))
+    return outer.amount - slack <= inner.amount and _upper(inner) <= _upper(outer) + slack
 
 
 def _upper(v: Value) -> float:
@@ -1614,8 +1664,11 @@ def _rounding(v: Value) -> float:
     >>> [round(_rounding(extract_values(t)[0]), 3) for t in ("833.9 mi", "1,333 km", "1,000 ft", "10 miles")]
     [80.467, 500.0, 15.24, 804.672]
     """
-    found = _LEADING_NUMBER_RE.findall(v.text)
-    digits = found[-1].replace(",", "") if found else "1"
+    text = v.text[:len(v.text) - len(v.written)] if v.written and v.text.endswith(v.written) else v.text  # "m2"
+    found = _LEADING_NUMBER_RE.findall(text)
+    if not found:  # "five miles": a whole number
+        return 0.5 * _upper(v) / _written_number(v)
+    digits = found[-1].replace(",", "")
     if "." in digits:
         place = -len(digits.split(".")[1])
     else:
@@ -1683,21 +1736,27 @@ def value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset
         pairs = [(x, y) for x, ex in va for y, ey in vb
                  if _value_key(x) == key == _value_key(y) and _comparable(x, y)
                  and not (event_years and key == ("time", "") and not ex & ey)]
-        pairs = _in_one_unit(pairs)
-        if pairs and not any(_values_agree(x, y, cfg) for x, y in pairs):
+        pairs = _disagreeing(pairs, cfg)
+        if pairs:
             return _describe_values(key, pairs)
     return None
 
 
-def _in_one_unit(pairs: list[tuple[Value, Value]]) -> list[tuple[Value, Value]]:
-    """The pairs written in one unit, when there are any: a conversion is the coarser reading ("about 6 trillion
-    miles (9 trillion km)" against "5.88 trillion miles" is compared in miles, where they differ).
+def _disagreeing(pairs: list[tuple[Value, Value]], cfg: Config = DEFAULT_CONFIG) -> list[tuple[Value, Value]]:
+    """The pairs of one key that show a disagreement, [] when the values agree. Measurements are compared in each
+    unit both sides write, and a unit in which no pair agrees is a disagreement ("5 km trail, 300 m climb" vs "8 km
+    trail, 300 m climb"); across units only when the sides share none, as a conversion is the coarser reading ("about
+    6 trillion miles (9 trillion km)" against "5.88 trillion miles" differs in miles). Other values: no pair agrees.
 
-    >>> len(_in_one_unit([tuple(extract_values("6 miles, 9 km")), tuple(extract_values("6 miles, 5.9 miles"))]))
+    >>> len(_disagreeing([tuple(extract_values("6 miles, 9 km")), tuple(extract_values("6 miles, 5.9 miles"))]))
     1
     """
-    same = [(x, y) for x, y in pairs if _unit_factor(x) == _unit_factor(y)]
-    return same or pairs
+    by_unit: dict[float, list[tuple[Value, Value]]] = {}
+    for x, y in pairs:
+        if _unit_factor(x) == _unit_factor(y):
+            by_unit.setdefault(_unit_factor(x), []).append((x, y))
+    groups = list(by_unit.values()) or [pairs]
+    return [p for group in groups if not any(_values_agree(x, y, cfg) for x, y in group) for p in group]
 
 
 def values_stated(claim: str, sentences: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
@@ -2990,8 +3049,8 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
         pairs = [(x, y) for x, ex, px in va for y, ey, py in vb
                  if _value_key(x) == key == _value_key(y) and _comparable(x, y) and not _phrases_clash(px, py)
                  and not (event_years and key == ("time", "") and not ex & ey)]
-        pairs = _in_one_unit(pairs)
-        if pairs and not any(_values_agree(x, y, cfg) for x, y in pairs):
+        pairs = _disagreeing(pairs, cfg)
+        if pairs:
             return _describe_values(key, pairs)
     return None
 
@@ -6384,6 +6443,7 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.assertFalse([v for v in extract_values("Sales hit 324m.") if v.unit == "m"])  # glued m: as often millions
         self.assertEqual(extract_values("It ships in 5G phones."), [])
         self.assertEqual(one("Light travels 186,000 miles per second.").unit, "miles/second")  # a rate
+        self.assertFalse([v for v in extract_values("It goes 186,000 miles (300,000 km) per second.") if v.written])
         self.assertEqual(one("Staff get 3 days per week.").unit, "days/week")
 
     def test_ranges_are_one_value(self):
@@ -6404,7 +6464,11 @@ class TestUnitsAndRanges(unittest.TestCase):
                          "He served 1947–2021.", "It was built between 1925 and 1930.", "Pages 10-12 of 20."):
             self.assertTrue(all(v.high is None for v in extract_values(sentence)), sentence)
         self.assertEqual(len(extract_values("Revenue rose from 3% to 5%.")), 2)
-        self.assertEqual(len(extract_values("They won 3-1.")), 2)
+        self.assertEqual([v.text for v in extract_values("The new route is 3 km – 5 km shorter.")], ["3 km", "5 km"])
+        # a number right after "digit-" is only ever a range's upper end: no seat count in a model number
+        self.assertEqual([v.text for v in extract_values("The Boeing 737-800 seats 189 passengers.")],
+                         ["189 passengers"])
+        self.assertEqual([v.text for v in extract_values("They won 3-1.")], ["3"])
 
     def test_one_amount_in_two_units_agrees(self):
         controls = [("How far is it?", "It is 10 miles away.", "It is 16 km away."),
@@ -6431,12 +6495,35 @@ class TestUnitsAndRanges(unittest.TestCase):
                                ("How much does it cost?", "It costs between $10 and $20.", "It costs $15."),
                                ("How many live there?", "Between 5,000 and 6,000 people live there.",
                                 "About 5,500 people live there."),
-                               ("How long does shipping take?", "Shipping takes 3-5 days.", "It takes 4-6 days.")]:
+                               ("How long does shipping take?", "Shipping takes 3-5 days.", "It takes 2-7 days.")]:
             self.control(question, a, b)
+        # ranges that only overlap are two estimates: "3-5 days" does not hold "4-6 days"
+        self.conflict("How long does shipping take?", "Shipping takes 3-5 days.", "It takes 4-6 days.")
+        self.conflict("What do prices range over?", "Prices range from $10-$20.", "Prices range $15-$30.")
         f = self.conflict("How long does shipping take?", "Shipping takes 3-5 days.",
                                        "It takes 10 days.", "value")
         self.assertEqual(f.evidence, ("3-5 days", "10 days"))
         self.conflict("How much does it cost?", "It costs between $10 and $20.", "It costs $50.")
+
+    def test_review_cases(self):
+        """From a review of the first version: spellings, units shared by two measures, compounds, scales."""
+        self.conflict("How much does it weigh?", "It weighs 5 KG.", "It weighs 9 kg.")
+        self.conflict("How much storage does it have?", "It has 128 gb.", "It has 256 GB.")
+        self.control("How many GB of RAM does it have?", "It has 8 GB of RAM and 4 cores.",
+                     "The laptop ships with 8 GB of RAM and 6 cores.")  # the asked unit, not the cores
+        # a unit that agrees elsewhere does not hide the one that differs
+        self.conflict("How long is the trail?", "The 5 km trail climbs 300 m.",
+                      "The trail, 8 km in all, has a 300 m climb.")
+        self.control("How tall is he?", "He is 5 ft 10 in tall.", "He is 178 cm tall.")  # a compound: not read
+        self.assertEqual((one("The deal is worth $5-$10 million.").amount, one("It is $1-2 million.").high),
+                         (5e6, 2e6))
+        self.conflict("What is the deal worth?", "The deal is worth $5-$10 million.", "The deal is worth $4 million.")
+        self.control("How many seats does it have?", "The Boeing 737-800 seats 189 passengers.", "It has 189 seats.")
+        self.conflict("What was the final score?", "Arsenal lost the final 1-3.",
+                      "Arsenal were beaten 2-3 in the final.")
+        self.assertEqual(one("They sold 3 t-shirts.").unit, "t-shirts")
+        self.conflict("How far is the station?", "It is five miles from the station.", "It is 12 km from the station.")
+        self.conflict("How big is the flat?", "The flat is 90 m2.", "The flat is 800 sq ft.")  # 74 m²
 
     def test_round_numbers_two_significant_digits(self):
         self.assertAlmostEqual(_rounding(one("It is 300 m.")), 5.0)  # "300" is read to the ten, not the hundred
