@@ -805,11 +805,12 @@ NUMBER_WORDS = {
 SCALES = {
     "k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "b": 1e9, "bn": 1e9, "billion": 1e9,
     "t": 1e12, "tn": 1e12, "trillion": 1e12,
+    "lakh": 1e5, "lakhs": 1e5, "crore": 1e7, "crores": 1e7,  # Indian English: "2.5 lakh", "Rs 3 crore"
 }
 CURRENCIES = {
     "$": "USD", "us$": "USD", "a$": "AUD", "c$": "CAD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR",
     "usd": "USD", "eur": "EUR", "gbp": "GBP", "jpy": "JPY", "inr": "INR", "cad": "CAD", "aud": "AUD", "chf": "CHF",
-    "cny": "CNY", "dollar": "USD", "euro": "EUR", "yen": "JPY", "rupee": "INR",
+    "cny": "CNY", "dollar": "USD", "euro": "EUR", "yen": "JPY", "rupee": "INR", "rs": "INR", "rs.": "INR",
 }
 # Days per unit; 12 months and 52 weeks are both exactly one year so "12 months" == "one-year".
 DURATION_DAYS = {
@@ -832,19 +833,24 @@ platform pp p top #
 """.split())
 CORP_SUFFIXES = frozenset("corp corporation inc incorporated ltd limited llc co plc group holdings gmbh ag sa".split())
 UNIT_WORDS = frozenset(CURRENCIES) | frozenset(DURATION_DAYS) | frozenset({"percent", "usd", "eur", "gbp", "k"})
-_DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+# thousands set apart by commas, or by the no-break and thin spaces of typeset text ("10 000"; a plain space is as
+# often two numbers: "top 3 100-metre runners")
+_DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[\u00a0\u202f\u2009]\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_THOUSANDS_MARKS = ",\u00a0\u202f\u2009"
 _WORDNUM_ALT = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 _WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred))*)"
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
-_SCALE_ANY = r"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:thousand|million|billion|trillion)(?![\w]))"
-_SCALE_PLAIN = r"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?i:thousand|million|billion|trillion)(?![\w]))"
+_SCALE_WORDS = r"thousand|million|billion|trillion|lakhs?|crores?"
+_SCALE_ANY = rf"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:{_SCALE_WORDS})(?![\w]))"
+_SCALE_PLAIN = rf"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?i:{_SCALE_WORDS})(?![\w]))"
 _DUR_UNITS = (r"years?|yrs?|months?|mos|weeks?|wks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|decades?"
               r"|centuries|century")
 _DUR_QUALIFIERS = r"business|working|calendar|banking|school|trading"  # "9 business days": a unit of its own
 _PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
-_LEAD = r"(?<![\w.])"  # a number must not continue a word ("Episodes38") or a version ("v2.0")
+# a number must not continue a word ("Episodes38"), a version ("v2.0") or a decimal comma ("4,5 million": not 5)
+_LEAD = r"(?<![\w.])(?<!\d,)"
 _MONEY_RES = (
-    re.compile(rf"(?<![A-Za-z0-9])(?P<cur>US\$|A\$|C\$|\$|€|£|¥|₹)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
+    re.compile(rf"(?<![A-Za-z0-9])(?P<cur>US\$|A\$|C\$|\$|€|£|¥|₹|Rs\.?)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
     re.compile(rf"(?<![\w])(?P<cur>USD|EUR|GBP|JPY|INR|CAD|AUD|CHF|CNY)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
     re.compile(rf"{_LEAD}{_NUM}{_SCALE_ANY}?\s?(?P<cur>(?:US |U\.S\. )?(?i:dollars?)|(?i:euros?)|yen|rupees?"
                r"|USD|EUR|GBP|JPY|INR)(?![\w])"),
@@ -904,6 +910,9 @@ _PERIOD_LABEL_RE = re.compile(r"(?P<sub>[QH][1-4])(?:-(?P<y1>\d{4}))?|FY(?P<y2>\
                               r"|(?P<y3>\d{4})(?:-(?P<mon>\d{2}))?")
 
 
+_NO_THOUSANDS_MARKS = str.maketrans("", "", _THOUSANDS_MARKS)
+
+
 def parse_number(text: str) -> float | None:
     """Digits with thousands separators, or English number words up to the hundreds.
 
@@ -914,7 +923,7 @@ def parse_number(text: str) -> float | None:
     """
     t = text.strip().lower()
     if t[:1].isdigit():
-        return float(t.replace(",", ""))
+        return float(t.translate(_NO_THOUSANDS_MARKS))
     total = 0
     for word in _NUMBER_WORD_SPLIT_RE.split(t):
         if word == "hundred":
@@ -1142,6 +1151,9 @@ def _is_identifier(m: re.Match) -> bool:
     return word[:1].isupper() and before[prev.end(1):].isspace() and not opens_sentence
 
 
+_LEADING_ZERO_RE = re.compile(r"0\d")
+
+
 def _count_values(m: re.Match) -> list[Value]:
     """A number with the noun it counts ("13000 churches"), or a bare number ("1.5K") when not an identifier.
 
@@ -1151,8 +1163,8 @@ def _count_values(m: re.Match) -> list[Value]:
     noun = (m["noun"] or "").lower()
     amount = _scaled(m)
     is_word = not m["num"][:1].isdigit()
-    if amount is None or _is_identifier(m):
-        return []
+    if amount is None or _is_identifier(m) or _LEADING_ZERO_RE.match(m["num"]):
+        return []  # subtle: "007", or the "000" of "10 000" written with a plain space, is no amount
     if len(noun) > 1 and noun not in STOPWORDS and noun not in MONTHS:
         unit = _plural(noun)
         unit = "people" if unit in HEADCOUNT_NOUNS else unit  # "1,200 employees" counts the same as "1,200 people"
@@ -6585,6 +6597,18 @@ class TestUnitsAndRanges(unittest.TestCase):
                       "On a 2 ha site near Leeds, Acme now has a workforce of 800 people.")  # "has" asks no hectares
         self.conflict("How much sugar goes in?", "Add 25g of sugar.", "Add 30g of sugar.")
         self.assertIsNone(compare_answers("How far?", ["It is 1" + "0" * 400 + " km away."], ["It is 5 miles away."]))
+
+    def test_number_formats_of_other_conventions(self):
+        self.amounts(["It has 10\u202f000 staff.", "It has 10\u00a0000 staff.", "It has 10,000 staff."], "quantity",
+                     10_000.0, "people")
+        self.amounts(["It costs Rs 500.", "It costs Rs. 500.", "It costs ₹500."], "money", 500.0, "INR")
+        self.amounts(["It costs Rs 5 crore.", "It costs Rs 500 lakh."], "money", 5e7, "INR")
+        self.assertEqual(extract_values("It has 10 000 staff.")[-1].amount, 10.0)  # a plain space: no count of 0
+        self.assertEqual(extract_values("Revenue was 4,5 million euros."), [])  # a decimal comma: not 5 million
+        self.assertEqual(extract_values("Agent 007 left."), [])
+        for a, b in [("It has 10 000 staff.", "It has 10,000 staff."),
+                     ("Revenue was 4,5 million euros.", "Revenue was 4.5 million euros.")]:
+            self.control("How big is it?", a, b)
 
     def test_round_numbers_two_significant_digits(self):
         self.assertAlmostEqual(_rounding(one("It is 300 m.")), 5.0)  # "300" is read to the ten, not the hundred
