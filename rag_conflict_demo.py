@@ -5780,7 +5780,8 @@ def run_experiment(argv, embed, read, nli):
         return 1
     shared = read.sentences if isinstance(read, SentenceReader) else None  # one embedding per sentence per run
     read_alone = ReadAlone(read) if read else None  # one reading per document and question, whoever asks
-    detector = make_detector(cfg.detector, cfg, embed, read_alone, nli, shared)
+    # a scan makes its own (no question to read: 'full' runs as 'heuristic'), so 'full' without a reader is no error
+    detector = None if args.scan else make_detector(cfg.detector, cfg, embed, read_alone, nli, shared)
     if args.bench:
         result = run_bench(cfg, stages, embed, detector, read, read_alone, nli, None if args.quiet else Progress)
         emit(json.dumps(result) if args.json else render_bench(result, cfg))
@@ -8581,6 +8582,12 @@ class TestScanAndBench(unittest.TestCase):
         code, out, err = run_main(["--scan", "--json", "--quiet", "--detector", "article"])
         self.assertEqual(code, 0, err)
         self.assertIn("numerical contradiction", {json.loads(line)["reason"] for line in out.splitlines()})
+
+    def test_scan_with_the_full_detector_runs_as_heuristic(self):
+        """As --help says: no question to read, so no reader; it was a traceback (make_detector wanted one)."""
+        code, out, err = run_main(["--scan", "--json", "--quiet", "--detector", "full"], read=None)  # as the CLI has
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out, run_main(["--scan", "--json", "--quiet", "--detector", "heuristic"])[1])
 
     def test_scan_flags_states_in_capitals_without_names(self):
         docs = [doc("a", "The beacon status is ACTIVE."), doc("b", "The beacon status is INACTIVE.")]
