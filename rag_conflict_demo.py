@@ -1232,6 +1232,7 @@ UNIT_SPELLINGS = {
     "Km/h": "km/h", "KM/H": "km/h",
 }
 MEASUREMENT_UNITS.update({spelling: MEASUREMENT_UNITS[unit] for spelling, unit in UNIT_SPELLINGS.items()})
+_UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 # a question's words are lowercased; single letters and words are left out ("t" of "don't", "has" read as "ha"s)
 _UNITS_LOWER = {u.lower(): si for u, (si, _) in MEASUREMENT_UNITS.items() if len(u) > 1 and u != "ha"}
 MEASURE_NAMES = {"m": "lengths", "kg": "masses", "m/s": "speeds", "m²": "areas", "m³": "volumes", "W": "powers",
@@ -2397,6 +2398,8 @@ def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CO
     True
     >>> _swap_is_variant(["45.7"], ["30.2"])
     False
+    >>> _swap_is_variant(["km", "2"], ["square", "kilometres"]), _swap_is_variant(["km"], ["miles"])
+    (True, False)
     """
     x, y = " ".join(left), " ".join(right)
     if re.sub(r"\W", "", x) == re.sub(r"\W", "", y) or _ordinal(x) == _ordinal(y):
@@ -2404,6 +2407,9 @@ def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CO
     canon = lambda ws: [str(MONTHS.get(w, SYNONYMS.get(w, w))) for w in ws if w not in SWAP_FILLER]  # noqa: E731
     if canon(left) == canon(right):
         return True
+    units = [_UNIT_SPELLED.get(w, _UNIT_SPELLED.get(w.replace(" ", ""))) for w in (x, y)]  # "km 2": "km2"
+    if units[0] and units[0] == units[1]:
+        return True  # one unit spelled two ways: "km" / "kilometres", "km2" / "square kilometres"
     nx, ny = (parse_number(w) if _SWAP_NUMBER_RE.fullmatch(w) else None for w in (x, y))
     if nx is not None and ny is not None:
         return math.isclose(nx, ny, rel_tol=cfg.rel_tol)
@@ -6598,6 +6604,15 @@ class TestUnitsAndRanges(unittest.TestCase):
                       "On a 2 ha site near Leeds, Acme now has a workforce of 800 people.")  # "has" asks no hectares
         self.conflict("How much sugar goes in?", "Add 25g of sugar.", "Add 30g of sugar.")
         self.assertIsNone(compare_answers("How far?", ["It is 1" + "0" * 400 + " km away."], ["It is 5 miles away."]))
+
+    def test_a_unit_spelled_two_ways_is_no_swap(self):
+        for a, b in [("The road is 12 km long and runs north.", "The road is 12 kilometres long and runs north."),
+                     ("The park covers 500 km2 of forest.", "The park covers 500 square kilometres of forest.")]:
+            self.control("What is it like?", a, b)
+            self.assertIsNone(edited_copy_finding(doc("a", a), doc("b", b)))
+        self.assertEqual(edited_copy_finding(doc("a", "The road is 12 km long and runs north."),
+                                             doc("b", "The road is 12 miles long and runs north.")).evidence,
+                         ("km", "miles"))
 
     def test_number_formats_of_other_conventions(self):
         self.amounts(["It has 10\u202f000 staff.", "It has 10\u00a0000 staff.", "It has 10,000 staff."], "quantity",
