@@ -835,8 +835,9 @@ CORP_SUFFIXES = frozenset("corp corporation inc incorporated ltd limited llc co 
 UNIT_WORDS = frozenset(CURRENCIES) | frozenset(DURATION_DAYS) | frozenset({"percent", "usd", "eur", "gbp", "k"})
 # thousands set apart by commas, or by the no-break and thin spaces of typeset text ("10 000"; a plain space is as
 # often two numbers: "top 3 100-metre runners")
-_DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[\u00a0\u202f\u2009]\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-_THOUSANDS_MARKS = ",\u00a0\u202f\u2009"
+_THOUSANDS_SPACES = "\u00a0\u202f\u2009"
+_DIGITS = rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d{{1,3}}(?:[{_THOUSANDS_SPACES}]\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_NO_THOUSANDS_MARKS = str.maketrans("", "", "," + _THOUSANDS_SPACES)  # "10,000" and "10\u202f000": "10000"
 _WORDNUM_ALT = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 _WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred))*)"
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
@@ -881,6 +882,7 @@ _YEAR_RE = re.compile(r"(?<![\w.,$€£¥#:/-])(?P<year>1\d{3}|20\d{2})(?![\w%]|
 # subtle: a number after a hyphen continues a word ("COVID-19") unless the hyphen follows a number ("5-10 people",
 # "$2.5M-3M"); _join_ranges keeps it only as a range's upper end
 _AFTER_NUMBER = r"(?<=\d-)|(?<=\d[KkMmBb]-)|(?<=\dbn-)|(?<=illion-)|(?<=thousand-)"
+_AFTER_NUMBER_RE = re.compile(_AFTER_NUMBER)  # .match(sentence, pos): pos follows "5-", "$2.5M-", "2 million-"
 _COUNT_RE = re.compile(rf"(?:(?<![\w.,'’#$€£¥:/-])|{_AFTER_NUMBER}){_NUM}{_SCALE_PLAIN}?(?![\w%]|[.,:]\d)"
                        r"(?:\s(?P<noun>[^\W\d_][\w'-]*))?")
 _NEXT_WORD_RE = re.compile(r"\s+([A-Za-z][A-Za-z'-]*)")
@@ -908,9 +910,6 @@ _LEADING_ENTITY_RE = re.compile(r"^\W*(?P<name>[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)+
 _PERIODISH_RE = re.compile(rf"^(?:Q[1-4]|H[12]|FY\S*|{_MONTH})$")
 _PERIOD_LABEL_RE = re.compile(r"(?P<sub>[QH][1-4])(?:-(?P<y1>\d{4}))?|FY(?P<y2>\d{4})"
                               r"|(?P<y3>\d{4})(?:-(?P<mon>\d{2}))?")
-
-
-_NO_THOUSANDS_MARKS = str.maketrans("", "", _THOUSANDS_MARKS)
 
 
 def parse_number(text: str) -> float | None:
@@ -1232,7 +1231,6 @@ UNIT_SPELLINGS = {
     "Km/h": "km/h", "KM/H": "km/h",
 }
 MEASUREMENT_UNITS.update({spelling: MEASUREMENT_UNITS[unit] for spelling, unit in UNIT_SPELLINGS.items()})
-_UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 # a question's words are lowercased; single letters and words are left out ("t" of "don't", "has" read as "ha"s)
 _UNITS_LOWER = {u.lower(): si for u, (si, _) in MEASUREMENT_UNITS.items() if len(u) > 1 and u != "ha"}
 MEASURE_NAMES = {"m": "lengths", "kg": "masses", "m/s": "speeds", "m²": "areas", "m³": "volumes", "W": "powers",
@@ -1261,11 +1259,19 @@ def _measure_values(m: re.Match) -> list[Value]:
     >>> v.amount, v.unit, v.written
     (630000.0, 'm', 'km')
     """
-    written = " ".join((m["unit"] or m["glued"]).split())
-    si, factor = MEASUREMENT_UNITS[written]
     amount = _scaled(m)
-    return [] if amount is None else [Value("quantity", amount * factor, si, "", "", m.group(0).strip(),
-                                            written=written)]
+    written = " ".join((m["unit"] or m["glued"]).split())
+    return [] if amount is None else [_in_si(Value("quantity", amount, "", "", "", m.group(0).strip()), written)]
+
+
+def _in_si(v: Value, written: str) -> Value:
+    """A value whose amount is in the unit written, as a measurement in that unit's SI unit.
+
+    >>> _in_si(Value("quantity", 10.0, "", "", "", "10"), "miles")
+    Value(kind='quantity', amount=16093.44, unit='m', period='', entity='', text='10', high=None, written='miles')
+    """
+    si, factor = MEASUREMENT_UNITS[written]
+    return replace(v, amount=v.amount * factor, unit=si, written=written)
 
 
 # (regex, builder) in priority order: a span claimed by an earlier rule is skipped by later ones.
@@ -1443,8 +1449,8 @@ _DIGITS_RE = re.compile(_DIGITS)
 _WORDNUM_RE = re.compile(_WORDNUM)
 _SCALED_RE = re.compile(rf"\d\s?(?i:{'|'.join(sorted(SCALES, key=len, reverse=True))})(?![\w])")  # "$5M", "2 bn"
 # a number in words right before an upper end: no value on its own ("one of them"), but a range's low end
+WORD_LOW_REACH = 60  # characters before an upper end that its low end in words may take ("seventy-five to ")
 _WORD_LOW_RE = re.compile(rf"(?<![\w-])(?P<num>{_WORDNUM})(?:\s?[-–—]\s?|\s(?:to|and)\s)$")
-_AFTER_HYPHEN_RE = re.compile(r"(?:\d(?:[KkMmBb]|bn)?|illion|thousand)-$")  # _COUNT_RE reads a number after these
 
 
 def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tuple[int, int, Value]]:
@@ -1457,20 +1463,21 @@ def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tup
     out: list[tuple[int, int, Value]] = []
     joined: set[int] = set()  # starts of joined ranges
     for start, end, v in found:
-        low = next((f for f in out[-1:] + _word_low(sentence, start) if _range_ends(sentence, f, (start, end, v))),
-                   None)
+        low = out[-1] if out and _range_ends(sentence, out[-1], (start, end, v)) else None
+        if low is None:  # a number in words is no value on its own, so look for one only here
+            low = next((f for f in _word_low(sentence, start) if _range_ends(sentence, f, (start, end, v))), None)
         if low:
             if out and low is out[-1]:
                 out.pop()
             start, v = low[0], _range_value(low[2], v, sentence[low[0]:end].strip())
             joined.add(start)
         out.append((start, end, v))
-    return [f for f in out if f[0] in joined or not _AFTER_HYPHEN_RE.search(sentence, 0, f[0])]
+    return [f for f in out if f[0] in joined or not _AFTER_NUMBER_RE.match(sentence, f[0])]
 
 
 def _word_low(sentence: str, start: int) -> list[tuple[int, int, Value]]:
     """The number in words that may open a range ending at start ("two to" before "three weeks"), else []."""
-    m = _WORD_LOW_RE.search(sentence, 0, start)
+    m = _WORD_LOW_RE.search(sentence, max(0, start - WORD_LOW_REACH), start)
     number = parse_number(m["num"]) if m else None
     return [] if number is None else [(m.start("num"), m.end("num"), Value("quantity", number, "", "", "", m["num"]))]
 
@@ -1669,6 +1676,8 @@ def _values_agree(a: Value, b: Value, cfg: Config = DEFAULT_CONFIG) -> bool:
     """
     if a.kind in TEMPORAL_KINDS:
         return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
+    if a.high is None and b.high is None and a.written == b.written:  # two amounts in one unit: the common case
+        return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
     inner, outer = sorted((a, b), key=lambda v: _upper(v) - v.amount)
     slack = cfg.rel_tol * max(abs(inner.amount), abs(_upper(inner)), abs(outer.amount), abs(_upper(outer)))
     if _unit_factor(a) != _unit_factor(b):  # subtle: a conversion rounds once, so the coarser rounding bounds it
@@ -1702,7 +1711,7 @@ def _rounding(v: Value) -> float:
     if not found:  # "five miles": a whole number
         number = _written_number(v)
         return 0.5 * _upper(v) / number if number else 0.0
-    digits = found[-1].replace(",", "")
+    digits = found[-1].translate(_NO_THOUSANDS_MARKS)
     if "." in digits:
         place = -len(digits.split(".")[1])
     else:
@@ -2352,7 +2361,8 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
 SWAP_FILLER = STOPWORDS | frozenset("also still currently now then later about approximately around nearly".split())
 
 _SWAP_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*\d%?|[$€£]?\d%?|[^\W\d_]+(?:['’][^\W\d_]+)*")
-_SWAP_NUMBER_RE = re.compile(rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?|{_WORDNUM}")  # "1,500", "fifteen"
+_SWAP_NUMBER_RE = re.compile(rf"{_DIGITS}|{_WORDNUM}")  # "1,500", "fifteen"
+_UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 
 
 def swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
@@ -3036,6 +3046,8 @@ def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
     'moons'
     >>> _counted_bare("Apollo 11 had three moons.", extract_values("11")[0], frozenset({"moons"})).unit
     ''
+    >>> _counted_bare("The distance in miles is 10.", extract_values("10")[0], frozenset({"miles"})).amount
+    16093.44
     """
     if v.kind != "quantity" or v.unit or not units:
         return v
@@ -3047,10 +3059,7 @@ def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
         return v
     unit = next(iter(named))
     written = next((w for w in (unit, unit[:-1]) if w in MEASUREMENT_UNITS), "")  # "miles": the measurement's
-    if written:
-        si, factor = MEASUREMENT_UNITS[written]
-        return replace(v, amount=v.amount * factor, unit=si, written=written)
-    return replace(v, unit=unit)
+    return _in_si(v, written) if written else replace(v, unit=unit)
 
 
 def _distinct_amounts(values: list[Value], cfg: Config = DEFAULT_CONFIG) -> int:
@@ -3062,7 +3071,7 @@ def _distinct_amounts(values: list[Value], cfg: Config = DEFAULT_CONFIG) -> int:
     """
     kept: list[Value] = []
     for v in values:
-        if not any(round(v.amount, 6) == round(k.amount, 6)
+        if not any((round(v.amount, 6), _upper(v)) == (round(k.amount, 6), _upper(k))
                    or (_unit_factor(v) != _unit_factor(k) and _values_agree(v, k, cfg)) for k in kept):
             kept.append(v)
     return len(kept)
@@ -6522,15 +6531,16 @@ class TestUnitsAndRanges(unittest.TestCase):
             self.assertEqual((v.kind, v.amount, v.high, v.text), (kind, low, high, text), sentence)
 
     def test_what_is_no_range(self):
-        for sentence in ("Revenue rose from 3% to 5%.", "It grew 5% to $10M.", "They won 3-1.",
-                         "He served 1947–2021.", "It was built between 1925 and 1930.", "Pages 10-12 of 20."):
-            self.assertTrue(all(v.high is None for v in extract_values(sentence)), sentence)
-        self.assertEqual(len(extract_values("Revenue rose from 3% to 5%.")), 2)
-        self.assertEqual([v.text for v in extract_values("The new route is 3 km – 5 km shorter.")], ["3 km", "5 km"])
-        # a number right after "digit-" is only ever a range's upper end: no seat count in a model number
-        self.assertEqual([v.text for v in extract_values("The Boeing 737-800 seats 189 passengers.")],
-                         ["189 passengers"])
-        self.assertEqual([v.text for v in extract_values("They won 3-1.")], ["3"])
+        cases = {"Revenue rose from 3% to 5%.": ["3%", "5%"], "Unemployment rose 0.5% to 5%.": ["0.5%", "5%"],
+                 "It grew 5% to $10M.": ["5%", "$10M"], "It was built between 1925 and 1930.": ["1925", "1930"],
+                 "The new route is 3 km – 5 km shorter.": ["3 km", "5 km"],
+                 # a number right after "digit-" is only ever a range's upper end: no page, score or seat count
+                 "They won 3-1.": ["3"], "Pages 10-12 of 20.": ["20"],
+                 "The Boeing 737-800 seats 189 passengers.": ["189 passengers"]}
+        for sentence, texts in cases.items():
+            values = extract_values(sentence)
+            self.assertEqual(([v.text for v in values], {v.high for v in values}), (texts, {None}), sentence)
+        self.assertEqual([v.amount for v in extract_values("He served 1947–2021.")], [1947.0, 2021.0])  # two years
 
     def test_one_amount_in_two_units_agrees(self):
         controls = [("How far is it?", "It is 10 miles away.", "It is 16 km away."),
@@ -6550,7 +6560,7 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.conflict("How much storage does it have?", "It has 128GB.", "It has 256 GB.")
         # one side's coarse conversion does not hide a difference written in one unit
         self.conflict("How far is a light-year?", "A light-year is 5.88 trillion miles.",
-                                   "A light-year is about 6 trillion miles (9 trillion km).")
+                      "A light-year is about 6 trillion miles (9 trillion km).")
 
     def test_a_range_holds_what_falls_inside_it(self):
         for question, a, b in [("How long does shipping take?", "Shipping takes 3 to 5 days.", "It takes 4 days."),
@@ -6562,8 +6572,7 @@ class TestUnitsAndRanges(unittest.TestCase):
         # ranges that only overlap are two estimates: "3-5 days" does not hold "4-6 days"
         self.conflict("How long does shipping take?", "Shipping takes 3-5 days.", "It takes 4-6 days.")
         self.conflict("What do prices range over?", "Prices range from $10-$20.", "Prices range $15-$30.")
-        f = self.conflict("How long does shipping take?", "Shipping takes 3-5 days.",
-                                       "It takes 10 days.", "value")
+        f = self.conflict("How long does shipping take?", "Shipping takes 3-5 days.", "It takes 10 days.", "value")
         self.assertEqual(f.evidence, ("3-5 days", "10 days"))
         self.conflict("How much does it cost?", "It costs between $10 and $20.", "It costs $50.")
 
@@ -6622,6 +6631,8 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.assertEqual(extract_values("It has 10 000 staff.")[-1].amount, 10.0)  # a plain space: no count of 0
         self.assertEqual(extract_values("Revenue was 4,5 million euros."), [])  # a decimal comma: not 5 million
         self.assertEqual(extract_values("Agent 007 left."), [])
+        self.control("How far is it?", "It is 10\u202f000 km away.", "It is 6,214 miles away.")  # was a ValueError
+        self.conflict("How far is it?", "It is 10\u202f000 km away.", "It is 5,000 miles away.")
         for a, b in [("It has 10 000 staff.", "It has 10,000 staff."),
                      ("Revenue was 4,5 million euros.", "Revenue was 4.5 million euros.")]:
             self.control("How big is it?", a, b)
@@ -6630,7 +6641,11 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.assertAlmostEqual(_rounding(one("It is 300 m.")), 5.0)  # "300" is read to the ten, not the hundred
         self.assertAlmostEqual(_rounding(one("It is 10 m.")), 0.5)
         self.assertAlmostEqual(_rounding(one("It is 2.25 m.")), 0.005)
+
+    def test_distinct_amounts(self):
+        """A bag of values counts one amount in two units once, and ranges by both ends."""
         self.assertEqual(_distinct_amounts(extract_values("It is 186,000 miles (300,000 km) or 5 miles.")), 2)
+        self.assertEqual(_distinct_amounts(extract_values("It takes 3-5 days, 3-9 days or 3-20 days.")), 3)
 
 
 class TestSentences(unittest.TestCase):
