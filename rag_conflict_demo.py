@@ -3709,7 +3709,8 @@ def extract_numbers(text):
     for match in NUMBER_RE.finditer(text):
         number = match.group()
         bare = number.isdigit()  # no currency sign, separator, decimal point or suffix
-        if bare and (int(number) in ARTICLE_YEARS or int(number) < ARTICLE_SMALL):
+        # subtle: a year or a small number has at most four digits, and 5,000 digits are more than int() reads
+        if bare and len(number) <= 4 and (int(number) in ARTICLE_YEARS or int(number) < ARTICLE_SMALL):
             continue
         found.add(number)
     return frozenset(found)
@@ -4327,17 +4328,19 @@ def require_libraries():
 
 def hub_unreachable(name, timeout):
     """None when the hub answers for this model within timeout seconds, else a short reason."""
+    import http.client
     import urllib.error
+    import urllib.parse
     import urllib.request
 
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    url = f"{endpoint}/api/models/{urllib.parse.quote(name, safe='/')}"  # "a b c" is a name no URL may hold raw
     try:
-        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/api/models/{name}", method="HEAD"),
-                               timeout=timeout)
+        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout)
         return None
     except urllib.error.HTTPError as e:
         return None if e.code in (401, 403) else f"HTTP {e.code}"  # gated models still download with a token
-    except (urllib.error.URLError, OSError) as e:
+    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:  # ValueError: a bad endpoint
         return str(getattr(e, "reason", e)) or type(e).__name__
 
 
@@ -6098,6 +6101,9 @@ class TestNumbers(unittest.TestCase):
     def test_decimal_year_kept(self):
         self.assertEqual(extract_numbers("ratio 2023.5"), {"2023.5"})
 
+    def test_a_number_longer_than_int_reads(self):
+        self.assertEqual(extract_numbers("code " + "9" * 5000), {"9" * 5000})  # int() refused 4,300+ digits
+
 
 class TestHeuristics(unittest.TestCase):
     def features(self, text):
@@ -7308,6 +7314,23 @@ class TestReaderChoice(unittest.TestCase):
         self.assertEqual((code, out), (1, ""))
         self.assertIn("QA model", err)
         self.assertNotIn("sentence reader", err)
+
+    def test_hub_probe_takes_any_name(self):
+        """A model name no URL may hold raw ("a b c") is quoted, and a probe that fails in any way is a reason, not a
+        traceback (http.client refused the space with InvalidURL); urlopen is stubbed, no network is touched."""
+        import http.client
+        import urllib.error
+        urls = []
+
+        def offline(request, timeout):
+            urls.append(request.full_url)
+            raise urllib.error.URLError("offline")
+        with unittest.mock.patch.dict(os.environ, {"HF_ENDPOINT": "https://hub.example"}), \
+                unittest.mock.patch("urllib.request.urlopen", offline):
+            self.assertEqual(hub_unreachable("a b c", 1.0), "offline")
+        self.assertEqual(urls, ["https://hub.example/api/models/a%20b%20c"])
+        with unittest.mock.patch("urllib.request.urlopen", side_effect=http.client.InvalidURL("bad")):
+            self.assertEqual(hub_unreachable("x", 1.0), "bad")
 
     def test_reader_sentence_asks_for_no_qa_model(self):
         with unittest.mock.patch.dict(os.environ, {"RAG_QA_MODEL": self.QA}), \
