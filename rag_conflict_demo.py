@@ -923,7 +923,7 @@ def parse_number(text: str) -> float | None:
     t = text.strip().lower()
     if t[:1].isdigit():
         return float(t.translate(_NO_THOUSANDS_MARKS))
-    total = 0
+    total = 0.0  # subtle: a float, so "nine hundred ninety nine hundred ..." grows to inf, not past what float() takes
     for word in _NUMBER_WORD_SPLIT_RE.split(t):
         if word == "hundred":
             total = max(total, 1) * 100  # subtle: "hundred" scales what came before ("three hundred" = 300)
@@ -1136,7 +1136,9 @@ def _is_identifier(m: re.Match) -> bool:
     False
     """
     before, after = m.string[:m.start()], m.string[m.end():]
-    small = m["num"].isdigit() and int(m["num"]) < LIST_MARKER_LIMIT
+    # subtle: compared by length first, as int() refuses a number of 4,300 digits or more
+    digits = m["num"]
+    small = digits.isdigit() and len(digits) <= len(str(LIST_MARKER_LIMIT)) and int(digits) < LIST_MARKER_LIMIT
     if small and _LIST_MARKER_AFTER_RE.match(after) and _LIST_MARKER_BEFORE_RE.search(before):
         return True  # subtle: "to be 34." ends a sentence; "; 18. CI" and a leading "2." start list items
     prev = _PREV_WORD_RE.search(before)
@@ -6628,6 +6630,12 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.assertEqual(edited_copy_finding(doc("a", "The road is 12 km long and runs north."),
                                              doc("b", "The road is 12 miles long and runs north.")).evidence,
                          ("km", "miles"))
+
+    def test_a_number_longer_than_int_reads(self):
+        self.assertEqual(parse_number(" ".join(["nine hundred ninety"] * 200)), math.inf)  # no OverflowError
+        huge = "9" * 5000  # int() refuses 4,300 digits or more; the value is read as a float (inf), never a crash
+        self.assertEqual([v.kind for v in extract_values(f"It has {huge} users and {huge} km.")], ["quantity"] * 2)
+        self.assertIsNone(compare_answers("How many?", [f"It has {huge} users."], [f"It has {huge} users."]))
 
     def test_number_formats_of_other_conventions(self):
         self.amounts(["It has 10\u202f000 staff.", "It has 10\u00a0000 staff.", "It has 10,000 staff."], "quantity",
