@@ -3066,17 +3066,16 @@ def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
 
 def _distinct_amounts(values: list[Value], cfg: Config = DEFAULT_CONFIG) -> int:
     """How many different amounts the values state; one amount written in two units ("186,000 miles (300,000
-    km)") is one.
+    km)") is one. Sorted once, so a side of thousands of values costs n log n, not n squared.
 
     >>> _distinct_amounts(extract_values("It is 186,000 miles (300,000 km), not 5 miles."))
     2
     """
-    kept: list[Value] = []
-    for v in values:
-        if not any((round(v.amount, 6), _upper(v)) == (round(k.amount, 6), _upper(k))
-                   or (_unit_factor(v) != _unit_factor(k) and _values_agree(v, k, cfg)) for k in kept):
-            kept.append(v)
-    return len(kept)
+    unique = list({(round(v.amount, 6), _upper(v)): v for v in values}.values())
+    unique.sort(key=lambda v: (v.amount, _upper(v)))
+    # subtle: one amount in two units lies beside itself in that order, so only neighbours are compared
+    return len(unique) - sum(_unit_factor(x) != _unit_factor(y) and _values_agree(x, y, cfg)
+                             for x, y in zip(unique, unique[1:]))
 
 
 def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozenset[str], cfg: Config,
