@@ -5650,7 +5650,9 @@ def parse_args(argv):
                                 ("--qa-model", args.qa_model, "a model name or directory")):
         if value is not None and not value.strip():  # an unset shell variable: refused, never a silent default
             raise UsageError(f"{flag} needs {wanted}, got an empty one")
-    args.given = ["--" + dest.replace("_", "-") for dest, value in vars(args).items() if value not in (None, False, [])]
+    # subtle: "is", not "in (None, False, [])": 0.0 == False, and "--threshold 0" is a flag given
+    args.given = ["--" + dest.replace("_", "-") for dest, value in vars(args).items()
+                  if value is not None and value is not False and value != []]
     if args.eval == BUILTIN and args.eval is not BUILTIN:  # typed, "builtin" is a file: named so in output and logs
         args.eval = os.path.join(".", args.eval)
     args.embed_model = args.embed_model or os.environ.get("RAG_EMBED_MODEL") or Config.embed_model
@@ -8680,6 +8682,8 @@ class TestScanAndBench(unittest.TestCase):
             (["--threshold", str(Config.threshold), "--detector", "heuristic"], "--detector heuristic does not use "
                                                                                "--threshold"),
             (["--eval", "--threshold", "0.5"], "--detector heuristic does not use --threshold"),
+            (["--threshold", "0"], "--detector heuristic does not use --threshold"),  # 0.0 == False: still given
+            (["--eval", "--detector", "full", "--threshold", "0.0"], "--detector full does not use --threshold"),
             (["--test", "--kb", "kb.json"], "--test does not use --kb"),
             (["--test", "--json", "--detector", "full"], "--test does not use --json, --detector"),
             (["--detector", "article", "--nli"], "--detector article does not use --nli"),
@@ -8694,7 +8698,7 @@ class TestScanAndBench(unittest.TestCase):
                 self.assertEqual((code, out), (2, ""))
                 self.assertTrue(err.startswith(f"error: {message}"), err)
                 self.assertEqual(len(err.splitlines()), 1)
-        for argv in (["--threshold", "0.5", "--detector", "article"], ["--scan", "--threshold", "0.5"],
+        for argv in (["--threshold", "0.5", "--detector", "article"], ["--scan", "--threshold", "0"],
                      ["--bench", "--threshold", "0.5"], ["--eval", "--detector", "article", "--threshold", "0.5"]):
             with self.subTest(argv=argv):
                 read_inputs(parse_args(argv))  # used: no UsageError
