@@ -887,6 +887,7 @@ _COUNT_RE = re.compile(rf"(?:(?<![\w.,'’#$€£¥:/-])|{_AFTER_NUMBER}){_NUM}{
                        r"(?:\s(?P<noun>[^\W\d_][\w'-]*))?")
 _NEXT_WORD_RE = re.compile(r"\s+([A-Za-z][A-Za-z'-]*)")
 _PREV_WORD_RE = re.compile(r"([#\w][\w.-]*)\W{0,2}$")
+PREV_WORD_REACH = 256  # characters before a number searched first for the word before it (see _previous_word)
 _LIST_MARKER_AFTER_RE = re.compile(r"[.)](?:\s|$)")
 _LIST_MARKER_BEFORE_RE = re.compile(r"(?:^|[,;:·|])\s*$")
 _CLAUSE_BREAK_RE = re.compile(r"[,;:]|\b(?:and|but|while|whereas|versus|vs)\b")
@@ -1135,21 +1136,43 @@ def _is_identifier(m: re.Match) -> bool:
     >>> _is_identifier(_COUNT_RE.search("Sold 42."))
     False
     """
-    before, after = m.string[:m.start()], m.string[m.end():]
+    before = m.string[:m.start()]
     # subtle: compared by length first, as int() refuses a number of 4,300 digits or more
     digits = m["num"]
     small = digits.isdigit() and len(digits) <= len(str(LIST_MARKER_LIMIT)) and int(digits) < LIST_MARKER_LIMIT
-    if small and _LIST_MARKER_AFTER_RE.match(after) and _LIST_MARKER_BEFORE_RE.search(before):
+    if small and _LIST_MARKER_AFTER_RE.match(m.string, m.end()) and _LIST_MARKER_BEFORE_RE.search(before):
         return True  # subtle: "to be 34." ends a sentence; "; 18. CI" and a leading "2." start list items
-    prev = _PREV_WORD_RE.search(before)
+    prev = _previous_word(before)
     if not prev:
         return False
-    word = prev.group(1)
+    word, start, end = prev
     if word.lower().rstrip(".") in ID_LABELS:
         return True
     # subtle: "Hot 100" is a name, but "Sold 42" only looks like one because it opens the sentence
-    opens_sentence = not _ANY_WORD_CHAR_RE.search(before, 0, prev.start())
-    return word[:1].isupper() and before[prev.end(1):].isspace() and not opens_sentence
+    opens_sentence = not _ANY_WORD_CHAR_RE.search(before, 0, start)
+    return word[:1].isupper() and before[end:].isspace() and not opens_sentence
+
+
+def _previous_word(before: str) -> tuple[str, int, int] | None:
+    """(word, its start, its end) of the word that ends the text, up to two non-word characters after it, as
+    _PREV_WORD_RE finds it. Searched in the last PREV_WORD_REACH characters first: a search anchored at the end tries
+    every start position, so reading each number's word from the sentence's start made a sentence of 2,000 values
+    quadratic. The whole text is searched again when the match may reach further back (it starts at the reach's
+    edge or right after a word character, "." or "-"), so the answer is the same.
+
+    >>> _previous_word("Sold by Season 7, ")
+    ('7', 15, 16)
+    """
+    reach = max(0, len(before) - PREV_WORD_REACH)
+    m = _PREV_WORD_RE.search(before, reach)
+    if reach and (m is None or m.start() == reach or _is_word_run(before[m.start() - 1])):
+        m = _PREV_WORD_RE.search(before)
+    return None if m is None else (m.group(1), m.start(), m.end(1))
+
+
+def _is_word_run(ch: str) -> bool:
+    """A character _PREV_WORD_RE's word may hold ([\\w.-]): a word character, "." or "-"."""
+    return ch.isalnum() or ch in "_.-"
 
 
 _LEADING_ZERO_RE = re.compile(r"0\d")
@@ -1592,15 +1615,50 @@ def _cached_values(sentence: str) -> tuple[Value, ...]:
     return tuple(extract_values(sentence))
 
 
+def _words_around(sentence: str, text: str, window: int) -> tuple[list[str], list[str]]:
+    """The `window` words before the first occurrence of text in the sentence and the `window` after it ([] and []
+    when it does not occur). Read outward from the text, not from the sentence's ends: a sentence of 2,000 values
+    re-read whole for each value was quadratic.
+
+    >>> _words_around("It was built in 1998 by Jo Li.", "1998", 2)
+    (['built', 'in'], ['by', 'Jo'])
+    """
+    at = sentence.find(text)
+    if at < 0:
+        return [], []
+    return _words_before(sentence, at, window), _words_after(sentence, at + len(text), window)
+
+
+def _words_before(sentence: str, end: int, n: int) -> list[str]:
+    """The last n words of sentence[:end]; a piece cut from the end holds them once it holds more than n words (its
+    first may be cut short). A window of 0 is none (sliced as [-0:], it had been every word before).
+
+    >>> _words_before("one two three", 13, 2), _words_before("one two three", 13, 0)
+    (['two', 'three'], [])
+    """
+    if n <= 0:
+        return []
+    reach = 16 * n
+    while True:
+        start = max(0, end - reach)
+        words = _WORD_RE.findall(sentence, start, end)
+        if len(words) > n or start == 0:
+            return words[-n:]
+        reach *= 4
+
+
+def _words_after(sentence: str, start: int, n: int) -> list[str]:
+    """The first n words of sentence[start:]."""
+    return [m.group() for m in itertools.islice(_WORD_RE.finditer(sentence, start), max(n, 0))]
+
+
 def _event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -> frozenset[str]:
     """Content words within `window` words of a value, minus the question's words: the event a year dates.
 
     >>> sorted(_event_words("Formed in 1994 in Texas.", extract_values("1994")[0], frozenset(), 2))
     ['formed', 'texas']
     """
-    at = sentence.find(v.text)
-    before = _WORD_RE.findall(sentence[:max(at, 0)])[-window:]
-    after = _WORD_RE.findall(sentence[at + len(v.text):] if at >= 0 else "")[:window]
+    before, after = _words_around(sentence, v.text, window)
     words = (SYNONYMS.get(w, w) for w in (_strip_possessive(w).lower() for w in before + after))
     return frozenset(w for w in words if w not in STOPWORDS and w not in qwords and not w[0].isdigit())
 
@@ -2970,9 +3028,7 @@ def _window_stems(sentence: str, v: Value, window: int) -> frozenset[str]:
     >>> sorted(_window_stems("It was built in 1998 by Jo.", extract_values("1998")[0], 2))
     ['build', 'jo']
     """
-    at = sentence.find(v.text)
-    before = _WORD_RE.findall(sentence[:max(at, 0)])[-window:]
-    after = _WORD_RE.findall(sentence[at + len(v.text):] if at >= 0 else "")[:window]
+    before, after = _words_around(sentence, v.text, window)
     return frozenset(_stem(w.lower()) for w in before + after if w.lower() not in STOPWORDS)
 
 
@@ -2986,7 +3042,7 @@ def _measured_phrase(sentence: str, v: Value) -> tuple[str, ...]:
     if at < 0:
         return ()
     words = []
-    for w in _WORD_RE.findall(sentence[at + len(v.text):])[:4]:
+    for w in _words_after(sentence, at + len(v.text), 4):
         if not w.islower() or (w in STOPWORDS and w != "of") or w in UNIT_WORDS:
             break
         if w != "of":
@@ -7131,6 +7187,20 @@ class TestFeatureProperties(unittest.TestCase):
         for _ in range(300):
             x, y = (tuple(rng.choice(list("abcdef"), size=rng.integers(0, 9))) for _ in range(2))
             self.assertAlmostEqual(_bag_ratio(x, y), difflib.SequenceMatcher(None, x, y).quick_ratio(), msg=(x, y))
+
+    def test_words_near_a_value_read_as_from_the_whole_sentence(self):
+        """The readers that start at a value and stop after a few words (_previous_word, _words_around) give what
+        reading the whole sentence gave, on random texts longer than their first reach (words of letters, digits,
+        "." and "-", runs of spaces and punctuation)."""
+        rng = np.random.default_rng(11)
+        pieces = ["ab", "Cd", "7", "x.y", "-", ".", " ", "  ", ", ", "(", "’s", "e9-2", "#t", "—", "a" * 300, " " * 300]
+        for _ in range(400):
+            text = "".join(rng.choice(pieces, size=rng.integers(0, 120)))
+            m = _PREV_WORD_RE.search(text)
+            self.assertEqual(_previous_word(text), m and (m.group(1), m.start(), m.end(1)), text)
+            cut, n = int(rng.integers(0, len(text) + 1)), int(rng.integers(1, 6))
+            self.assertEqual(_words_before(text, cut, n), _WORD_RE.findall(text[:cut])[-n:], (text, cut, n))
+            self.assertEqual(_words_after(text, cut, n), _WORD_RE.findall(text[cut:])[:n], (text, cut, n))
 
     def test_identical_sides_are_not_compared(self):
         """Two sides word for word the same cannot contradict each other: compare_answers returns at once. Run on one
