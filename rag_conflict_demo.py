@@ -1787,7 +1787,13 @@ def _comparable(a: Value, b: Value) -> bool:
     >>> _comparable(Value("money", 1.0, "USD", "Q3", "", ""), Value("money", 2.0, "USD", "Q4", "", ""))
     False
     """
-    return _periods_compatible(a.period, b.period) and _entities_compatible(a.entity, b.entity)
+    return _parts_comparable(a.period, a.entity, b.period, b.entity)
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _parts_comparable(period_a: str, entity_a: str, period_b: str, entity_b: str) -> bool:
+    """_comparable from the few distinct periods and entities of a text (pairs of values are many more)."""
+    return _periods_compatible(period_a, period_b) and _entities_compatible(entity_a, entity_b)
 
 
 def _value_key(v: Value) -> tuple[str, str]:
@@ -1852,15 +1858,23 @@ def value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset
     >>> value_finding(["Opened in 1998."], ["Opened in 2001."], event_years=True).evidence
     ('1998', '2001')
     """
-    va, vb = (_side_values(side, qwords, cfg, kinds, event_years) for side in (a, b))
-    for key in sorted({_value_key(v) for v, _ in va} & {_value_key(v) for v, _ in vb}):
-        pairs = [(x, y) for x, ex in va for y, ey in vb
-                 if _value_key(x) == key == _value_key(y) and _comparable(x, y)
-                 and not (event_years and key == ("time", "") and not ex & ey)]
+    va, vb = (_by_key(_side_values(side, qwords, cfg, kinds, event_years)) for side in (a, b))
+    for key in sorted(va.keys() & vb.keys()):
+        pairs = [(x, y) for x, ex in va[key] for y, ey in vb[key]
+                 if _comparable(x, y) and not (event_years and key == ("time", "") and not ex & ey)]
         pairs = _disagreeing(pairs, cfg)
         if pairs:
             return _describe_values(key, pairs)
     return None
+
+
+def _by_key(rows: list[tuple]) -> dict[tuple[str, str], list[tuple]]:
+    """A side's (value, ...) rows by the value's key, each key's rows in reading order: values of two keys are never
+    paired, so a key's pairs are built from its own rows only."""
+    out: dict[tuple[str, str], list[tuple]] = {}
+    for row in rows:
+        out.setdefault(_value_key(row[0]), []).append(row)
+    return out
 
 
 def _disagreeing(pairs: list[tuple[Value, Value]], cfg: Config = DEFAULT_CONFIG) -> list[tuple[Value, Value]]:
@@ -1874,7 +1888,10 @@ def _disagreeing(pairs: list[tuple[Value, Value]], cfg: Config = DEFAULT_CONFIG)
     >>> [(x.text, y.text) for x, y in _disagreeing([(x, y) for x in a for y in b])]
     [('5 km', '8 km')]
     """
-    units_a, units_b = {_unit_factor(x) for x, _ in pairs}, {_unit_factor(y) for _, y in pairs}
+    sides = ({id(x): x for x, _ in pairs}.values(), {id(y): y for _, y in pairs}.values())  # each value once
+    units_a, units_b = ({_unit_factor(v) for v in side} for side in sides)
+    if len(units_a | units_b) == 1:  # one unit on both sides, the common case: one group, no split to make
+        return [] if any(_values_agree(x, y, cfg) for x, y in pairs) else pairs
     groups: dict[float | None, list[tuple[Value, Value]]] = {}  # unit -> its pairs; None: a unit only one side writes
     for x, y in pairs:
         fx, fy = _unit_factor(x), _unit_factor(y)
@@ -3171,10 +3188,10 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
         return None  # a side with no value of the kinds: nothing to compare (and the hot path skips the rest)
     preds = predicate_words(a + b, qwords)
     units = counted_units(a + b, qwords) if "quantity" in kinds else frozenset()  # "How many moons?": "95" of them
-    va, vb = (_anchored_side(side, qwords, preds, cfg, kinds, event_years, units) for side in (a, b))
-    for key in sorted({_value_key(v) for v, *_ in va} & {_value_key(v) for v, *_ in vb}):
-        pairs = [(x, y) for x, ex, px in va for y, ey, py in vb
-                 if _value_key(x) == key == _value_key(y) and _comparable(x, y) and not _phrases_clash(px, py)
+    va, vb = (_by_key(_anchored_side(side, qwords, preds, cfg, kinds, event_years, units)) for side in (a, b))
+    for key in sorted(va.keys() & vb.keys()):
+        pairs = [(x, y) for x, ex, px in va[key] for y, ey, py in vb[key]
+                 if _comparable(x, y) and not _phrases_clash(px, py)
                  and not (event_years and key == ("time", "") and not ex & ey)]
         pairs = _disagreeing(pairs, cfg)
         if pairs:
