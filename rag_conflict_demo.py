@@ -843,7 +843,11 @@ _WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred))*)"
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
 _SCALE_WORDS = r"thousand|million|billion|trillion|lakhs?|crores?"
 _SCALE_ANY = rf"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:{_SCALE_WORDS})(?![\w]))"
-_SCALE_PLAIN = rf"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?i:{_SCALE_WORDS})(?![\w]))"
+# A lowercase "m" or "b" scales a count only before what it counts, a plural ("5m users", "1.2 m subscribers", "3b
+# people"): before anything else "m" is metres ("a 5 m wall", "5 m tall"); "mn" and "bn" are never units.
+_COUNTED_NOUN = rf"(?:{'|'.join(sorted(PLURAL_FORMS))}|[a-z][a-z'-]*[^\W\ds]s)(?![\w'-])"
+_SCALE_PLAIN = (rf"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?:bn|mn)(?![\w])|\s?[mb](?=\s{_COUNTED_NOUN})"
+                rf"|\s(?i:{_SCALE_WORDS})(?![\w]))")
 _DUR_UNITS = (r"years?|yrs?|months?|mos|weeks?|wks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|decades?"
               r"|centuries|century")
 _DUR_QUALIFIERS = r"business|working|calendar|banking|school|trading"  # "9 business days": a unit of its own
@@ -1274,7 +1278,7 @@ _GLUED_ALT = "|".join(map(re.escape, sorted(GLUED_UNITS, key=len, reverse=True))
 # day": _RATE_RE's)
 _PER_AFTER = rf"(?:\s?\([^()]*\)|\))?(?:\s?/\s?|\s(?:per|a|an|each|every)\s)(?:{_PER_UNITS})(?![\w])"
 _MEASURE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?(?:[\s-](?P<unit>{_UNIT_ALT})|(?P<glued>{_GLUED_ALT}))"
-                         rf"(?![\w²³/]|-[^\W\d]|\s\d)(?!{_PER_AFTER})")
+                         rf"(?![\w²³/]|-[^\W\d]|\s\d|(?<=\sm)\s{_COUNTED_NOUN})(?!{_PER_AFTER})")
 
 
 def _measure_values(m: re.Match) -> list[Value]:
@@ -6598,6 +6602,18 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.assertEqual(one("Light travels 186,000 miles per second.").unit, "miles/second")  # a rate
         self.assertFalse([v for v in extract_values("It goes 186,000 miles (300,000 km) per second.") if v.written])
         self.assertEqual(one("Staff get 3 days per week.").unit, "days/week")
+
+    def test_a_lowercase_m_before_a_plural_is_millions(self):
+        self.amounts(["It has 5m users.", "It has 5 m users.", "It has 5 mn users.", "It has 5 million users."],
+                     "quantity", 5e6, "users")
+        self.amounts(["About 3b people.", "About 3 bn people."], "quantity", 3e9, "people")
+        self.control("How many users does it have?", "The app has 5m users.", "The app has 5,000,000 users.")
+        self.conflict("How many users does it have?", "The app has 5m users.", "The app has 8 million users.")
+        # near misses: before anything but a plural, "m" is metres, and a glued "5m" alone is no value
+        for sentence in ("A 5 m wall.", "The wall is 5 m tall.", "It rose 5 m above the river."):
+            v = one(sentence)
+            self.assertEqual((v.amount, v.unit, v.written), (5.0, "m", "m"), sentence)
+        self.assertEqual(extract_values("A 5m wall."), [])
 
     def test_ranges_are_one_value(self):
         cases = {"Shipping takes 3 to 5 days.": ("duration", 3.0, 5.0, "3 to 5 days"),
