@@ -1474,6 +1474,7 @@ dropped drop drops jumped jump jumps climbed climb climbs went go goes moved mov
 by
 """.split())
 DASHES = ("-", "–", "—")
+AGE_WORDS = frozenset({"aged", "ages", "age", "ageing", "aging"})  # "aged 18-25" is a range of ages, never a score
 _DIGITS_RE = re.compile(_DIGITS)
 _WORDNUM_RE = re.compile(_WORDNUM)
 _SCALED_RE = re.compile(rf"\d\s?(?i:{'|'.join(sorted(SCALES, key=len, reverse=True))})(?![\w])")  # "$5M", "2 bn"
@@ -1527,8 +1528,9 @@ def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int
         joined = not (words and words[-1] in CHANGE_WORDS)
     elif between == " and ":
         joined = bool(words) and words[-1] == "between"
-    else:  # a dash: tight, or spaced after a bare low end; never between two bare numbers
-        joined = between.strip() in DASHES and (between in DASHES or _is_bare(a)) and not (_is_bare(a) and _is_bare(b))
+    else:  # a dash: tight, or spaced after a bare low end; between two bare numbers only after an age word
+        scores = _is_bare(a) and _is_bare(b) and not (words and words[-1] in AGE_WORDS)  # "lost 1-3", not "aged 18-25"
+        joined = between.strip() in DASHES and (between in DASHES or _is_bare(a)) and not scores
     same = (a.kind, a.unit, a.period) == (b.kind, b.unit, b.period)
     if not (joined and (same or _is_bare(a) or _money_then_number(a, b))):
         return False
@@ -6623,7 +6625,8 @@ class TestUnitsAndRanges(unittest.TestCase):
                  "It costs $10-$20.": ("money", 10.0, 20.0, "$10-$20"),
                  "Between 5,000 and 6,000 people live there.": ("quantity", 5000.0, 6000.0, "5,000 and 6,000 people"),
                  "Some 5-10 million people came.": ("quantity", 5e6, 1e7, "5-10 million people"),
-                 "The trail is 3-5 km long.": ("quantity", 3000.0, 5000.0, "3-5 km")}
+                 "The trail is 3-5 km long.": ("quantity", 3000.0, 5000.0, "3-5 km"),
+                 "Members are aged 18-25.": ("quantity", 18.0, 25.0, "18-25")}  # an age word: no score
         for sentence, (kind, low, high, text) in cases.items():
             v = one(sentence)
             self.assertEqual((v.kind, v.amount, v.high, v.text), (kind, low, high, text), sentence)
