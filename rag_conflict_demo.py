@@ -5441,6 +5441,8 @@ def block_warning(resp, paint, cfg):
 
 def format_score(score, paint):
     """'CS-C 1.00, CS-R 0.50 over 1 claim(s): supported by fin-001, contradicted by fin-002' (conflict colour if > 0)."""
+    if not score.claims:  # subtle: "CS-C 0.00 over 0 claim(s)" beside a withheld answer read as "no conflict"
+        return paint("not scored: the answer makes no claim to check", "ok")
     text = f"CS-C {score.cs_c:.2f}, CS-R {score.cs_r:.2f} over {len(score.claims)} claim(s)"
     evidence = "; ".join(f"supported by {', '.join(c.support) or '-'}, contradicted by {', '.join(c.contradict) or '-'}"
                          for c in score.claims)
@@ -7759,6 +7761,14 @@ class TestMain(unittest.TestCase):
         self.assertNotIn("\x1b", out)
         self.assertTrue(Painter(True)("x", "conflict").startswith("\x1b"))
         self.assertEqual(Painter(False)("x", "conflict"), "x")
+
+    def test_a_score_over_no_claim_says_so(self):
+        """A withheld answer makes no claim: "CS-C 0.00 over 0 claim(s)" beside it had read as "no conflict"."""
+        paint = Painter(False)
+        self.assertEqual(format_score(ConflictScore(0.0, 0.0, ()), paint), "not scored: the answer makes no claim to check")
+        one_claim = ConflictScore(1.0, 0.5, (ClaimJudgement("$4.2M", ("fin-001",), ("fin-002",)),))
+        self.assertEqual(format_score(one_claim, paint), "CS-C 1.00, CS-R 0.50 over 1 claim(s): supported by fin-001, "
+                                                          "contradicted by fin-002")
 
     def test_errors_obey_no_color(self):
         class Tty(io.StringIO):
