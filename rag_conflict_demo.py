@@ -4960,11 +4960,34 @@ def load_eval(path, text=None):
     """
     text = read_text(path) if text is None else text
     pairs = []
-    for lineno, record in read_json_lines(text, path):
+    try:
+        records = list(read_json_lines(text, path))
+    except UsageError:
+        if _is_knowledge_base(text):
+            raise UsageError(_NOT_PAIRS.format(path=path)) from None
+        raise
+    for lineno, record in records:
+        if isinstance(record, dict) and "documents" in record and "docs" not in record:
+            raise UsageError(_NOT_PAIRS.format(path=path))
         pairs.extend(eval_record_pairs(record, f"{path}: line {lineno}"))
     if not pairs:
         raise UsageError(f"{path}: no labelled pairs")
     return pairs
+
+
+_NOT_PAIRS = ("{path}: is a knowledge base (an object with \"documents\"), not labelled pairs: --eval reads JSON Lines, "
+              "one {{\"question\", \"docs\": [two or more documents], \"conflict\": true or false}} per line (see "
+              "README); a knowledge base goes to --kb")
+
+
+def _is_knowledge_base(text):
+    """Whether text is one JSON object with "documents", the --kb shape: what a --eval file that fails to read as
+    JSON Lines most likely is (a pretty-printed object spans lines)."""
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON as a whole either: the JSON Lines error stands
+        return False
+    return isinstance(whole, dict) and "documents" in whole
 
 
 def eval_record_pairs(record, where):
@@ -8255,6 +8278,19 @@ class TestEval(unittest.TestCase):
         self.assertEqual((result["f1"], result["mcc"]), (1.0, 1.0))
         self.assertEqual(result["by_type"]["quantity"]["n"], 4)
         self.assertEqual(result["by_type"]["format_equiv"]["tn"], 1)
+
+    def test_a_knowledge_base_given_to_eval_is_named_as_one(self):
+        kb = {"documents": [{"source_id": "a", "content": "Refunds within 30 days."},
+                            {"source_id": "b", "content": "Refunds within 7 days."}], "questions": ["Refund window?"]}
+        for text in (json.dumps(kb, indent=1), json.dumps(kb)):  # pretty-printed (no JSON Lines) or on one line
+            code, out, err = run_main(["--eval", self.write([text])])
+            self.assertEqual((code, out), (2, ""))
+            self.assertIn('is a knowledge base (an object with "documents"), not labelled pairs', err)
+            self.assertEqual(len(err.splitlines()), 1)
+        # near miss: a broken JSON Lines file keeps its own line and column
+        code, _, err = run_main(["--eval", self.write(['{"docs": [}'])])
+        self.assertEqual(code, 2)
+        self.assertIn("line 1, column", err)
 
     def test_log_conflicts_records_every_pair_with_its_outcome(self):
         path = self.write(self.RECORDS)
