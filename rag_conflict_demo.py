@@ -843,10 +843,14 @@ _WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred))*)"
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
 _SCALE_WORDS = r"thousand|million|billion|trillion|lakhs?|crores?"
 _SCALE_ANY = rf"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:{_SCALE_WORDS})(?![\w]))"
-# A lowercase "m" or "b" scales a count only before what it counts, a plural ("5m users", "1.2 m subscribers", "3b
-# people"): before anything else "m" is metres ("a 5 m wall", "5 m tall"); "mn" and "bn" are never units.
-_COUNTED_NOUN = rf"(?:{'|'.join(sorted(PLURAL_FORMS))}|[a-z][a-z'-]*[^\W\ds]s)(?![\w'-])"
-_SCALE_PLAIN = (rf"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?:bn|mn)(?![\w])|\s?[mb](?=\s{_COUNTED_NOUN})"
+# A lowercase "m" or "b" glued to a number scales a count before what it counts, a plural ("5m users", "1.2m
+# subscribers", "3b people"); spaced, "m" is metres as SI writes it ("5 m users", "a 5 m wall", "5 m was recorded").
+# "mn" and "bn" are never units. Words that only end in "s" ("this", "was", "thus", "towards") count nothing.
+_NOT_COUNTED = "|".join(sorted({w for w in STOPWORDS if w.endswith("s")} | {"thus", "plus", "towards", "upwards",
+                                                                            "downwards", "afterwards", "always"}))
+_COUNTED_NOUN = (rf"(?!(?:{_NOT_COUNTED})(?![\w'-]))(?:{'|'.join(sorted(PLURAL_FORMS))}|[a-z][a-z'-]*[^\W\ds]s)"
+                 r"(?![\w'-])")
+_SCALE_PLAIN = (rf"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?:bn|mn)(?![\w])|[mb](?=\s{_COUNTED_NOUN})"
                 rf"|\s(?i:{_SCALE_WORDS})(?![\w]))")
 _DUR_UNITS = (r"years?|yrs?|months?|mos|weeks?|wks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|decades?"
               r"|centuries|century")
@@ -1161,22 +1165,20 @@ def _previous_word(before: str) -> tuple[str, int, int] | None:
     """(word, its start, its end) of the word that ends the text, up to two non-word characters after it, as
     _PREV_WORD_RE finds it. Searched in the last PREV_WORD_REACH characters first: a search anchored at the end tries
     every start position, so reading each number's word from the sentence's start made a sentence of 2,000 values
-    quadratic. The whole text is searched again when the match may reach further back (it starts at the reach's
-    edge or right after a word character, "." or "-"), so the answer is the same.
+    quadratic. A match that starts before the reach covers everything after it, so when those characters could be
+    the end of one match the whole text is searched: the answer is the same.
 
     >>> _previous_word("Sold by Season 7, ")
     ('7', 15, 16)
     """
     reach = max(0, len(before) - PREV_WORD_REACH)
+    if reach and _WORD_TO_END_RE.fullmatch(before, reach):
+        reach = 0  # subtle: the last characters are one word's (and two after it): the word may start before them
     m = _PREV_WORD_RE.search(before, reach)
-    if reach and (m is None or m.start() == reach or _is_word_run(before[m.start() - 1])):
-        m = _PREV_WORD_RE.search(before)
     return None if m is None else (m.group(1), m.start(), m.end(1))
 
 
-def _is_word_run(ch: str) -> bool:
-    """A character _PREV_WORD_RE's word may hold ([\\w.-]): a word character, "." or "-"."""
-    return ch.isalnum() or ch in "_.-"
+_WORD_TO_END_RE = re.compile(r"[\w.-]*\W{0,2}")  # the part of a _PREV_WORD_RE match after its first character
 
 
 _LEADING_ZERO_RE = re.compile(r"0\d")
@@ -1278,7 +1280,7 @@ _GLUED_ALT = "|".join(map(re.escape, sorted(GLUED_UNITS, key=len, reverse=True))
 # day": _RATE_RE's)
 _PER_AFTER = rf"(?:\s?\([^()]*\)|\))?(?:\s?/\s?|\s(?:per|a|an|each|every)\s)(?:{_PER_UNITS})(?![\w])"
 _MEASURE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?(?:[\s-](?P<unit>{_UNIT_ALT})|(?P<glued>{_GLUED_ALT}))"
-                         rf"(?![\w²³/]|-[^\W\d]|\s\d|(?<=\sm)\s{_COUNTED_NOUN})(?!{_PER_AFTER})")
+                         rf"(?![\w²³/]|-[^\W\d]|\s\d)(?!{_PER_AFTER})")
 
 
 def _measure_values(m: re.Match) -> list[Value]:
@@ -2528,6 +2530,18 @@ def _subject_position(tokens: tuple[str, ...], start: int) -> bool:
     return set(tokens[:start]) <= ARTICLES
 
 
+def _common_ends(x: list[str], y: list[str]) -> int:
+    """Tokens two lists share at their start plus at their end, the two never overlapping.
+
+    >>> _common_ends(["a", "b", "c", "d"], ["a", "x", "d"])
+    2
+    """
+    limit = min(len(x), len(y))
+    start = next((k for k in range(limit) if x[k] != y[k]), limit)
+    end = next((k for k in range(limit - start) if x[-1 - k] != y[-1 - k]), limit - start)
+    return start + end
+
+
 def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
                cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
     """The swapped span of two sentences that share their frame, or None.
@@ -2543,6 +2557,9 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
     la, lb = _cached_canon(ta), _cached_canon(tb)
     if _bag_ratio(la, lb) < cfg.swap_min_ratio:
         return None
+    if _common_ends(la, lb) < max(len(la), len(lb)) - cfg.swap_max_span:
+        return None  # subtle: a swap of at most swap_max_span tokens leaves the rest as common start and end, so
+        # difflib (cubic on long sentences of repeated tokens: 2,000 dates took minutes) is built only when it can
     matcher = difflib.SequenceMatcher(None, la, lb, autojunk=False)
     run = _replaced_run(matcher)
     if run is None or matcher.ratio() < cfg.swap_min_ratio:
@@ -3269,18 +3286,6 @@ def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
 # A yes/no question states its own answer: "Do Jamshedpur FC play their home games at Birsa Munda Stadium?". Two
 # sentences that share their frame and differ in one span that holds a word of the question the other sentence lacks
 # give two answers to it, whatever the span's length ("JRD Tata Sports Complex Stadium" vs "Birsa Munda Stadium").
-
-def _common_ends(x: list[str], y: list[str]) -> int:
-    """Tokens two lists share at their start plus at their end, the two never overlapping.
-
-    >>> _common_ends(["a", "b", "c", "d"], ["a", "x", "d"])
-    2
-    """
-    limit = min(len(x), len(y))
-    start = next((k for k in range(limit) if x[k] != y[k]), limit)
-    end = next((k for k in range(limit - start) if x[-1 - k] != y[-1 - k]), limit - start)
-    return start + end
-
 
 def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
     """The two spans of sentences alike but for one replaced run that holds an asked stem the other lacks.
@@ -6631,16 +6636,19 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.assertEqual(one("Staff get 3 days per week.").unit, "days/week")
 
     def test_a_lowercase_m_before_a_plural_is_millions(self):
-        self.amounts(["It has 5m users.", "It has 5 m users.", "It has 5 mn users.", "It has 5 million users."],
-                     "quantity", 5e6, "users")
+        self.amounts(["It has 5m users.", "It has 5 mn users.", "It has 5 million users."], "quantity", 5e6, "users")
         self.amounts(["About 3b people.", "About 3 bn people."], "quantity", 3e9, "people")
         self.control("How many users does it have?", "The app has 5m users.", "The app has 5,000,000 users.")
         self.conflict("How many users does it have?", "The app has 5m users.", "The app has 8 million users.")
-        # near misses: before anything but a plural, "m" is metres, and a glued "5m" alone is no value
-        for sentence in ("A 5 m wall.", "The wall is 5 m tall.", "It rose 5 m above the river."):
+        # near misses: spaced, "m" is metres (before a plural too), a glued "5m" before no plural is no value, and
+        # a word that only ends in "s" is no plural
+        for sentence in ("A 5 m wall.", "The wall is 5 m tall.", "It rose 5 m above the river.", "It has 5 m users.",
+                         "A drop of 5 m was recorded.", "The water rose 5 m this morning.", "It won the 400 m hurdles."):
             v = one(sentence)
-            self.assertEqual((v.amount, v.unit, v.written), (5.0, "m", "m"), sentence)
-        self.assertEqual(extract_values("A 5m wall."), [])
+            self.assertEqual((v.amount, v.unit, v.written), (5.0 if "400" not in sentence else 400.0, "m", "m"),
+                             sentence)
+        for sentence in ("A 5m wall.", "A drop of 5m was recorded.", "It rose 5m thus far."):
+            self.assertEqual(extract_values(sentence), [], sentence)
 
     def test_ranges_are_one_value(self):
         cases = {"Shipping takes 3 to 5 days.": ("duration", 3.0, 5.0, "3 to 5 days"),
@@ -7254,11 +7262,13 @@ class TestFeatureProperties(unittest.TestCase):
         reading the whole sentence gave, on random texts longer than their first reach (words of letters, digits,
         "." and "-", runs of spaces and punctuation)."""
         rng = np.random.default_rng(11)
-        pieces = ["ab", "Cd", "7", "x.y", "-", ".", " ", "  ", ", ", "(", "’s", "e9-2", "#t", "—", "a" * 300, " " * 300]
+        pieces = ["ab", "Cd", "7", "x.y", "-", ".", " ", "  ", ", ", "(", "’s", "e9-2", "#t", "#", "—", "a" * 300,
+                  " " * 300, "-" * 300]
         for _ in range(400):
             text = "".join(rng.choice(pieces, size=rng.integers(0, 120)))
-            m = _PREV_WORD_RE.search(text)
-            self.assertEqual(_previous_word(text), m and (m.group(1), m.start(), m.end(1)), text)
+            for text in (text, "x" + "-" * 300 + " #"):  # a word whose dashes run past the reach (from a review)
+                m = _PREV_WORD_RE.search(text)
+                self.assertEqual(_previous_word(text), m and (m.group(1), m.start(), m.end(1)), text)
             cut, n = int(rng.integers(0, len(text) + 1)), int(rng.integers(1, 6))
             self.assertEqual(_words_before(text, cut, n), _WORD_RE.findall(text[:cut])[-n:], (text, cut, n))
             self.assertEqual(_words_after(text, cut, n), _WORD_RE.findall(text[cut:])[:n], (text, cut, n))
