@@ -7273,6 +7273,20 @@ class TestFeatureProperties(unittest.TestCase):
             self.assertEqual(_words_before(text, cut, n), _WORD_RE.findall(text[:cut])[-n:], (text, cut, n))
             self.assertEqual(_words_after(text, cut, n), _WORD_RE.findall(text[cut:])[:n], (text, cut, n))
 
+    def test_the_swaps_precheck_drops_no_swap(self):
+        """_swap_pair skips difflib when the common start and end leave more than swap_max_span tokens: every pair in
+        which difflib finds one replaced run of at most that many tokens passes the check."""
+        rng = np.random.default_rng(13)
+        span = DEFAULT_CONFIG.swap_max_span
+        for _ in range(3000):
+            x = list(rng.choice(list("abcab"), size=rng.integers(1, 12)))
+            y = list(x)
+            at = int(rng.integers(0, len(y)))
+            y[at:at + int(rng.integers(0, 4))] = list(rng.choice(list("abcxy"), size=rng.integers(0, 5)))
+            run = _replaced_run(difflib.SequenceMatcher(None, x, y, autojunk=False))
+            if run and max(run[1] - run[0], run[3] - run[2]) <= span:
+                self.assertGreaterEqual(_common_ends(x, y), max(len(x), len(y)) - span, (x, y))
+
     def test_identical_sides_are_not_compared(self):
         """Two sides word for word the same cannot contradict each other: compare_answers returns at once. Run on one
         side against itself a signal can pair two of its own sentences ("U.S. President" / "U.S. Congress"); the
