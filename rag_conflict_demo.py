@@ -2352,8 +2352,32 @@ def _shared_count(bx: collections.Counter, by: collections.Counter) -> int:
     return sum(min(n, by[t]) for t, n in bx.items() if t in by)
 
 
+def _within_edits(x: tuple[str, ...], y: tuple[str, ...], limit: int) -> bool:
+    """Whether at most `limit` token insertions and deletions turn x into y (Myers' O(ND) diff stopped at D =
+    limit: time (len(x) + len(y)) * limit, whatever the tokens).
+
+    >>> _within_edits(("a", "b", "c"), ("a", "x", "c"), 2), _within_edits(("a", "b", "c"), ("x", "y", "c"), 3)
+    (True, False)
+    """
+    n, m = len(x), len(y)
+    if abs(n - m) > limit:
+        return False
+    reach = {1: 0}  # diagonal k = i - j -> the furthest i reached on it
+    for d in range(limit + 1):
+        for k in range(-d, d + 1, 2):
+            i = reach[k + 1] if k == -d or (k != d and reach[k - 1] < reach[k + 1]) else reach[k - 1] + 1
+            j = i - k
+            while i < n and j < m and x[i] == y[j]:
+                i, j = i + 1, j + 1
+            if i >= n and j >= m:
+                return True
+            reach[k] = i
+    return False
+
+
 def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tuple[int, int, int, int] | None:
-    """The single replace op of two near-identical frames, with only small inserts/deletes beside it.
+    """The single replace op of two near-identical frames, with only small inserts/deletes beside it; None also when
+    the frames are too far apart to hold a replace of slot_max_span tokens or fewer.
 
     >>> _slot_diff(["capital", "oz", "sydney"], ["capital", "oz", "canberra"])
     (2, 3, 2, 3)
@@ -2361,6 +2385,11 @@ def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tu
     if 2 * min(len(ta), len(tb)) < cfg.slot_min_ratio * (len(ta) + len(tb)):
         return None  # the ratio's bound from the lengths alone, before any matching (hot path)
     if _bag_ratio(tuple(ta), tuple(tb)) < cfg.slot_min_ratio:
+        return None
+    if not _within_edits(ta, tb, 2 * cfg.slot_max_span + cfg.slot_max_extra):
+        # subtle: a slot (slot_max_span tokens at most a side) with slot_max_extra tokens inserted or deleted beside
+        # it leaves the frames no more insertions and deletions apart than this; none further is a slot, and difflib
+        # (cubic on long sentences of repeated tokens: two of 500 dates took minutes) is built only for those closer
         return None
     matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
     if matcher.ratio() < cfg.slot_min_ratio:
@@ -7286,6 +7315,22 @@ class TestFeatureProperties(unittest.TestCase):
             run = _replaced_run(difflib.SequenceMatcher(None, x, y, autojunk=False))
             if run and max(run[1] - run[0], run[3] - run[2]) <= span:
                 self.assertGreaterEqual(_common_ends(x, y), max(len(x), len(y)) - span, (x, y))
+
+    def test_within_edits_is_the_insert_and_delete_distance(self):
+        """_within_edits against the distance from the longest common subsequence (dynamic programming), and the
+        slot check it guards: every slot short enough to keep is found with the check as without it."""
+        rng = np.random.default_rng(17)
+        for _ in range(1500):
+            x, y = (tuple(rng.choice(list("abca"), size=rng.integers(0, 10))) for _ in range(2))
+            lcs = [[0] * (len(y) + 1) for _ in range(len(x) + 1)]
+            for i, j in itertools.product(range(len(x)), range(len(y))):
+                lcs[i + 1][j + 1] = lcs[i][j] + 1 if x[i] == y[j] else max(lcs[i][j + 1], lcs[i + 1][j])
+            distance = len(x) + len(y) - 2 * lcs[-1][-1]
+            limit = int(rng.integers(0, 8))
+            self.assertEqual(_within_edits(x, y, limit), distance <= limit, (x, y, limit))
+            unbounded = _slot_diff(x, y, replace(DEFAULT_CONFIG, slot_max_span=20))  # the check never binds
+            if unbounded and max(unbounded[1] - unbounded[0], unbounded[3] - unbounded[2]) <= 3:
+                self.assertEqual(_slot_diff(x, y), unbounded, (x, y))  # a slot _slot_pair keeps: the same
 
     def test_identical_sides_are_not_compared(self):
         """Two sides word for word the same cannot contradict each other: compare_answers returns at once. Run on one
