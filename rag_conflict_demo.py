@@ -2565,10 +2565,15 @@ def _common_ends(x: list[str], y: list[str]) -> int:
     >>> _common_ends(["a", "b", "c", "d"], ["a", "x", "d"])
     2
     """
+    return sum(_common_start_end(x, y))
+
+
+def _common_start_end(x: list[str], y: list[str]) -> tuple[int, int]:
+    """(tokens shared at the start, then at the end of what is left): _common_ends in two parts."""
     limit = min(len(x), len(y))
     start = next((k for k in range(limit) if x[k] != y[k]), limit)
     end = next((k for k in range(limit - start) if x[-1 - k] != y[-1 - k]), limit - start)
-    return start + end
+    return start, end
 
 
 def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
@@ -3325,8 +3330,12 @@ def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_C
     """
     ta, tb = _cached_swap_tokens(sa), _cached_swap_tokens(sb)
     la, lb = [t for t, _ in ta], [t for t, _ in tb]
-    if _common_ends(la, lb) < cfg.asked_frame_min:
+    start, end = _common_start_end(la, lb)
+    if start + end < cfg.asked_frame_min:
         return None  # one replaced run leaves only the common start and end equal: too little frame (hot path)
+    if set(la[start:len(la) - end]) & set(lb[start:len(lb) - end]):
+        return None  # subtle: difflib aligns a token the two middles share, so they are no one replaced run (and
+        # difflib is cubic on long sentences of repeated tokens: two of 500 dates took 4.5 s)
     run = _replaced_run(difflib.SequenceMatcher(None, la, lb, autojunk=False))
     if run is None:
         return None
@@ -7303,8 +7312,9 @@ class TestFeatureProperties(unittest.TestCase):
             self.assertEqual(_words_after(text, cut, n), _WORD_RE.findall(text[cut:])[:n], (text, cut, n))
 
     def test_the_swaps_precheck_drops_no_swap(self):
-        """_swap_pair skips difflib when the common start and end leave more than swap_max_span tokens: every pair in
-        which difflib finds one replaced run of at most that many tokens passes the check."""
+        """_swap_pair skips difflib when the common start and end leave more than swap_max_span tokens, _asked_swap
+        when the middles left share a token: every pair in which difflib finds one replaced run (of at most that many
+        tokens, for the first) passes the check."""
         rng = np.random.default_rng(13)
         span = DEFAULT_CONFIG.swap_max_span
         for _ in range(3000):
@@ -7315,6 +7325,9 @@ class TestFeatureProperties(unittest.TestCase):
             run = _replaced_run(difflib.SequenceMatcher(None, x, y, autojunk=False))
             if run and max(run[1] - run[0], run[3] - run[2]) <= span:
                 self.assertGreaterEqual(_common_ends(x, y), max(len(x), len(y)) - span, (x, y))
+            if run:  # the asked swap's check: the middles of one replaced run share no token
+                start, end = _common_start_end(x, y)
+                self.assertFalse(set(x[start:len(x) - end]) & set(y[start:len(y) - end]), (x, y))
 
     def test_within_edits_is_the_insert_and_delete_distance(self):
         """_within_edits against the distance from the longest common subsequence (dynamic programming), and the
