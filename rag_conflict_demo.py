@@ -1178,7 +1178,8 @@ def _previous_word(before: str) -> tuple[str, int, int] | None:
     return None if m is None else (m.group(1), m.start(), m.end(1))
 
 
-_WORD_TO_END_RE = re.compile(r"[\w.-]*\W{0,2}")  # the part of a _PREV_WORD_RE match after its first character
+# the part of a _PREV_WORD_RE match after its first character; subtle: "$" also matches before a final newline
+_WORD_TO_END_RE = re.compile(r"[\w.-]*\W{0,2}\n?")
 
 
 _LEADING_ZERO_RE = re.compile(r"0\d")
@@ -7304,7 +7305,8 @@ class TestFeatureProperties(unittest.TestCase):
                   " " * 300, "-" * 300]
         for _ in range(400):
             text = "".join(rng.choice(pieces, size=rng.integers(0, 120)))
-            for text in (text, "x" + "-" * 300 + " #"):  # a word whose dashes run past the reach (from a review)
+            # a word whose dashes run past the reach, and a "$" that matches before a final newline (from reviews)
+            for text in (text, "x" + "-" * 300 + " #", "x" + "-" * 300 + " #\n"):
                 m = _PREV_WORD_RE.search(text)
                 self.assertEqual(_previous_word(text), m and (m.group(1), m.start(), m.end(1)), text)
             cut, n = int(rng.integers(0, len(text) + 1)), int(rng.integers(1, 6))
