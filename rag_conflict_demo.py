@@ -5010,18 +5010,25 @@ def load_eval(path, text=None):
         if _is_knowledge_base(text):
             raise UsageError(_NOT_PAIRS.format(path=path)) from None
         raise
+    if records and _is_kb_record(records[0][1]):  # a knowledge base's first line; a later stray one is that line's
+        raise UsageError(_NOT_PAIRS.format(path=path))
     for lineno, record in records:
-        if isinstance(record, dict) and "documents" in record and "docs" not in record:
-            raise UsageError(_NOT_PAIRS.format(path=path))
         pairs.extend(eval_record_pairs(record, f"{path}: line {lineno}"))
     if not pairs:
         raise UsageError(f"{path}: no labelled pairs")
     return pairs
 
 
-_NOT_PAIRS = ("{path}: is a knowledge base (an object with \"documents\"), not labelled pairs: --eval reads JSON Lines, "
+_NOT_PAIRS = ("{path}: is a knowledge base (an object with \"documents\", or one document a line), not labelled pairs: "
+              "--eval reads JSON Lines, "
               "one {{\"question\", \"docs\": [two or more documents], \"conflict\": true or false}} per line (see "
               "README); a knowledge base goes to --kb")
+
+
+def _is_kb_record(record):
+    """A knowledge base's object ({"documents": ...}) or one of its JSON Lines documents ({"content": ...}), not a
+    labelled pair ({"docs": ...})."""
+    return isinstance(record, dict) and "docs" not in record and ("documents" in record or "content" in record)
 
 
 def _is_knowledge_base(text):
@@ -5031,7 +5038,7 @@ def _is_knowledge_base(text):
         whole = json.loads(text)
     except (ValueError, RecursionError):  # not JSON as a whole either: the JSON Lines error stands
         return False
-    return isinstance(whole, dict) and "documents" in whole
+    return _is_kb_record(whole)
 
 
 def eval_record_pairs(record, where):
@@ -8366,11 +8373,17 @@ class TestEval(unittest.TestCase):
     def test_a_knowledge_base_given_to_eval_is_named_as_one(self):
         kb = {"documents": [{"source_id": "a", "content": "Refunds within 30 days."},
                             {"source_id": "b", "content": "Refunds within 7 days."}], "questions": ["Refund window?"]}
-        for text in (json.dumps(kb, indent=1), json.dumps(kb)):  # pretty-printed (no JSON Lines) or on one line
-            code, out, err = run_main(["--eval", self.write([text])])
+        # pretty-printed (no JSON Lines), on one line, or one document a line
+        for lines in ([json.dumps(kb, indent=1)], [json.dumps(kb)], [json.dumps(d) for d in kb["documents"]]):
+            code, out, err = run_main(["--eval", self.write(lines)])
             self.assertEqual((code, out), (2, ""))
-            self.assertIn('is a knowledge base (an object with "documents"), not labelled pairs', err)
+            self.assertIn("is a knowledge base (an object with \"documents\", or one document a line), not labelled "
+                          "pairs", err)
             self.assertEqual(len(err.splitlines()), 1)
+        # near miss: one stray line in labelled pairs is that line's error, not the file's
+        code, _, err = run_main(["--eval", self.write([self.RECORDS[0], json.dumps(kb)])])
+        self.assertEqual(code, 2)
+        self.assertIn("line 2: field 'conflict' must be true or false", err)
         # near miss: a broken JSON Lines file keeps its own line and column
         code, _, err = run_main(["--eval", self.write(['{"docs": [}'])])
         self.assertEqual(code, 2)
