@@ -896,6 +896,8 @@ _COUNT_RE = re.compile(rf"(?:(?<![\w.,'’#$€£¥:/-])|{_AFTER_NUMBER}){_NUM}{
 _NEXT_WORD_RE = re.compile(r"\s+([A-Za-z][A-Za-z'-]*)")
 _PREV_WORD_RE = re.compile(r"([#\w][\w.-]*)\W{0,2}$")
 PREV_WORD_REACH = 256  # characters before a number searched first for the word before it (see _previous_word)
+# the part of a _PREV_WORD_RE match after its first character; subtle: "$" also matches before a final newline
+_WORD_TO_END_RE = re.compile(r"[\w.-]*\W{0,2}\n?")
 _LIST_MARKER_AFTER_RE = re.compile(r"[.)](?:\s|$)")
 _LIST_MARKER_BEFORE_RE = re.compile(r"(?:^|[,;:·|])\s*$")
 _CLAUSE_BREAK_RE = re.compile(r"[,;:]|\b(?:and|but|while|whereas|versus|vs)\b")
@@ -1177,9 +1179,6 @@ def _previous_word(before: str) -> tuple[str, int, int] | None:
     m = _PREV_WORD_RE.search(before, reach)
     return None if m is None else (m.group(1), m.start(), m.end(1))
 
-
-# the part of a _PREV_WORD_RE match after its first character; subtle: "$" also matches before a final newline
-_WORD_TO_END_RE = re.compile(r"[\w.-]*\W{0,2}\n?")
 
 
 _LEADING_ZERO_RE = re.compile(r"0\d")
