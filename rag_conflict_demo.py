@@ -5006,8 +5006,12 @@ def load_eval(path, text=None):
     try:
         records = list(read_json_lines(text, path))
     except UsageError:
-        if _is_knowledge_base(text):
+        whole = _whole_json(text)
+        if _is_kb_record(whole):
             raise UsageError(_NOT_PAIRS.format(path=path)) from None
+        if isinstance(whole, list):
+            raise UsageError(f"{path}: is one JSON array spread over lines, not JSON Lines: --eval reads one record "
+                             f"a line (json.dumps each record on a line of its own)") from None
         raise
     if records and _is_kb_record(records[0][1]):  # a knowledge base's first line; a later stray one is that line's
         raise UsageError(_NOT_PAIRS.format(path=path))
@@ -5030,14 +5034,13 @@ def _is_kb_record(record):
     return isinstance(record, dict) and "docs" not in record and ("documents" in record or "content" in record)
 
 
-def _is_knowledge_base(text):
-    """Whether text is one JSON object with "documents", the --kb shape: what a --eval file that fails to read as
-    JSON Lines most likely is (a pretty-printed object spans lines)."""
+def _whole_json(text):
+    """A --eval file that fails to read as JSON Lines read as one JSON value (a pretty-printed knowledge base or
+    array spans lines), None when it is not JSON as a whole either: then the JSON Lines error stands."""
     try:
-        whole = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON as a whole either: the JSON Lines error stands
-        return False
-    return _is_kb_record(whole)
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def eval_record_pairs(record, where):
@@ -8383,6 +8386,9 @@ class TestEval(unittest.TestCase):
         code, _, err = run_main(["--eval", self.write([self.RECORDS[0], json.dumps(kb)])])
         self.assertEqual(code, 2)
         self.assertIn("line 2: field 'conflict' must be true or false", err)
+        code, _, err = run_main(["--eval", self.write([json.dumps(self.RECORDS[:2], indent=1)])])
+        self.assertEqual(code, 2)
+        self.assertIn("is one JSON array spread over lines, not JSON Lines", err)
         # near miss: a broken JSON Lines file keeps its own line and column
         code, _, err = run_main(["--eval", self.write(['{"docs": [}'])])
         self.assertEqual(code, 2)
