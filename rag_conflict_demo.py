@@ -119,6 +119,7 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
               ("negation_window", "slot_max_span", "slot_max_extra", "event_window", "swap_min_tokens",
                "swap_max_span", "asked_frame_min", "value_anchor_window", "value_bag_min", "name_slot_window",
                "name_heading_words")),
+    "documents": (1, math.inf, True, "a positive integer", ("outnumber_margin",)),
     "share": (0, 1, False, "a number in [0, 1]",
               ("rel_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling", "reader_min_confidence",
                "nli_threshold", "claim_support_share")),
@@ -208,7 +209,11 @@ class Config:
     bench_ks: tuple = (3, 10, 30, 100, 300, 1000)  # retrieved documents per query measured by --bench
     bench_repeats: int = 7  # timed runs per k; the median is reported
     bench_scan_sizes: tuple = (1000, 10000)  # corpus sizes of the --bench scan
-    strategy: str = "kind"  # 'kind' (superseded / disputed) | 'recency' (the article's policy)
+    strategy: str = "kind"  # 'kind' (superseded / outnumbered / disputed) | 'recency' (the article's policy)
+    # An undated dispute is settled by support when one answer is given by this many documents more than any other
+    # (documents whose own reading answers the question; one per document). 1: two against one settles it, one
+    # against one stays UNCERTAIN. In RAMDocs a misinformation document is usually an edited copy standing alone.
+    outnumber_margin: int = 1
 
     def __post_init__(self):
         """A value no run could use fails here, naming the field, not at the first conflict or batch that reads it.
@@ -271,6 +276,18 @@ KNOWLEDGE_BASE = (
              "16."),
     Document("ops-002", "Harbor-Beacon-Log-B", None,
              "Harbor beacon HB-7 at the north pier: the beacon status is INACTIVE, and its lamp is dark."),
+    Document("inn-001", "Mercury Lodge (Aspen, Colorado)", "2023-05-01",
+             "Mercury Lodge is a ski hotel in Aspen, Colorado, opened in 1962. The lodge has 48 rooms and a "
+             "heated outdoor pool."),
+    Document("inn-002", "Mercury Lodge (Bar Harbor, Maine)", "2024-02-10",
+             "Mercury Lodge is a seaside inn in Bar Harbor, Maine, opened in 1987. The lodge has 12 rooms and "
+             "a terrace over the harbor."),
+    Document("arena-001", "Lakeside-Arena-Visitor-Guide", None,
+             "Lakeside Arena seats 18,000 spectators for concerts and is home to the city's ice hockey team."),
+    Document("arena-002", "Lakeside-Arena-Fact-Sheet", None,
+             "Home of the city's ice hockey team since 1998, Lakeside Arena seats 18,000 spectators."),
+    Document("arena-003", "Lakeside-Arena-Events-Page", None,
+             "The seating capacity of Lakeside Arena is 81,000 spectators, for concerts and ice hockey games."),
     Document("gen-001", "Company-Overview-2024", "2024-01-01",
              "Headquartered in Denver, Acme Corp makes analytics dashboards for mid-sized retailers. The "
              "company has 140 employees in three offices and was founded in 2015."),
@@ -290,6 +307,8 @@ SCENARIOS = (  # (short name, question)
     ("Policy reversal", "What is the current remote work policy for employees?"),
     ("Versioned API docs", "What is the API rate limit for the standard tier?"),
     ("Undated status reports", "What is the status of harbor beacon HB-7?"),
+    ("Namesakes", "How many rooms does Mercury Lodge have?"),
+    ("Outnumbered copy", "What is the seating capacity of Lakeside Arena?"),
 )
 
 
@@ -3802,6 +3821,7 @@ class Conflict:
 class ConflictReport:
     conflicts: tuple = ()
     pairs_checked: int = 0  # pairs at or above the topic-similarity gate
+    subjects: tuple = ()  # SubjectGroups when the documents are about different subjects sharing a name, else ()
 
     @property
     def has_conflict(self):
@@ -3917,7 +3937,11 @@ class ConflictDetector:
             finding = self.check_pair(views[i], views[j], question)
             if finding:
                 conflicts.append(make_conflict(docs[i], docs[j], finding, float(sims[i, j])))
-        return ConflictReport(tuple(conflicts), int(candidates.sum()))
+        return ConflictReport(tuple(conflicts), int(candidates.sum()), self.subjects(docs, sims, views, question))
+
+    def subjects(self, docs, sims, views, question):
+        """SubjectGroups of the documents (subject_groups); the article's detector tells no subjects apart."""
+        return ()
 
     def gate(self, sims, views):
         """The article's topic gate: pairs whose documents' cosine is at least topic_gate."""
@@ -4024,6 +4048,12 @@ class QuestionAwareDetector(ConflictDetector):
                      if v.relevance >= self.cfg.relevance_gate else v for d, v in zip(docs, views)]
         return views
 
+    def subjects(self, docs, sims, views, question):
+        if not question.strip():
+            return ()
+        relevant = [v.relevance >= self.cfg.relevance_gate for v in views]
+        return subject_groups(docs, sims, relevant, question_words(question), self.cfg)
+
     def gate(self, sims, views):
         """The relevance gate: both documents bear on the question (relevance >= cfg.relevance_gate), and are not
         unrelated to each other (cosine >= cfg.pair_gate)."""
@@ -4061,6 +4091,69 @@ def reader_disagreement(x, y, cfg):
     return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
 
 
+# --- Subjects of one question: documents grouped by the namesake they are about, so each is answered apart
+
+@dataclass(frozen=True)
+class SubjectGroup:
+    name: str  # the subject as its first document names it: a title, or the "Name (disambiguator)" its text opens with
+    members: tuple  # source_ids, in rank order
+
+
+def names_subject(doc):
+    """Whether a document says which subject it is about: a title line, a disambiguator, an acronym it defines, or
+    the name its first sentence describes ("X is a ..."). A snippet from the middle of an article says none."""
+    s = _cached_subject(doc.title if doc.title != doc.source_id else None, doc.content)
+    return bool(s.name or s.title or s.marks or s.acronyms)
+
+
+def subject_name(doc):
+    """The subject as the document names it: its own title, else the "Name (disambiguator)" or title line its text
+    opens with, else its source_id.
+
+    >>> subject_name(Document("d1", "d1", None, "Mercury Lodge (Maine) Mercury Lodge is an inn."))
+    'Mercury Lodge (Maine)'
+    """
+    if doc.title != doc.source_id:
+        return doc.title
+    m = _SUBJECT_PAREN_RE.match(doc.content)
+    if m:
+        return " ".join(doc.content[m.start("name"):m.end()].split())
+    if title_line(doc.content):  # the words before the title's first word comes back
+        words = doc.content.split(maxsplit=TITLE_LINE_MAX_WORDS + 2)
+        first = words[0].strip(_TITLE_PUNCTUATION)
+        for cut in range(1, len(words) - 1):
+            nxt = words[cut + 1] if words[cut] in ("The", "A", "An") else words[cut]
+            if nxt.strip(_TITLE_PUNCTUATION) == first:
+                return " ".join(words[:cut])
+    return doc.source_id
+
+
+def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
+    """The relevant documents grouped by subject, () when they are about one subject (or say nothing about it).
+
+    Documents that name their subject (names_subject) go, in rank order, to the first group none of whose members
+    is a different subject (different_subjects_finding); each other relevant document joins the group of the naming
+    document most similar to it (sims: the (k, k) cosines). [A (Maine), B (Colorado), snippet near A] -> [A, snippet],
+    [B].
+    """
+    naming = [i for i in range(len(docs)) if relevant[i] and names_subject(docs[i])]
+    groups = []
+    for i in naming:
+        home = next((g for g in groups if not any(different_subjects_finding(docs[i], docs[j], qwords, cfg)
+                                                  for j in g)), None)
+        if home is None:
+            groups.append([i])
+        else:
+            home.append(i)
+    if len(groups) < 2:
+        return ()
+    for i in range(len(docs)):
+        if relevant[i] and i not in naming:
+            nearest = max(naming, key=lambda j: (float(sims[i, j]), -j))  # subtle: ties go to the higher-ranked
+            next(g for g in groups if nearest in g).append(i)
+    return tuple(SubjectGroup(subject_name(docs[g[0]]), tuple(docs[i].source_id for i in sorted(g))) for g in groups)
+
+
 def make_detector(name, cfg, embed, read_alone=None, nli=None, sentences=None):
     """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader
     (read_alone, a ReadAlone) run on each relevant document. sentences: a SentenceCache to share (the sentence
@@ -4084,8 +4177,9 @@ class Cluster:
     members: tuple  # Documents connected by conflicts, in rank order
     kept: Document | None  # None when the cluster is disputed: nothing says which document is current
     discarded: tuple
-    kind: str = "superseded"  # 'superseded' (its documents can be ordered) or 'disputed'
-    basis: str | None = "date"  # what ordered it: 'date', 'version', 'cue'; 'rank' (recency tie); None: disputed
+    kind: str = "superseded"  # 'superseded' (ordered), 'outnumbered' (settled by support) or 'disputed'
+    basis: str | None = "date"  # what settled it: 'date', 'version', 'cue', 'support'; 'rank' (recency tie); None
+    support: tuple = ()  # 'outnumbered': (answer, source_ids that give it) per answer, most supported first
 
 
 @dataclass(frozen=True)
@@ -4174,6 +4268,113 @@ def supersession_order(members):
     return (cued[0], "cue") if len(cued) == 1 else (None, None)
 
 
+# --- Support: an undated dispute settled by how many documents give each answer
+
+def answering(question, docs, read_alone):
+    """{source_id: Answer} of the documents whose own reading answers the question (Answer.fits), in rank order;
+    a document that does not answer adds no candidate and no support."""
+    readings = {d.source_id: read_alone(question, d.content) for d in docs}
+    return {sid: a for sid, a in readings.items() if a.fits and a.text}
+
+
+def support(readings, texts=None, cfg=DEFAULT_CONFIG):
+    """[(answer, [source_id, ...])]: the distinct answers of the readings, each with the answering documents that
+    give it, most supported first; ties keep rank order. texts ({source_id: content}), when given, let an answering
+    document also support every other answer its text states word for word (holds): a reader that picked another
+    sentence of a document does not take that document's word away from the answer it states.
+
+    >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
+    [('18,000', ['a', 'c']), ('81,000', ['b'])]
+    """
+    groups = []
+    for sid, a in readings.items():
+        home = next((g for g in groups if answers_agree(g[0], a.text, cfg)), None)
+        if home is None:
+            groups.append((a.text, [sid]))
+        else:
+            home[1].append(sid)
+    for text, sids in groups if texts else ():
+        sids += [sid for sid in readings if sid not in sids and holds(texts[sid], text)]
+    return sorted(groups, key=lambda g: -len(g[1]))  # subtle: sorted is stable, so equal support keeps rank order
+
+
+def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG):
+    """A disputed cluster settled when one of its members' answers is given by cfg.outnumber_margin documents more
+    than any other (readings: every answering document of the subject, members or not); else the cluster unchanged.
+    The outnumbered members are discarded; members that give no answer stay.
+
+    [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
+    """
+    members = {d.source_id for d in cluster.members}
+    contested = [g for g in support(readings, texts, cfg) if members & set(g[1])]
+    if not contested:
+        return cluster
+    runner_up = len(contested[1][1]) if len(contested) > 1 else 0
+    if len(contested[0][1]) - runner_up < cfg.outnumber_margin:
+        return cluster
+    losers = {sid for _, sids in contested[1:] for sid in sids} - set(contested[0][1])
+    kept = next(d for d in cluster.members if d.source_id in contested[0][1])
+    discarded = tuple(d for d in cluster.members if d.source_id in losers)
+    return Cluster(cluster.members, kept, discarded, "outnumbered", "support",
+                   tuple((text, tuple(sids)) for text, sids in contested))
+
+
+def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG):
+    """The Resolution with its disputed clusters settled by support where one answer outnumbers the others."""
+    texts = {r.doc.source_id: r.doc.content for r in retrieved}
+    clusters = tuple(settle_by_support(c, readings, texts, cfg) if c.kind == "disputed" else c
+                     for c in resolution.clusters)
+    dropped = {d.source_id for c in clusters for d in c.discarded}
+    return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), clusters)
+
+
+# --- Answers compared: two readings that say the same thing, and an answer held by a response
+
+_THOUSANDS_COMMA_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_ANSWER_NOISE_RE = re.compile(r"[^\w\s]|_")
+ANSWER_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def normalise_answer(text):
+    """An answer's words for matching: Unicode-normalised (NFKC), lowercase, thousands commas dropped, punctuation a
+    space, articles dropped.
+
+    >>> normalise_answer("The U.S. Navy: 3,559 people")
+    'u s navy 3559 people'
+    """
+    text = _THOUSANDS_COMMA_RE.sub("", unicodedata.normalize("NFKC", text).lower())
+    return " ".join(w for w in _ANSWER_NOISE_RE.sub(" ", text).split() if w not in ANSWER_ARTICLES)
+
+
+def holds(text, answer):
+    """Whether text holds answer: the answer's normalised words stand together, in order, in the text's.
+
+    >>> holds("As of 2010 there were 3,559 people.", "3559 people"), holds("Baseball", "base")
+    (True, False)
+    """
+    needle = normalise_answer(answer)
+    return bool(needle) and f" {needle} " in f" {normalise_answer(text)} "
+
+
+def answers_agree(x, y, cfg=DEFAULT_CONFIG):
+    """Two readings give one answer: one holds the other (a negation on one side only aside), or both state values
+    and each value of either agrees with a value of the other (two sentences that share one number do not agree).
+
+    >>> answers_agree("$4.2M", "4.2 million dollars"), answers_agree("1750", "3 July 1750")
+    (True, True)
+    >>> answers_agree("active", "not active"), answers_agree("12 December 1750", "3 July 1750")
+    (False, False)
+    """
+    negated = [any(map(is_negation, normalise_answer(t).split())) for t in (x, y)]
+    if negated[0] != negated[1]:
+        return False
+    if holds(x, y) or holds(y, x):
+        return True
+    vx, vy = extract_values(x), extract_values(y)
+    return bool(vx and vy) and (all(any(_values_agree(a, b, cfg) for b in vy) for a in vx)
+                                and all(any(_values_agree(a, b, cfg) for b in vx) for a in vy))
+
+
 def version_key(doc):
     """"v2.0.1" -> (2, 0, 1); None when the document has no version. Trailing zeros don't count: 2 == 2.0."""
     if not doc.version:
@@ -4193,6 +4394,10 @@ class Answer:
     text: str
     confidence: float  # p_start * p_end of the span, in [0, 1]
     start: int = -1  # character offset of the span in the context, -1 when there is none
+    # the reading answers the question: a span of the asked-for type from a sentence at or above the relevance gate
+    # (the QA model: any span); False for the sentence reader's fallback, a whole sentence. A reading that does not
+    # fit gives no candidate answer and no support when documents are counted (resolution).
+    fits: bool = True
 
 
 def softmax(x):
@@ -4272,10 +4477,11 @@ class TransformersReader:
                 offsets = enc["offset_mapping"][w]
                 best = (span[2], int(offsets[span[0]][0]), int(offsets[span[1]][1]))
         if best is None:
-            return Answer("", 0.0)
+            return Answer("", 0.0, fits=False)
         start, end = best[1], best[2]
         end = min(end, context.find(CONTEXT_SEPARATOR, start) % (len(context) + 1))  # one document's words only
-        return Answer(" ".join(context[start:end].split()), best[0], start)
+        text = " ".join(context[start:end].split())
+        return Answer(text, best[0], start, bool(text))
 
 
 class SentenceReader:
@@ -4301,7 +4507,7 @@ class SentenceReader:
     def __call__(self, question, context):
         found = self.scored_sentences(question, context)  # [(cosine, offset of the sentence in context, sentence)]
         if not found:
-            return Answer("", 0.0)
+            return Answer("", 0.0, fits=False)
         sims = np.array([cos for cos, _, _ in found])
         weights = softmax(self.cfg.sentence_scale * np.append(sims, self.cfg.relevance_gate))[:-1]
         order = sorted(range(len(found)), key=lambda i: (-sims[i], i))
@@ -4311,7 +4517,8 @@ class SentenceReader:
         i, span = next(((i, sp) for i, sp in typed if sp), (order[0], None))
         _, at, sentence = found[i]
         start, end = (at + span[0], at + span[1]) if span else (at, at + len(sentence))
-        return Answer(" ".join(context[start:end].split()), float(weights[i]), start)
+        fits = sims[i] >= self.cfg.relevance_gate and (span is not None or qtype == "other")
+        return Answer(" ".join(context[start:end].split()), float(weights[i]), start, bool(fits))
 
     def scored_sentences(self, question, context):
         """Every sentence of every document in the context with its cosine to the question and its offset."""
@@ -4682,10 +4889,13 @@ class RAGResponse:
     clusters: tuple = ()
     warning: str | None = None
     cited: tuple = ()  # source_ids the answer was read from
-    label: str = "ANSWERED"  # ANSWERED: nothing acted on; RESOLVED: all clusters superseded; UNCERTAIN: any disputed
+    # ANSWERED: nothing acted on; RESOLVED: every cluster superseded or outnumbered; UNCERTAIN: a dispute nothing
+    # settles; AMBIGUOUS: documents about different subjects sharing a name, answered subject by subject
+    label: str = "ANSWERED"
     candidates: tuple = ()  # Candidate answers, one per document of a disputed cluster
     score: ConflictScore = ConflictScore(0.0, 0.0, ())  # how conflicted the answer is among the context it was read from
     reader: str = "qa"  # which reader answered: 'qa' (the QA model) or 'sentence' (the built-in reader)
+    answers: tuple = ()  # Replies: one for ANSWERED and RESOLVED, the candidates, or one per subject
 
 
 @dataclass(frozen=True)
@@ -4693,6 +4903,18 @@ class Candidate:
     doc: Document
     answer: str
     confidence: float
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One answer of a response: the answer (ANSWERED, RESOLVED), a candidate (UNCERTAIN) or one subject's answer
+    (AMBIGUOUS)."""
+
+    text: str
+    confidence: float
+    sources: tuple = ()  # source_ids it was read from
+    subject: str | None = None  # AMBIGUOUS: the subject as its documents name it
+    disputed: bool = False  # a candidate of a dispute nothing settles, not an answer
 
 
 STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
@@ -4716,16 +4938,27 @@ def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None):
     """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
 
     read answers from the context, read_alone (a ReadAlone of the same reader) from one document, nli (or None)
-    also judges ConflictScore's claims. A disputed cluster withholds the answer: the reader runs on each of its
-    documents alone and every candidate is reported, so nothing is picked silently.
+    also judges ConflictScore's claims. Resolved, documents about different subjects sharing a name are answered
+    subject by subject (AMBIGUOUS); in each, superseded documents are dropped, an undated dispute one answer clearly
+    outnumbers is settled by support, and any other dispute withholds the answer: the reader runs on each of its
+    documents alone and every candidate is reported (UNCERTAIN), so nothing is picked silently.
     """
     retrieved, report = found
     for c in report.conflicts:
         log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolve else "naive",
                     printable(c.a.source_id), printable(c.b.source_id), printable(c.reason), c.topic_sim)
+    if resolve and cfg.strategy == "kind" and report.subjects:
+        parts = subject_parts(query, retrieved, report, read_alone)
+        if len(parts) > 1:
+            return answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg)
+    return answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, timings)
+
+
+def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, timings=None):
+    """One answer from the whole retrieval (naive), or from what resolution keeps of it."""
     context, clusters = tuple(retrieved), ()
     if resolve and report.has_conflict:
-        resolution = STRATEGIES[cfg.strategy](retrieved, report)
+        resolution = settled(query, retrieved, report, read_alone, cfg)
         context, clusters = resolution.kept, resolution.clusters
     warning = describe(report, clusters, resolve, same_titles(r.doc for r in retrieved))
     phase = "resolved" if resolve else "naive"
@@ -4733,14 +4966,65 @@ def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None):
     common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
                   clusters=clusters, warning=warning, reader=reader_name(read))
     if disputed:
-        candidates = tuple(Candidate(d, *dataclasses.astuple(read_alone(query, d.content))[:2]) for d in disputed)
+        readings = answering(query, disputed, read_alone)
+        candidates = tuple(Candidate(d, readings[d.source_id].text, readings[d.source_id].confidence)
+                           for d in disputed if d.source_id in readings)
         return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
-                           candidates=candidates, **common)
+                           candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
+                                                                      disputed=True) for c in candidates), **common)
     with timed(timings, "reading"):
         answer = read(query, context_text([r.doc for r in context]))
     score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli)
-    return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited_ids(context, answer),
-                       label="RESOLVED" if clusters else "ANSWERED", score=score, **common)
+    cited = cited_ids(context, answer)
+    return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
+                       label="RESOLVED" if clusters else "ANSWERED", score=score,
+                       answers=(Reply(answer.text, answer.confidence, cited),) if answer.text else (), **common)
+
+
+def settled(query, retrieved, report, read_alone, cfg):
+    """The Resolution of the strategy; with 'kind', its disputed clusters settled by support where they can be."""
+    resolution = STRATEGIES[cfg.strategy](retrieved, report)
+    if cfg.strategy != "kind" or not any(c.kind == "disputed" for c in resolution.clusters) or read_alone is None:
+        return resolution
+    readings = answering(query, [r.doc for r in retrieved], read_alone)
+    return settle_disputes(retrieved, resolution, readings, cfg)
+
+
+def subject_parts(query, retrieved, report, read_alone):
+    """[(SubjectGroup, [Retrieved])] for each subject at least one of whose documents answers the question."""
+    readings = answering(query, [r.doc for r in retrieved], read_alone)
+    parts = []
+    for group in report.subjects:
+        members = [r for r in retrieved if r.doc.source_id in group.members]
+        if any(r.doc.source_id in readings for r in members):
+            parts.append((group, members))
+    return parts
+
+
+def answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg):
+    """AMBIGUOUS: one answer per subject, each read from its own documents once its conflicts are resolved; a
+    subject whose documents stay disputed gives its candidates."""
+    answers, clusters = [], []
+    for group, members in parts:
+        inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
+        resolution = settled(query, members, ConflictReport(inside), read_alone, cfg)
+        clusters += resolution.clusters
+        disputed = [d for c in resolution.clusters if c.kind == "disputed" for d in c.members]
+        if disputed:
+            readings = answering(query, disputed, read_alone)
+            answers += [Reply(a.text, a.confidence, (sid,), group.name, True) for sid, a in readings.items()]
+            continue
+        answer = read(query, context_text([r.doc for r in resolution.kept]))
+        if answer.text:
+            answers.append(Reply(answer.text, answer.confidence, cited_ids(resolution.kept, answer), group.name))
+    twice = same_titles(r.doc for r in retrieved)
+    warning = describe(report, tuple(clusters), True, twice, [g for g, _ in parts])
+    dropped = {d.source_id for c in clusters for d in c.discarded}
+    context = [r for r in retrieved if r.doc.source_id not in dropped]
+    return RAGResponse(query=query, phase="resolved", answer="", confidence=0.0, sources=tuple(retrieved),
+                       context=tuple(context), report=report, clusters=tuple(clusters), warning=warning,
+                       cited=tuple(dict.fromkeys(s for a in answers for s in a.sources)), label="AMBIGUOUS",
+                       answers=tuple(answers), reader=reader_name(read))
 
 
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # C0, C1, bidi; not \t \n
@@ -4806,6 +5090,8 @@ def result_json(resp):
                            "claims": [{"text": c.text, "support": list(c.support), "contradict": list(c.contradict)}
                                       for c in resp.score.claims]},
         "reader": resp.reader,
+        "answers": [{"text": a.text, "confidence": round(a.confidence, SCORE_DECIMALS), "source_ids": list(a.sources),
+                     "subject": a.subject, "disputed": a.disputed} for a in resp.answers],
     }
 
 
@@ -4836,30 +5122,41 @@ def eval_log_lines(scored, now, source="", detector=""):
 
 
 BASIS_WORDS = {"date": "newest by date", "version": "highest version", "cue": "says it supersedes the others",
-               "rank": "ranked first: nothing says which is newer"}
+               "rank": "ranked first: nothing says which is newer", "support": "given by more documents"}
 
 
-def describe(report, clusters, resolved, twice=frozenset()):
-    """The warning in words: what conflicted and what was done about it; None without conflict.
+def describe(report, clusters, resolved, twice=frozenset(), subjects=()):
+    """The warning in words: what conflicted and what was done about it; None without conflict or subjects.
 
     twice: titles more than one retrieved document has (same_titles); those documents are named with their source_id.
+    subjects: the SubjectGroups answered apart (AMBIGUOUS).
     """
-    if not report.has_conflict:
+    if not report.has_conflict and not subjects:
         return None
     name = functools.partial(doc_label, twice=twice)
-    pairs = "; ".join(f"{name(c.a)} vs {name(c.b)} ({c.reason})" for c in report.conflicts)
+    told = []
+    if subjects:
+        told.append(f"The retrieved documents are about {len(subjects)} different subjects that share a name ("
+                    + "; ".join(g.name for g in subjects) + "), so each is answered from its own documents")
+    if report.has_conflict:
+        pairs = "; ".join(f"{name(c.a)} vs {name(c.b)} ({c.reason})" for c in report.conflicts)
+        told.append(f"{'the' if subjects else 'The'} retrieved sources contradict each other ({pairs})")
     if not resolved:
-        return f"The retrieved sources contradict each other ({pairs}); the answer was read from all of them."
-    done = []
+        return "; ".join(told) + "; the answer was read from all of them."
     for c in clusters:
         if c.kind == "disputed":
             names = ", ".join(name(d) for d in c.members)
-            done.append(f"{names} disagree and nothing says which is current, so no answer was picked: every "
+            told.append(f"{names} disagree and nothing says which is current, so no answer was picked: every "
                         f"candidate answer is reported and all of them are cited")
+        elif c.kind == "outnumbered":
+            votes = " against ".join(f"{len(sids)} giving {text}" for text, sids in c.support)
+            gone = ", ".join(name(d) for d in c.discarded) or "none"
+            told.append(f"nothing dates them, but the documents outnumber each other ({votes}): kept {name(c.kept)}, "
+                        f"discarded the outnumbered {gone}")
         else:
             gone = ", ".join(f"{name(d)} ({stamp(d)}), which said {said(d, report)}" for d in c.discarded)
-            done.append(f"kept {name(c.kept)} ({stamp(c.kept)}, {BASIS_WORDS[c.basis]}), discarded {gone}")
-    return f"The retrieved sources contradict each other ({pairs}); " + "; ".join(done) + "."
+            told.append(f"kept {name(c.kept)} ({stamp(c.kept)}, {BASIS_WORDS[c.basis]}), discarded {gone}")
+    return "; ".join(told) + "."
 
 
 def stamp(doc):
@@ -5013,9 +5310,14 @@ def load_eval(path, text=None):
             raise UsageError(f"{path}: is one JSON array spread over lines, not JSON Lines: --eval reads one record "
                              f"a line (json.dumps each record on a line of its own)") from None
         raise
+    if records and is_question_record(records[0][1]):  # answered questions, told apart by their fields
+        return load_questions(records, path)
     if records and _is_kb_record(records[0][1]):  # a knowledge base's first line; a later stray one is that line's
         raise UsageError(_NOT_PAIRS.format(path=path))
     for lineno, record in records:
+        if is_question_record(record):
+            raise UsageError(f"{path}: line {lineno}: an answered question among labelled pairs; a file holds one "
+                             f"kind of record")
         pairs.extend(eval_record_pairs(record, f"{path}: line {lineno}"))
     if not pairs:
         raise UsageError(f"{path}: no labelled pairs")
@@ -5066,6 +5368,157 @@ def eval_record_pairs(record, where):
     kind = check_text(str(record.get("type") or "untyped"), f"{where}: field 'type'")
     return [EvalPair(rid, question, a, b, record["conflict"], kind)
             for i, a in enumerate(parsed) for b in parsed[i + 1:]]
+
+
+# --- Answered questions: {"id", "question", "documents": [--kb documents], "gold_answers", "wrong_answers"}
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    record_id: str
+    question: str
+    docs: tuple  # Documents, in the file's order
+    gold: tuple  # every one must be in a right response
+    wrong: tuple  # none may be
+
+
+def is_question_record(record):
+    """An answered question ({"gold_answers": ...}), not a labelled pair or a knowledge base."""
+    return isinstance(record, dict) and "gold_answers" in record
+
+
+def load_questions(records, path):
+    """EvalQuestions from [(line number, record)]; a labelled pair among them is that line's error."""
+    questions = []
+    for lineno, record in records:
+        where = f"{path}: line {lineno}"
+        if not is_question_record(record):
+            raise UsageError(f"{where}: expected an answered question (with \"gold_answers\") like the file's first "
+                             f"line; a file holds one kind of record")
+        questions.append(eval_question(record, where))
+    return questions
+
+
+def answer_list(record, name, where, least):
+    """The record's list of answer strings (at least least of them)."""
+    values = record.get(name, [])
+    if not isinstance(values, list) or len(values) < least or not all(isinstance(v, str) and v.strip() for v in values):
+        raise UsageError(f"{where}: field '{name}' must be a list of {'at least one ' if least else ''}non-empty "
+                         f"strings")
+    return tuple(check_text(v, f"{where}: field '{name}'") for v in values)
+
+
+def eval_question(record, where):
+    """One EvalQuestion; its documents are checked like a knowledge base's. Fields a document has beyond the
+    knowledge base's (a benchmark's labels, such as "type" and "answer") are kept aside and never read."""
+    question = record.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise UsageError(f"{where}: field 'question' must be a non-empty string")
+    docs = record.get("documents")
+    if not isinstance(docs, list) or not docs:
+        raise UsageError(f"{where}: field 'documents' must be a non-empty list of documents")
+    parsed, seen = [], set()
+    for n, d in enumerate(docs, 1):
+        doc = parse_document(d, f"{where}: document {n}")
+        if doc.source_id in seen:
+            raise UsageError(f"{where}: document {n}: duplicate source_id '{doc.source_id}'")
+        seen.add(doc.source_id)
+        parsed.append(doc)
+    rid = str(where if record.get("id") in (None, "") else record["id"])
+    return EvalQuestion(rid, check_question(question, f"{where}: field 'question'"), tuple(parsed),
+                        answer_list(record, "gold_answers", where, 1), answer_list(record, "wrong_answers", where, 0))
+
+
+def answer_holds(text, target, cfg=DEFAULT_CONFIG):
+    """Whether a response's answer holds a benchmark answer: its normalised words stand together in the answer's
+    (holds), or the target states values and each agrees with a value of the answer ("8 February 1900" holds
+    "February 8, 1900").
+
+    >>> answer_holds("3,559 people lived there", "3559 people"), answer_holds("8 February 1900", "February 8, 1900")
+    (True, True)
+    >>> answer_holds("1900", "February 8, 1900"), answer_holds("American football", "Baseball")
+    (False, False)
+    """
+    if holds(text, target):
+        return True
+    wanted, said = extract_values(target), extract_values(text)
+    return bool(wanted and said) and all(any(_values_agree(w, v, cfg) and w.kind == v.kind for v in said)
+                                         for w in wanted)
+
+
+def judge_answers(answers, gold, wrong, cfg=DEFAULT_CONFIG):
+    """{"exact_match", "gold_found", "wrong_held"} of a response's answers (texts): exact match when they hold
+    every gold answer and no wrong one. A wrong answer inside a gold one ("Football" in "American football") counts
+    only where no gold answer that holds it is held by the same answer.
+
+    >>> judge_answers(["American football", "Baseball"], ["Baseball", "American football"], ["Football"])
+    {'exact_match': True, 'gold_found': 2, 'wrong_held': 0}
+    """
+    found = [g for g in gold if any(answer_holds(a, g, cfg) for a in answers)]
+    held = [w for w in wrong if any(answer_holds(a, w, cfg) and not any(answer_holds(a, g, cfg) and holds(g, w)
+                                                                         for g in gold) for a in answers)]
+    return {"exact_match": len(found) == len(gold) and not held, "gold_found": len(found), "wrong_held": len(held)}
+
+
+LABELS = ("ANSWERED", "RESOLVED", "UNCERTAIN", "AMBIGUOUS")
+
+
+def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=None, progress=None, on_question=None):
+    """Both phases on each question over its own documents (top_k of them, all when None), scored against its gold
+    and wrong answers: exact match, gold-answer recall, the share of responses holding a wrong answer, the labels.
+
+    on_question(question, naive, resolved, judged) is called as each question is done (--json, --log-conflicts).
+    """
+    stage = progress("eval: questions") if progress else None
+    rows = {"naive": [], "resolved": []}
+    for n, q in enumerate(questions, 1):
+        k = min(top_k or len(q.docs), len(q.docs))
+        index = build_index(q.docs, embed, cfg.embed_batch, None, cfg.passage_chars)
+        found = retrieve_and_detect(q.question, index, embed, detector, replace(cfg, top_k=k))
+        responses = {phase: run_query(q.question, found, read, read_alone, None, cfg, phase == "resolved")
+                     for phase in rows}
+        judged = {}
+        for phase, resp in responses.items():
+            judged[phase] = judge_answers([a.text for a in resp.answers], q.gold, q.wrong, cfg)
+            rows[phase].append((judged[phase], len(q.gold), resp.label))
+        if on_question:
+            on_question(q, responses["naive"], responses["resolved"], judged)
+        if stage:
+            stage(n, len(questions))
+    return {"questions": len(questions), **{phase: answer_scores(r) for phase, r in rows.items()}}
+
+
+def answer_scores(rows):
+    """Scores of one phase from [(judged, gold count, label)], each with its 95% bootstrap interval over questions."""
+    measures = {"exact_match": [float(j["exact_match"]) for j, _, _ in rows],
+                "gold_recall": [j["gold_found"] / n for j, n, _ in rows],
+                "wrong_share": [float(j["wrong_held"] > 0) for j, _, _ in rows]}
+    labels = collections.Counter(label for _, _, label in rows)
+    return {**{k: round(float(np.mean(v)), EVAL_DECIMALS) for k, v in measures.items()},
+            "interval": {k: mean_interval(v) for k, v in measures.items()},
+            "labels": {label: labels[label] for label in LABELS if labels[label]}}
+
+
+def mean_interval(values, resamples=EVAL_RESAMPLES, seed=0):
+    """The 95% percentile-bootstrap interval of a mean over questions; None for fewer than two.
+
+    >>> mean_interval([1.0] * 10)
+    [1.0, 1.0]
+    """
+    if len(values) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    values = np.asarray(values, dtype=float)
+    means = values[rng.integers(0, len(values), (resamples, len(values)))].mean(axis=1)
+    tails = [50 * (1 - EVAL_CONFIDENCE), 100 - 50 * (1 - EVAL_CONFIDENCE)]
+    return [round(float(q), EVAL_DECIMALS) for q in np.percentile(means, tails)]
+
+
+def question_json(q, naive, resolved, judged):
+    """--eval --json on answered questions: one line per question."""
+    def phase(resp, j):
+        return {"label": resp.label, "answers": [{"text": a.text, "source_ids": list(a.sources), "subject": a.subject,
+                                                  "disputed": a.disputed} for a in resp.answers], **j}
+    return {"id": q.record_id, "naive": phase(naive, judged["naive"]), "resolved": phase(resolved, judged["resolved"])}
 
 
 CELLS = ("tp", "fp", "fn", "tn")
@@ -5447,6 +5900,7 @@ LABEL_STYLE = {  # a response's label -> (its conflict status in words, the colo
     "ANSWERED": ("YES - see warning", "conflict"),  # a conflict acted on by nothing: the naive phase
     "RESOLVED": ("RESOLVED", "resolved"),
     "UNCERTAIN": ("UNCERTAIN - sources disagree", "uncertain"),
+    "AMBIGUOUS": ("AMBIGUOUS - different subjects share the name", "uncertain"),
 }
 NO_CONFLICT = ("NO", "ok")
 FIELD_WIDTH = 12  # the column values start in: len("Answer:     ")
@@ -5462,9 +5916,12 @@ def render_block(resp, paint, cfg):
 
 def block_head(resp, paint, cfg):
     """Query, answer (wrapped under its column), confidence, conflict status, ConflictScore, the Sources heading."""
-    status = LABEL_STYLE.get(resp.label, LABEL_STYLE["UNCERTAIN"]) if resp.report.has_conflict else NO_CONFLICT
+    status = (LABEL_STYLE.get(resp.label, LABEL_STYLE["UNCERTAIN"])
+              if resp.report.has_conflict or resp.label == "AMBIGUOUS" else NO_CONFLICT)
     indent = " " * FIELD_WIDTH
     shown = resp.answer or ("(withheld: the sources disagree, see candidates)" if resp.candidates else "(no answer)")
+    if resp.label == "AMBIGUOUS":
+        shown = "; ".join(f"{a.subject}: {a.text}{' (disputed)' if a.disputed else ''}" for a in resp.answers)
     answer = textwrap.fill(printable(shown), cfg.answer_width, initial_indent=indent,
                            subsequent_indent=indent, break_on_hyphens=False).lstrip()
     return [f"{paint('Query:', 'label')}      {printable(resp.query)}",
@@ -5496,6 +5953,10 @@ def block_conflicts(resp, paint, name):
             names = " and ".join(f"'{name(d)}'" for d in cl.members)
             lines.append(paint(f"  Conflict cluster disputed: {names} disagree and nothing says which is current; "
                                f"kept all, picked none.", "uncertain"))
+        elif cl.kind == "outnumbered":
+            votes = " vs ".join(f"{text} ({len(sids)})" for text, sids in cl.support)
+            lines.append(paint(f"  Conflict cluster outnumbered: {votes} documents; kept '{name(cl.kept)}', "
+                               f"discarded {len(cl.discarded)} outnumbered doc(s).", "resolved"))
         else:
             older = "older " if cl.basis != "rank" else ""
             lines.append(paint(f"  Conflict cluster resolved: kept '{name(cl.kept)}' ({stamp(cl.kept)}), "
@@ -5583,6 +6044,8 @@ def table_answer(resp, width):
     if resp.candidates:
         text = "UNCERTAIN: " + " or ".join(c.answer or "(none)" for c in resp.candidates)  # not "|": the table's
         return clip(printable(text), width)
+    if resp.label == "AMBIGUOUS":
+        return clip(printable("AMBIGUOUS: " + " / ".join(a.text for a in resp.answers)), width)
     confidence = f" ({resp.confidence:.0%})"
     answer = printable(resp.answer or "(none)")
     if width - len(confidence) < len("x..."):
@@ -5592,6 +6055,8 @@ def table_answer(resp, width):
 
 def what_changed(naive, resolved):
     """A short phrase and its colour role, e.g. ('answer changed; dropped Q4-2023-Earnings-Release', 'resolved')."""
+    if resolved.label == "AMBIGUOUS":
+        return f"answered per subject: {len(resolved.answers)} answers for subjects sharing a name", "uncertain"
     if not resolved.clusters:
         return "no conflict; same context", "ok"
     if resolved.candidates:
@@ -5599,7 +6064,8 @@ def what_changed(naive, resolved):
     twice = same_titles(r.doc for r in resolved.sources)
     dropped = ", ".join(doc_label(d, twice) for c in resolved.clusters for d in c.discarded)
     verb = "answer changed" if naive.answer != resolved.answer else "same answer"
-    return f"{verb}; dropped {dropped}", "resolved"
+    why = "outnumbered" if any(c.kind == "outnumbered" for c in resolved.clusters) else "dropped"
+    return f"{verb}; {why} {dropped}", "resolved"
 
 
 PROGRESS_INTERVAL = 1.0  # seconds between progress lines, at most
@@ -5669,6 +6135,24 @@ def render_bench(result, cfg):
 
 
 TYPE_WIDTH = 26  # the --eval table's type column ("correct_vs_correct_other_entity" is clipped)
+
+
+def render_answer_eval(result, label):
+    """The --eval table on answered questions: naive and resolved side by side, each score with its interval."""
+    names = {"exact_match": "exact match", "gold_recall": "gold-answer recall",
+             "wrong_share": "responses holding a wrong answer"}
+    lines = [f"{printable(label)}: {result['questions']} questions",
+             f"{'':<34} {'naive':<24} resolved"]
+    for key, name in names.items():
+        cells = []
+        for phase in ("naive", "resolved"):
+            r, span = result[phase], result[phase]["interval"][key]
+            cells.append(f"{r[key]:.3f}" + (f" [{span[0]:.3f}, {span[1]:.3f}]" if span else ""))
+        lines.append(f"{name:<34} {cells[0]:<24} {cells[1]}")
+    labels = [", ".join(f"{k} {v}" for k, v in result[phase]["labels"].items()) for phase in ("naive", "resolved")]
+    lines.append(f"{'labels':<34} {labels[0]:<24} {labels[1]}")
+    lines.append(f"[low, high]: {EVAL_CONFIDENCE:.0%} bootstrap intervals ({EVAL_RESAMPLES} resamples of the questions)")
+    return "\n".join(lines)
 
 
 def render_eval(result, label):
@@ -5965,6 +6449,8 @@ def run_experiment(argv, embed, read, nli):
         emit(json.dumps(result) if args.json else render_bench(result, cfg))
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
+    elif args.eval and args.eval_questions:
+        run_answer_eval(inputs, embed, read, read_alone, detector, cfg, args)
     elif args.eval:
         lines = functools.partial(eval_log_lines, source=args.eval, detector=cfg.detector)
         with conflict_log(args.log_conflicts, lines) as append_log:
@@ -5986,18 +6472,23 @@ def read_inputs(args):
     if sum(map(bool, (args.eval, args.scan, args.bench))) > 1:
         raise UsageError("--eval, --scan and --bench are separate runs: give one of them")
     mode = "--eval" if args.eval else "--bench" if args.bench else "--scan" if args.scan else None
+    records = load_eval(args.eval, BUILTIN_PAIRS if args.eval is BUILTIN else None) if args.eval else None
+    args.eval_questions = bool(records) and isinstance(records[0], EvalQuestion)  # both phases run, and read
+    pairs = mode == "--eval" and not args.eval_questions
     unused = [flag for flag, given in (("--kb", args.kb and mode != "--scan"), ("--question", args.question),
                                        ("--log-conflicts", args.log_conflicts is not None and mode != "--eval"),
-                                       ("--nli", args.nli and mode == "--scan"),
-                                       ("--top-k", args.top_k and mode != "--bench"),
-                                       ("--strategy", "--strategy" in args.given and mode != "--bench"),
+                                       ("--nli", args.nli and (mode == "--scan" or args.eval_questions)),
+                                       ("--top-k", args.top_k and mode != "--bench" and not args.eval_questions),
+                                       ("--strategy", "--strategy" in args.given and mode != "--bench"
+                                        and not args.eval_questions),
                                        ("--reader", args.reader_flag and (mode == "--scan" or (
-                                           mode == "--eval" and args.detector != "full"))),
+                                           pairs and args.detector != "full"))),
                                        ("--qa-model", "--qa-model" in args.given and (mode == "--scan" or (
-                                           mode == "--eval" and args.detector != "full"))))
+                                           pairs and args.detector != "full"))))
               if given]
     if mode and unused:
-        raise UsageError(f"{mode} does not use {', '.join(unused)}")
+        what = "--eval on answered questions" if args.eval_questions else mode
+        raise UsageError(f"{what} does not use {', '.join(unused)}")
     if "--threshold" in args.given and args.detector != "article" and mode not in ("--scan", "--bench"):
         raise UsageError(f"--detector {args.detector} does not use --threshold: it gates on relevance to the question "
                          f"(--threshold is the gate of --detector article and of --scan)")
@@ -6011,10 +6502,28 @@ def read_inputs(args):
         inputs += installed_model_dirs((args.embed_model, args.qa_model, args.nli))
         check_log_path(args.log_conflicts, inputs, stdout_stat())
     if args.eval:
-        return load_eval(args.eval, BUILTIN_PAIRS if args.eval is BUILTIN else None)
+        return records
     if args.scan:
         return load_kb(args.kb)[0] if args.kb else KNOWLEDGE_BASE
     return None if args.bench else experiment_inputs(args)
+
+
+def run_answer_eval(questions, embed, read, read_alone, detector, cfg, args):
+    """--eval on answered questions: both phases per question; with --json a line per question as soon as it is
+    done, then the summary line."""
+    with conflict_log(args.log_conflicts) as append_log:
+        def done(q, naive, resolved, judged):
+            append_log(resolved)
+            if args.json:
+                emit(json.dumps(question_json(q, naive, resolved, judged)))
+
+        result = evaluate_answers(questions, embed, read, read_alone, detector, cfg, args.top_k,
+                                  None if args.quiet else Progress, done)
+    summary = {"eval": str(args.eval), "reader": reader_name(read), "detector": cfg.detector,
+               "top_k": args.top_k or "all", **result}
+    emit(json.dumps(summary) if args.json else render_answer_eval(
+        result, f"answers of reader '{reader_name(read)}', detector '{cfg.detector}' on {args.eval} (top-k "
+                f"{args.top_k or 'all'})"))
 
 
 def installed_model_dirs(names):
@@ -6041,7 +6550,8 @@ def provide_models(args, cfg, stages, embed, read, nli):
 
         stages["imports"] = round(time.perf_counter() - start, 4)
         start = time.perf_counter()
-    needs_reader = not (args.eval or args.scan) or (args.eval and cfg.detector == "full")  # a scan has no question
+    needs_reader = (not (args.eval or args.scan) or (args.eval and cfg.detector == "full")  # a scan has no question
+                    or getattr(args, "eval_questions", False))
     wants_qa = needs_reader and cfg.reader != "sentence"
     wanted = [what for what, have, need in (("embedding", embed, True), ("QA", read, wants_qa),
                                             ("NLI", nli, bool(cfg.nli_model))) if need and have is None]
@@ -7482,7 +7992,7 @@ class TestSentenceReader(unittest.TestCase):
         self.assertAlmostEqual(two.confidence, 0.5, delta=0.05)  # two equally good sentences share it
         off = read("What is the status of beacon HB-7?", "Laptops use disk encryption.")
         self.assertLess(off.confidence, 0.5)  # nothing relevant: "no answer" takes most of it
-        self.assertEqual(read("q", "   "), Answer("", 0.0))
+        self.assertEqual(read("q", "   "), Answer("", 0.0, fits=False))
 
     def test_prefers_a_sentence_with_the_asked_for_type(self):
         text = "Kestrel revenue grew strongly, Kestrel said. Revenue for Kestrel reached $9M."
@@ -7728,6 +8238,221 @@ class TestResolutionKinds(unittest.TestCase):
         self.assertEqual(res.clusters[0].kept, a)  # the article's policy picks anyway (higher rank)
 
 
+def readings_of(**texts):
+    """{source_id: Answer} of readings that fit, for the support tests."""
+    return {sid: Answer(text, 0.9) for sid, text in texts.items()}
+
+
+class TestSupport(unittest.TestCase):
+    ARENA = (doc("a", "The arena seats 18,000.", None), doc("b", "The arena seats 81,000.", None),
+             doc("c", "It seats 18,000 people.", None))
+
+    def disputed(self, *docs):
+        return Cluster(tuple(docs), None, (), "disputed", None)
+
+    def test_outnumbered_answer_is_set_aside(self):
+        a, b, c = self.ARENA
+        settled = settle_by_support(self.disputed(a, b, c), readings_of(a="18,000", b="81,000", c="18,000 people"))
+        self.assertEqual((settled.kind, settled.basis, settled.kept, settled.discarded),
+                         ("outnumbered", "support", a, (b,)))
+        self.assertEqual(settled.support, (("18,000", ("a", "c")), ("81,000", ("b",))))
+
+    def test_one_against_one_stays_disputed(self):
+        a, b, _ = self.ARENA
+        cluster = self.disputed(a, b)
+        self.assertIs(settle_by_support(cluster, readings_of(a="18,000", b="81,000")), cluster)
+
+    def test_support_from_outside_the_cluster_counts(self):
+        a, b, c = self.ARENA  # c agrees with a without being in conflict with anyone
+        settled = settle_by_support(self.disputed(a, b), readings_of(a="18,000", b="81,000", c="18,000"))
+        self.assertEqual((settled.kind, settled.discarded), ("outnumbered", (b,)))
+
+    def test_margin_is_configurable(self):
+        a, b, c = self.ARENA
+        cluster = self.disputed(a, b, c)
+        strict = replace(DEFAULT_CONFIG, outnumber_margin=2)
+        self.assertIs(settle_by_support(cluster, readings_of(a="18,000", b="81,000", c="18,000"), cfg=strict), cluster)
+
+    def test_documents_that_do_not_answer_add_nothing(self):
+        a, b, c = self.ARENA  # b's reading does not fit: it is left out of the readings, so a stands alone
+        self.assertEqual(answering("q", [a], lambda q, t: Answer("x", 0.5, fits=False)), {})
+        settled = settle_by_support(self.disputed(a, b), readings_of(a="18,000"))
+        self.assertEqual((settled.kind, settled.discarded), ("outnumbered", ()))
+
+    def test_a_document_supports_what_its_text_states(self):
+        readings = readings_of(a="Blitzen Trapper", b="Horseshack", c="The Beatles")
+        texts = {"a": "VII is an album by Blitzen Trapper.", "b": "Blitzen Trapper recorded at Horseshack.",
+                 "c": "VII is an album by The Beatles."}
+        self.assertEqual(support(readings, texts)[0], ("Blitzen Trapper", ["a", "b"]))
+        self.assertEqual(support(readings)[0], ("Blitzen Trapper", ["a"]))  # without the texts: readings only
+
+    def test_answers_agree(self):
+        self.assertTrue(answers_agree("$4.2M", "4.2 million dollars"))
+        self.assertTrue(answers_agree("18,000", "18,000 spectators"))
+        self.assertFalse(answers_agree("ACTIVE", "INACTIVE"))
+        self.assertFalse(answers_agree("active", "not active"))
+        self.assertFalse(answers_agree("18,000", "81,000"))
+
+    def test_beacon_stays_uncertain_and_arena_resolves(self):
+        beacon = [d for d in KNOWLEDGE_BASE if d.source_id.startswith("ops-")]
+        arena = [d for d in KNOWLEDGE_BASE if d.source_id.startswith("arena-")]
+        for docs, question, label in ((beacon, SCENARIOS[3][1], "UNCERTAIN"), (arena, SCENARIOS[5][1], "RESOLVED")):
+            read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
+            detector = make_detector("heuristic", DEFAULT_CONFIG, overlap_embed, sentences=read.sentences)
+            index = build_index(docs, overlap_embed)
+            found = retrieve_and_detect(question, index, overlap_embed, detector, replace(DEFAULT_CONFIG, top_k=3))
+            resp = run_query(question, found, read, ReadAlone(read), None, DEFAULT_CONFIG, True)
+            self.assertEqual(resp.label, label, resp.warning)
+        self.assertEqual([a.text for a in resp.answers], ["18,000 spectators"])
+        self.assertEqual([d.source_id for c in resp.clusters for d in c.discarded], ["arena-003"])
+
+
+class TestSubjects(unittest.TestCase):
+    # two texts different enough not to be one edited copy (an edited copy is one subject, whatever its title says)
+    INNS = (Document("m1", "Mercury Lodge (Aspen, Colorado)", None, "Mercury Lodge is a ski hotel with 48 rooms."),
+            Document("m2", "Mercury Lodge (Bar Harbor, Maine)", None,
+                     "Opened in 1987 by a fishing family, Mercury Lodge has 12 rooms and a terrace over the harbor."),
+            Document("m3", "m3", None, "Guests of Mercury Lodge in Aspen ski all winter; it has 48 rooms."))
+
+    def groups(self, docs, relevant=None):
+        sims = overlap_embed([d.content for d in docs]) @ overlap_embed([d.content for d in docs]).T
+        return subject_groups(docs, sims, relevant or [True] * len(docs), question_words("How many rooms?"))
+
+    def test_namesakes_are_grouped_apart(self):
+        groups = self.groups(self.INNS)
+        self.assertEqual([(g.name, g.members) for g in groups],
+                         [("Mercury Lodge (Aspen, Colorado)", ("m1", "m3")),
+                          ("Mercury Lodge (Bar Harbor, Maine)", ("m2",))])
+
+    def test_one_subject_is_no_split(self):
+        same = (self.INNS[0], Document("m4", "Mercury Lodge (Aspen, Colorado)", None, "It has 50 rooms."))
+        self.assertEqual(self.groups(same), ())
+        self.assertEqual(self.groups(self.INNS, [True, False, True]), ())  # the other namesake is not relevant
+
+    def test_subject_name(self):
+        self.assertEqual(subject_name(Document("d", "d", None, "Sherbourne, Warwickshire Sherbourne is a village.")),
+                         "Sherbourne, Warwickshire")
+        self.assertEqual(subject_name(Document("d", "d", None, "A snippet from the middle.")), "d")
+
+    def test_namesakes_answered_apart(self):
+        read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
+        detector = make_detector("heuristic", DEFAULT_CONFIG, overlap_embed, sentences=read.sentences)
+        question = "How many rooms does Mercury Lodge have?"
+        found = retrieve_and_detect(question, build_index(self.INNS[:2], overlap_embed), overlap_embed, detector,
+                                    replace(DEFAULT_CONFIG, top_k=2))
+        resp = run_query(question, found, read, ReadAlone(read), None, DEFAULT_CONFIG, True)
+        self.assertEqual(resp.label, "AMBIGUOUS")
+        self.assertEqual(sorted((a.subject, a.text) for a in resp.answers),
+                         [("Mercury Lodge (Aspen, Colorado)", "48 rooms"), ("Mercury Lodge (Bar Harbor, Maine)",
+                                                                            "12 rooms")])
+        naive = run_query(question, found, read, ReadAlone(read), None, DEFAULT_CONFIG, False)
+        self.assertEqual((naive.label, len(naive.answers)), ("ANSWERED", 1))
+
+
+class TestAnswerMatching(unittest.TestCase):
+    def test_normalisation(self):
+        self.assertEqual(normalise_answer("The U.S. Navy: 3,559 people"), "u s navy 3559 people")
+        self.assertEqual(normalise_answer("Ｆｕｌｌ width"), "full width")
+
+    def test_containment_by_whole_words(self):
+        self.assertTrue(holds("As of 2010 there were 3,559 people.", "3,559 people"))
+        self.assertFalse(holds("Baseball", "base"))
+        self.assertFalse(holds("anything", ""))
+
+    def test_values_match_as_values(self):
+        self.assertTrue(answer_holds("born 8 February 1900", "February 8, 1900"))
+        self.assertFalse(answer_holds("born 8 February 1901", "February 8, 1900"))
+        self.assertFalse(answer_holds("1900", "February 8, 1900"))
+
+    def test_exact_match_needs_every_gold_and_no_wrong(self):
+        self.assertTrue(judge_answers(["Baseball", "American football"], ["Baseball", "American football"],
+                                      ["Football"])["exact_match"])
+        self.assertFalse(judge_answers(["Baseball"], ["Baseball", "American football"], [])["exact_match"])
+        judged = judge_answers(["Baseball", "Basketball"], ["Baseball"], ["Basketball"])
+        self.assertEqual(judged, {"exact_match": False, "gold_found": 1, "wrong_held": 1})
+
+
+QUESTION_RECORDS = [
+    {"id": "q1", "question": "What is the seating capacity of Lakeside Arena?", "gold_answers": ["18,000"],
+     "wrong_answers": ["81,000"], "documents": [
+         {"source_id": "a1", "content": "Lakeside Arena seats 18,000 spectators for concerts.", "type": "correct"},
+         {"source_id": "a2", "content": "Lakeside Arena has a seating capacity of 18,000.", "answer": "18,000"},
+         {"source_id": "a3", "content": "Lakeside Arena seats 81,000 spectators for concerts.", "type": "misinfo"}]},
+    {"id": "q2", "question": "What is the status of harbor beacon HB-7?", "gold_answers": ["ACTIVE"],
+     "wrong_answers": [], "documents": [
+         {"source_id": "b1", "content": "Harbor beacon HB-7: the beacon status is ACTIVE."}]},
+]
+
+
+class TestAnswerEval(unittest.TestCase):
+    def write(self, tmp, records, name="q.jsonl"):
+        path = os.path.join(tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in records))
+        return path
+
+    def test_questions_are_told_from_pairs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            questions = load_eval(self.write(tmp, QUESTION_RECORDS))
+            self.assertEqual([q.record_id for q in questions], ["q1", "q2"])
+            self.assertEqual(questions[0].gold, ("18,000",))
+            pair = json.loads(BUILTIN_PAIRS.strip().splitlines()[0])
+            for records in ([QUESTION_RECORDS[0], pair], [pair, QUESTION_RECORDS[0]]):
+                with self.assertRaisesRegex(UsageError, "one kind of record"):
+                    load_eval(self.write(tmp, records))
+
+    def test_bad_question_records(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for broken, message in (({"gold_answers": []}, "gold_answers"), ({"gold_answers": [3]}, "gold_answers"),
+                                    ({"wrong_answers": "x"}, "wrong_answers"), ({"documents": []}, "documents"),
+                                    ({"question": ""}, "question")):
+                with self.assertRaisesRegex(UsageError, message):
+                    load_eval(self.write(tmp, [{**QUESTION_RECORDS[0], **broken}]))
+
+    def test_labels_are_never_read(self):
+        plain = json.loads(json.dumps(QUESTION_RECORDS))
+        for r in plain:
+            for d in r["documents"]:
+                d.pop("type", None), d.pop("answer", None)
+        with tempfile.TemporaryDirectory() as tmp:
+            outs = []
+            for records in (QUESTION_RECORDS, plain):
+                code, out, err = run_main(["--eval", self.write(tmp, records), "--json", "--quiet", "--reader",
+                                           "sentence"], embed=overlap_embed, read=None)
+                self.assertEqual(code, 0, err)
+                outs.append(out)
+            self.assertEqual(outs[0], outs[1])
+
+    def test_cli_scores_both_phases(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, out, err = run_main(["--eval", self.write(tmp, QUESTION_RECORDS), "--json", "--quiet", "--reader",
+                                       "sentence"], embed=overlap_embed, read=None)
+        self.assertEqual(code, 0, err)
+        lines = [json.loads(x) for x in out.splitlines()]
+        self.assertEqual([x.get("id") for x in lines[:2]], ["q1", "q2"])
+        self.assertEqual(lines[0]["resolved"]["label"], "RESOLVED")
+        self.assertEqual([answers_agree(a["text"], "18,000") for a in lines[0]["resolved"]["answers"]], [True])
+        self.assertTrue(lines[0]["resolved"]["exact_match"])
+        summary = lines[-1]
+        self.assertEqual((summary["questions"], summary["resolved"]["exact_match"]), (2, 1.0))
+        self.assertEqual(summary["resolved"]["labels"], {"ANSWERED": 1, "RESOLVED": 1})
+        self.assertEqual(len(summary["naive"]["interval"]["exact_match"]), 2)
+        with tempfile.TemporaryDirectory() as tmp:
+            code, out, err = run_main(["--eval", self.write(tmp, QUESTION_RECORDS), "--quiet", "--reader",
+                                       "sentence", "--top-k", "1"], embed=overlap_embed, read=None)
+        self.assertEqual(code, 0, err)
+        self.assertIn("exact match", out)
+
+    def test_flags_of_the_other_kind_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, _, err = run_main(["--eval", self.write(tmp, QUESTION_RECORDS), "--nli"])
+            self.assertEqual((code, err.count("\n")), (2, 1))
+            self.assertIn("--eval on answered questions does not use --nli", err)
+            code, _, err = run_main(["--eval", "--top-k", "2"])
+            self.assertEqual(code, 2)
+            self.assertIn("--eval does not use --top-k", err)
+
+
 class TestConflictScore(unittest.TestCase):
     def judged(self, support, contradict):
         return ClaimJudgement("c", tuple(f"s{i}" for i in range(support)), tuple(f"x{i}" for i in range(contradict)))
@@ -7823,8 +8548,10 @@ class TestMain(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertNotIn("\x1b", out)
         naive, resolved = out.split("PHASE 2")
-        self.assertEqual(naive.count("YES - see warning"), 4)
         self.assertNotIn("RESOLVED", naive)
+        # the four scenarios of dated and undated conflicts (the keyword fake embedder has no axis for the others)
+        naive, resolved = naive.split("--- Namesakes ---")[0], resolved.split("--- Namesakes ---")[0]
+        self.assertEqual(naive.count("YES - see warning"), 4)
         self.assertEqual(resolved.count("Conflict:   RESOLVED"), 3)
         self.assertEqual(resolved.count("Conflict:   UNCERTAIN - sources disagree"), 1)
         self.assertIn("Conflict cluster disputed: 'Harbor-Beacon-Log-A' and 'Harbor-Beacon-Log-B' disagree", resolved)
@@ -8033,7 +8760,7 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         self.assertEqual([r["query"] for r in rows], ["What was Initech's fiscal 2022 revenue?",
                                                       "How are laptops protected?"])
         naive, resolved = rows[0]["naive"], rows[0]["resolved"]
-        self.assertEqual(set(naive), {"answer", "confidence", "label", "sources", "conflicts", "clusters",
+        self.assertEqual(set(naive), {"answer", "answers", "confidence", "label", "sources", "conflicts", "clusters",
                                       "cited_source_ids", "warning", "candidates", "conflict_score", "reader"})
         self.assertEqual({s["source_id"] for s in naive["sources"]}, {"r-old", "r-new"})
         self.assertEqual(set(naive["sources"][0]), {"source_id", "title", "date", "version", "score"})
@@ -9113,7 +9840,7 @@ class TestIntegration(unittest.TestCase):
         pairs = (("fin-001", "fin-002"), ("hr-001", "hr-002"), ("api-001", "api-002"), ("ops-001", "ops-002"))
         for name in ("article", "heuristic"):
             detector = make_detector(name, self.cfg, self.embed)
-            scenarios = SCENARIOS[:3] if name == "article" else SCENARIOS  # the article misses the beacon
+            scenarios = SCENARIOS[:3] if name == "article" else SCENARIOS[:4]  # the article misses the beacon
             for (_, query), (old, new) in zip(scenarios, pairs[:len(scenarios)], strict=True):
                 with self.subTest(detector=name, query=query):
                     query_vector = self.embed([query])[0]
@@ -9274,8 +10001,9 @@ class TestIntegration(unittest.TestCase):
         with contextlib.redirect_stdout(code), contextlib.redirect_stderr(out):
             status = main(["--quiet", "--no-color", "--embed-model", self.cfg.embed_model, "--qa-model", self.qa_dir])
         self.assertEqual(status, 0, out.getvalue())
-        self.assertEqual(code.getvalue().count("Conflict:   RESOLVED"), 3)
-        self.assertEqual(code.getvalue().count("Conflict:   UNCERTAIN"), 1)
+        resolved = code.getvalue().split("PHASE 2")[1].split("--- Namesakes ---")[0]  # the four dated and undated
+        self.assertEqual(resolved.count("Conflict:   RESOLVED"), 3)
+        self.assertEqual(resolved.count("Conflict:   UNCERTAIN"), 1)
         self.assertEqual(out.getvalue(), "")
 
 
