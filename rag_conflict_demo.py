@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """rag_conflict_demo: a RAG pipeline silently picks a side when its sources disagree; a conflict layer fixes it.
 
-A small knowledge base holds four contradictions: a revenue restatement ($4.2M preliminary vs $6.8M audited), a
-policy reversal (3 office days vs fully remote), versioned API docs (100 vs 500 requests per minute) and two undated
-status reports (ACTIVE vs INACTIVE). Each question retrieves the top-k documents by cosine similarity
+A small knowledge base holds six scenarios: a revenue restatement ($4.2M preliminary vs $6.8M audited), a policy
+reversal (3 office days vs fully remote), versioned API docs (100 vs 500 requests per minute), two undated status
+reports (ACTIVE vs INACTIVE), two namesakes (Mercury Lodge in Colorado and in Maine) and an edited copy two other
+documents outnumber (81,000 vs 18,000 seats). Each question retrieves the top-k documents by cosine similarity
 (sentence-transformers all-MiniLM-L6-v2; a document longer than its 256-word-piece window is embedded as passages and
 retrieved by its best one), then runs twice on the same retrieval:
 
   1. naive     the whole top-k goes to the reader, which answers from whichever document it happens to prefer;
                conflicts are detected and logged, not acted on.
   2. resolved  the detector flags pairs whose answers to the question disagree (values, polarity, names, slots,
-               same-frame swaps; documents about namesakes kept apart; optionally the reader per document and an
-               NLI model), the resolver keeps the newest document of each superseded cluster and withholds the
-               answer (UNCERTAIN) where nothing says which is current, and the reader answers from what is left,
-               saying what was discarded and why.
+               same-frame swaps; optionally the reader per document and an NLI model); documents about namesakes
+               are answered subject by subject (AMBIGUOUS); in each subject the resolver keeps the newest document
+               of each superseded cluster, sets aside what more documents contradict (outnumbered), and withholds
+               the answer (UNCERTAIN) where nothing settles it; the reader answers from what is left, saying what
+               was discarded and why.
 
 The reader is the extractive QA model deepset/minilm-uncased-squad2 when it can be had (cached, or the hub
 answers), else the built-in sentence reader (--reader sentence): the sentence most similar to the question, then
@@ -35,6 +37,8 @@ Usage:
   rag_conflict_demo.py --kb docs.jsonl --question "What is the refund window?" --json
   rag_conflict_demo.py --eval [pairs.jsonl] --detector heuristic     score the detector on labelled pairs
                                                                     (with 95% bootstrap intervals)
+  rag_conflict_demo.py --eval questions.jsonl --reader sentence       naive vs resolved answers on answered
+                                                                    questions (exact match, as RAMDocs scores)
   rag_conflict_demo.py --embed-model DIR --qa-model DIR             local model copies (offline)
   rag_conflict_demo.py --reader sentence                            the built-in reader, no QA model
   import rag_conflict_demo   build_index, make_detector, retrieve_and_detect, resolve_by_kind (README: from Python)
@@ -2936,11 +2940,22 @@ def _checked_title(head: list[str], rest: str) -> frozenset[str]:
     if set(head) & TITLE_VERBS or head[-1].lower().strip(_TITLE_PUNCTUATION) in STOPWORDS or any(
             v.kind in ("money", "percent") for v in _cached_values(text)):
         return frozenset()  # "Acme reported revenue of $4.2M in 2023, and Acme is ...": a sentence, not a title
-    title = frozenset(w for w in _mark_words(text) if len(w) > 1)  # initials aside
+    undated = _PARENTHETICAL_RE.sub(lambda m: "" if is_date_mark(m[0].strip(" ()")) else m[0], text)
+    title = frozenset(w for w in _mark_words(undated) if len(w) > 1)  # initials aside; a version's date aside
     named = frozenset(w for w in _mark_words(_PARENTHETICAL_RE.sub("", text)) if len(w) > 1)
     sentence = (split_sentences(rest) or [rest])[0]
     copula = set(_PARENTHETICAL_RE.sub("", sentence).split()[:TITLE_LINE_MAX_WORDS]) & TITLE_VERBS
     return title if 2 * len(named & _mark_words(sentence)) >= len(named) or copula else frozenset()
+
+
+def is_date_mark(mark: str) -> bool:
+    """A parenthetical that holds only a year or a date, which dates a version of one subject.
+
+    >>> is_date_mark("2021"), is_date_mark("March 2021"), is_date_mark("1979 film"), is_date_mark("died 1566")
+    (True, True, False, False)
+    """
+    words = [w.lower() for w in _WORD_RE.findall(mark)]
+    return bool(words) and all(w.isdigit() or w in MONTHS for w in words)
 
 
 def _mark_words(text: str) -> frozenset[str]:
@@ -2975,8 +2990,8 @@ def _parenthetical_marks(source: str, whole: bool) -> tuple[str, frozenset[str]]
     ('john sparke', frozenset({'1566'}))
     """
     m = _SUBJECT_PAREN_RE.match(source)
-    if not m:
-        return "", frozenset()
+    if not m or is_date_mark(m["mark"]):
+        return "", frozenset()  # "Store guide (2023)": a version of the subject, not another subject
     name = m["name"].strip()
     repeated = source[m.end():].lstrip().lower().startswith(name.lower()[:20])
     marks = _mark_words(m["mark"]) if whole or repeated else frozenset(_YEAR_TOKEN_RE.findall(m["mark"]))
@@ -3057,6 +3072,23 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     else:
         return None
     return Finding("subjects", f"different subjects named {sa.name}: {why[0]} vs {why[1]}", why)
+
+
+def answers_another_period(question: str, a: list[str], b: list[str]) -> bool:
+    """Whether one side speaks of the reporting period the question names (a quarter, a half, a fiscal year) and
+    the other only of other periods: the other answers another question ("the second half of 2022" beside "the
+    first half of 2022" asked), not a conflicting one, even where the two texts differ only in that period. A year
+    or a month alone in a question dates an event more often than it picks a period of a series, so it does not
+    count.
+
+    >>> answers_another_period("Revenue in the first half of 2022?", ["In H1 2022 it was $4M."], ["In H2 2022 it was $5M."])
+    True
+    """
+    asked = {label for _, label in _period_markers(question)[0] if label[:1] in ("Q", "H", "F")}
+    if not asked:
+        return False
+    sides = [{label for sentence in side for _, label in _period_markers(sentence)[0]} for side in (a, b)]
+    return all(sides) and (asked <= sides[0]) != (asked <= sides[1])
 
 
 # --- Anchored values: compare the value attached to what the question asks about, not a bag of values
@@ -3601,7 +3633,7 @@ POLARITY_GROUP_WORDS = {group: frozenset(w for phrase, (g, _) in POLARITY_LEXICO
 
 
 def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
-                cfg: Config = DEFAULT_CONFIG) -> tuple[int, int] | None:
+                cfg: Config = DEFAULT_CONFIG, anchored: bool = False) -> tuple[int, int] | None:
     """(start, end) in the sentence of the span of the asked-for type, None when it holds none: for 'quantity' an
     amount with its unit (the unit the question names first), for 'date' a date or year, for 'name' the first name
     the question does not hold, for 'state' a state predicate with its negation (one the question names first).
@@ -3609,19 +3641,88 @@ def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
     >>> answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"}))
     (18, 41)
     """
+    preds = predicate_words([sentence], qwords)  # the question's predicate: an answer sits next to it
     if qtype in ("quantity", "date"):
         kinds = MEASURE_KINDS if qtype == "quantity" else TEMPORAL_KINDS
-        values = _side_values([sentence], qwords, cfg, kinds)
-        at = sentence.find(values[0][0].text) if values else -1  # a value's text is the match, as written
-        return (at, at + len(values[0][0].text)) if at >= 0 else None
+        values = [v for v, _ in _side_values([sentence], qwords, cfg, kinds)]
+        # stable sorts: sentence order among equals
+        values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v)))
+        near = [v for v in values if _cached_anchor(sentence, v, cfg.value_anchor_window)[0] & preds]
+        value = (near or ([] if anchored else values) or [None])[0]
+        at = sentence.find(value.text) if value else -1  # a value's text is the match, as written
+        return (at, at + len(value.text)) if at >= 0 else None
     if qtype == "name":
-        spans = sorted(filter(None, (_surface(n, sentence) for n in _cached_names(sentence, qwords))))
+        slot = _cached_slot_names(sentence, qwords, preds, cfg.name_slot_window, cfg.name_heading_words)
+        names = slot or (frozenset() if anchored else _cached_names(sentence, qwords))
+        spans = sorted(filter(None, (_surface(n, sentence) for n in names)))
+        spans = sorted(spans, key=lambda sp: _distance_to(sentence, sp, preds)) if slot else spans
+        if spans and "where" in qwords:  # a place goes with the region that follows it: "Searcy, Arkansas"
+            region = _REGION_AFTER_RE.match(sentence, spans[0][1])
+            return (spans[0][0], region.end()) if region else spans[0]
         return spans[0] if spans else None
     if qtype == "state":
         hits = _cached_polarity(sentence, cfg.negation_window)
         asked = [h for h in hits if POLARITY_GROUP_WORDS.get(h.group.split(":")[0], frozenset()) & qwords]
         return next(filter(None, (_surface(h.text, sentence) for h in asked + list(hits))), None)
     return None
+
+
+# A question asks for money or a share only when it names one; else an amount of money or a percentage beside the
+# count it asks for ("population 3,559; 10.4% under 18; median income $15,553") is not the answer.
+MONEY_ASKERS = frozenset("""
+price prices cost costs revenue revenues salary income profit profits sales budget fee fees tax wage wages earnings
+valuation debt worth pay paid spend spent much fund funding grant prize money dollars euros pounds
+""".split())
+PERCENT_ASKERS = frozenset("percent percentage share rate proportion margin growth ratio fraction".split())
+DECIMALS_OF_A_COORDINATE = 4  # "40.159366": a number with this many decimals is a coordinate or a code, not an amount
+_COORDINATE_RE = re.compile(rf"\d\.\d{{{DECIMALS_OF_A_COORDINATE},}}")
+
+
+def _distance_to(sentence: str, span: tuple[int, int], preds: frozenset[str]) -> int:
+    """Words between a span and the nearest word of the question's predicate (stems); a large number when none.
+
+    >>> _distance_to("a play by Jo Li, directed by Al Bo", (29, 34), frozenset({"direct"}))
+    2
+    """
+    words = [(m.start(), _stem(m[0].lower())) for m in _WORD_RE.finditer(sentence)]
+    at = [i for i, (_, stem) in enumerate(words) if stem in preds]
+    inside = [i for i, (start, _) in enumerate(words) if span[0] <= start < span[1]]
+    return min((abs(i - j) for i in at for j in inside), default=len(words) + 1)
+
+
+_REGION_AFTER_RE = re.compile(r",\s(?:[A-Z][\w'’.-]*)(?:\s[A-Z][\w'’.-]*){0,2}")
+
+
+def _specificity(v: Value) -> int:
+    """How precisely a time is given: 2 a day, 1 a month, 0 a year or anything else. A date answers "when" more
+    fully than its year alone ("2 April 1916" over "1916").
+
+    >>> [_specificity(extract_values(t)[0]) for t in ("2 April 1916", "April 1916", "1916")]
+    [2, 1, 0]
+    """
+    if v.kind != "date":
+        return 0
+    return 2 if int(v.amount) % 100 else 1 if int(v.amount) // 100 % 100 else 0
+
+
+def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
+    """How well a value's kind fits the question, best first: 0 money or a percentage the question names, 1 any
+    other amount, 2 money or a percentage it does not name, or a count that reads as a year ("2010 census") or a
+    coordinate ("40.159366").
+
+    >>> [_asked_rank(extract_values(t)[0], frozenset({"population"}))
+    ...  for t in ("3,559 people", "10.4%", "2010 census", "40.159366")]
+    [1, 2, 2, 2]
+    >>> _asked_rank(extract_values("$15,553")[0], frozenset({"median", "income"}))
+    0
+    """
+    if v.kind in ("money", "percent"):
+        return 0 if qwords & (MONEY_ASKERS if v.kind == "money" else PERCENT_ASKERS) else 2
+    if v.kind == "quantity" and not v.unit and _COORDINATE_RE.search(v.text):
+        return 2
+    year_like = (v.kind == "quantity" and 1800 <= v.amount <= 2100 and v.amount.is_integer() and "," not in v.text
+                 and _ANY_YEAR_RE.search(v.text) is not None)
+    return 2 if year_like else 1
 
 
 def _surface(phrase: str, sentence: str) -> tuple[int, int] | None:
@@ -4065,6 +4166,8 @@ class QuestionAwareDetector(ConflictDetector):
         Documents that identify different subjects sharing a name are not compared (subject identity)."""
         if different_subjects_finding(fa.doc, fb.doc, question_words(question), self.cfg):
             return None  # namesakes ("John Sparke (died 1566)" / "(died 1680)") do not contradict each other
+        if answers_another_period(question, list(fa.sentences), list(fb.sentences)):
+            return None  # one side speaks of another period than the one asked about
         finding = compare_answers(question, list(fa.sentences), list(fb.sentences), self.cfg)
         finding = finding or edited_copy_finding(fa.doc, fb.doc, self.cfg,  # an edit outside the answer sentences
                                                  question_words(question) if question.strip() else None)
@@ -4279,23 +4382,27 @@ def answering(question, docs, read_alone):
 
 def support(readings, texts=None, cfg=DEFAULT_CONFIG):
     """[(answer, [source_id, ...])]: the distinct answers of the readings, each with the answering documents that
-    give it, most supported first; ties keep rank order. texts ({source_id: content}), when given, let an answering
-    document also support every other answer its text states word for word (holds): a reader that picked another
-    sentence of a document does not take that document's word away from the answer it states.
+    give it, most supported first; ties keep rank order. An answer is said in its fullest form ("9 February 1936"
+    over "1936"). texts ({source_id: content}), when given, let an answering document also support every other
+    answer its text states word for word (holds): a reader that picked another sentence of a document does not take
+    that document's word away from the answer it states.
 
     >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
-    [('18,000', ['a', 'c']), ('81,000', ['b'])]
+    [('18,000 seats', ['a', 'c']), ('81,000', ['b'])]
     """
     groups = []
     for sid, a in readings.items():
         home = next((g for g in groups if answers_agree(g[0], a.text, cfg)), None)
         if home is None:
-            groups.append((a.text, [sid]))
+            groups.append([a.text, [sid]])
         else:
             home[1].append(sid)
+            if holds(a.text, home[0]) and len(a.text) > len(home[0]):
+                home[0] = a.text
     for text, sids in groups if texts else ():
         sids += [sid for sid in readings if sid not in sids and holds(texts[sid], text)]
-    return sorted(groups, key=lambda g: -len(g[1]))  # subtle: sorted is stable, so equal support keeps rank order
+    # subtle: sorted is stable, so equal support keeps rank order
+    return [(text, sids) for text, sids in sorted(groups, key=lambda g: -len(g[1]))]
 
 
 def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG):
@@ -4512,8 +4619,10 @@ class SentenceReader:
         weights = softmax(self.cfg.sentence_scale * np.append(sims, self.cfg.relevance_gate))[:-1]
         order = sorted(range(len(found)), key=lambda i: (-sims[i], i))
         qtype, qwords = question_type(question), question_words(question)
-        typed = ((i, answer_span(found[i][2], qtype, qwords, self.cfg)) for i in order
-                 if sims[i] >= self.cfg.relevance_gate)
+        relevant = [i for i in order if sims[i] >= self.cfg.relevance_gate]
+        # a span next to the question's predicate first ("directed by X"), then any span of the asked-for type
+        typed = ((i, answer_span(found[i][2], qtype, qwords, self.cfg, strict)) for strict in (True, False)
+                 for i in relevant)
         i, span = next(((i, sp) for i, sp in typed if sp), (order[0], None))
         _, at, sentence = found[i]
         start, end = (at + span[0], at + span[1]) if span else (at, at + len(sentence))
@@ -4934,17 +5043,18 @@ def retrieve_and_detect(query, index, embed, detector, cfg, timings=None):
     return retrieved, report
 
 
-def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None):
+def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None, announce=True):
     """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
 
     read answers from the context, read_alone (a ReadAlone of the same reader) from one document, nli (or None)
     also judges ConflictScore's claims. Resolved, documents about different subjects sharing a name are answered
     subject by subject (AMBIGUOUS); in each, superseded documents are dropped, an undated dispute one answer clearly
     outnumbers is settled by support, and any other dispute withholds the answer: the reader runs on each of its
-    documents alone and every candidate is reported (UNCERTAIN), so nothing is picked silently.
+    documents alone and every candidate is reported (UNCERTAIN), so nothing is picked silently. announce: log each
+    conflict as a warning (an evaluation of many questions reports scores instead).
     """
     retrieved, report = found
-    for c in report.conflicts:
+    for c in report.conflicts if announce else ():
         log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolve else "naive",
                     printable(c.a.source_id), printable(c.b.source_id), printable(c.reason), c.topic_sim)
     if resolve and cfg.strategy == "kind" and report.subjects:
@@ -4973,12 +5083,17 @@ def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, t
                            candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
                                                                       disputed=True) for c in candidates), **common)
     with timed(timings, "reading"):
-        answer = read(query, context_text([r.doc for r in context]))
+        answer, cited = read_all(query, context, read)
     score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli)
-    cited = cited_ids(context, answer)
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
                        label="RESOLVED" if clusters else "ANSWERED", score=score,
                        answers=(Reply(answer.text, answer.confidence, cited),) if answer.text else (), **common)
+
+
+def read_all(query, context, read):
+    """(Answer, cited source_ids): the reader on the context's documents at once."""
+    answer = read(query, context_text([r.doc for r in context]))
+    return answer, cited_ids(context, answer)
 
 
 def settled(query, retrieved, report, read_alone, cfg):
@@ -5014,9 +5129,9 @@ def answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg):
             readings = answering(query, disputed, read_alone)
             answers += [Reply(a.text, a.confidence, (sid,), group.name, True) for sid, a in readings.items()]
             continue
-        answer = read(query, context_text([r.doc for r in resolution.kept]))
+        answer, cited = read_all(query, resolution.kept, read)
         if answer.text:
-            answers.append(Reply(answer.text, answer.confidence, cited_ids(resolution.kept, answer), group.name))
+            answers.append(Reply(answer.text, answer.confidence, cited, group.name))
     twice = same_titles(r.doc for r in retrieved)
     warning = describe(report, tuple(clusters), True, twice, [g for g, _ in parts])
     dropped = {d.source_id for c in clusters for d in c.discarded}
@@ -5474,8 +5589,8 @@ def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=No
         k = min(top_k or len(q.docs), len(q.docs))
         index = build_index(q.docs, embed, cfg.embed_batch, None, cfg.passage_chars)
         found = retrieve_and_detect(q.question, index, embed, detector, replace(cfg, top_k=k))
-        responses = {phase: run_query(q.question, found, read, read_alone, None, cfg, phase == "resolved")
-                     for phase in rows}
+        responses = {phase: run_query(q.question, found, read, read_alone, None, cfg, phase == "resolved",
+                                      announce=False) for phase in rows}
         judged = {}
         for phase, resp in responses.items():
             judged[phase] = judge_answers([a.text for a in resp.answers], q.gold, q.wrong, cfg)
@@ -6277,7 +6392,8 @@ def parse_args(argv):
     p.add_argument("--nli", nargs="?", const=NLI_DEFAULT, metavar="MODEL",
                    help=f"also judge pairs with an NLI cross-encoder (default model {NLI_DEFAULT}; env RAG_NLI_MODEL)")
     p.add_argument("--eval", nargs="?", const=BUILTIN, metavar="PATH",
-                   help="score the detector on labelled pairs (JSON Lines; without PATH the built-in set)")
+                   help="score the detector on labelled pairs, or both phases' answers on answered questions "
+                   "(JSON Lines with gold_answers; see README); without PATH the built-in pairs")
     p.add_argument("--scan", action="store_true",
                    help="find every conflicting pair in the whole knowledge base (--kb, or the built-in one); "
                    "the gate is --threshold; with no question to read, 'full' runs as 'heuristic'")
@@ -8255,7 +8371,7 @@ class TestSupport(unittest.TestCase):
         settled = settle_by_support(self.disputed(a, b, c), readings_of(a="18,000", b="81,000", c="18,000 people"))
         self.assertEqual((settled.kind, settled.basis, settled.kept, settled.discarded),
                          ("outnumbered", "support", a, (b,)))
-        self.assertEqual(settled.support, (("18,000", ("a", "c")), ("81,000", ("b",))))
+        self.assertEqual(settled.support, (("18,000 people", ("a", "c")), ("81,000", ("b",))))
 
     def test_one_against_one_stays_disputed(self):
         a, b, _ = self.ARENA
@@ -8347,6 +8463,67 @@ class TestSubjects(unittest.TestCase):
                                                                             "12 rooms")])
         naive = run_query(question, found, read, ReadAlone(read), None, DEFAULT_CONFIG, False)
         self.assertEqual((naive.label, len(naive.answers)), ("ANSWERED", 1))
+
+
+class TestAnswerSpans(unittest.TestCase):
+    def span(self, sentence, question):
+        found = answer_span(sentence, question_type(question), question_words(question))
+        return found and sentence[found[0]:found[1]]
+
+    def test_the_name_next_to_the_predicate(self):
+        sentence = "Michael Morton wrote the play on which the 1931 film, directed by Raoul Walsh, is based."
+        self.assertEqual(self.span(sentence, "Who directed the film?"), "Raoul Walsh")
+        self.assertEqual(self.span(sentence, "Who wrote the play?"), "Michael Morton")  # no predicate: the first name
+
+    def test_a_count_not_a_share_or_money(self):
+        sentence = "Of its people, 10.4% were young; there were 3,559 people and a median income of $15,553."
+        self.assertEqual(self.span(sentence, "What is the population of Broken Bow?"), "3,559 people")
+        self.assertEqual(self.span(sentence, "What is the median income?"), "$15,553")
+        self.assertEqual(self.span("As of the 2010 census the town had 681 residents.", "What is the population?"),
+                         "681 residents")
+
+    def test_the_fullest_date(self):
+        self.assertEqual(self.span("Porush (born 1916; exact date 2 April 1916) was a rabbi.", "When was Porush born?"),
+                         "2 April 1916")
+
+    def test_a_place_with_its_region(self):
+        self.assertEqual(self.span("The paper is published in Searcy, Arkansas by Gray.", "Where is it published?"),
+                         "Searcy, Arkansas")
+        self.assertEqual(self.span("The paper is published in Searcy, Arkansas.", "Who publishes it?"), "Searcy")
+
+    def test_the_reader_prefers_a_span_next_to_the_predicate(self):
+        read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
+        context = "The film Yellow Ticket was based on a play by Michael Morton. Yellow Ticket was directed by Raoul Walsh."
+        self.assertEqual(read("Who directed the film Yellow Ticket?", context).text, "Raoul Walsh")
+
+
+class TestVersionsAndPeriods(unittest.TestCase):
+    def detect(self, question, *docs):
+        detector = make_detector("heuristic", DEFAULT_CONFIG, overlap_embed)
+        vectors = overlap_embed([d.content for d in docs])
+        return detector.detect(list(docs), vectors, question, overlap_embed([question])[0])
+
+    def test_a_date_in_a_title_marks_a_version_not_a_subject(self):
+        question = "How many stores does Acme operate?"
+        a = Document("a", "Store guide (2021)", None, "Acme operates 40 stores across the state and sells tools.")
+        b = Document("b", "Store guide (2023)", None, "Acme now operates 55 stores across the state and sells tools.")
+        self.assertIsNone(different_subjects_finding(a, b, question_words(question)))
+        self.assertEqual([c.kind for c in self.detect(question, a, b).conflicts], ["value"])
+
+    def test_a_year_beside_a_kind_still_tells_subjects_apart(self):
+        a = Document("a", "Lahu (1979 film)", None, "Lahu is a film directed by Ana Ruiz.")
+        b = Document("b", "Lahu (1997 film)", None, "Lahu is a film directed by Ben Cole.")
+        self.assertEqual(different_subjects_finding(a, b).kind, "subjects")
+
+    def test_another_period_answers_another_question(self):
+        question = "What was Acme's revenue in the first half of 2022?"
+        first = Document("a", "a", None, "Acme's revenue in the first half of 2022 was $4 million, the report said.")
+        second = Document("b", "b", None, "Acme's revenue in the second half of 2022 was $5 million, the report said.")
+        self.assertEqual(self.detect(question, first, second).conflicts, ())
+        same = Document("c", "c", None, "Acme's revenue in the first half of 2022 was $6 million, the report said.")
+        self.assertTrue(self.detect(question, first, same).conflicts)  # the asked period on both sides: a conflict
+        unasked = "What was Acme's revenue?"  # no period asked: the two halves still differ
+        self.assertTrue(self.detect(unasked, first, second).conflicts)
 
 
 class TestAnswerMatching(unittest.TestCase):
