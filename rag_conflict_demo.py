@@ -6868,8 +6868,11 @@ def conflict_log(path, lines=conflict_log_lines):
         yield lambda resp: None
         return
     glue = needs_newline(path)  # subtle: don't glue the first record onto a last line without newline
+    if glue:
+        note(f"--log-conflicts {path}: the file's last line has no newline (a record cut short?); the records of "
+             f"this run start on a new line")
     try:
-        f = open(path, "a", encoding="utf-8")  # append: never truncate a user's log
+        f = open(path, "ab", buffering=0)  # append: never truncate a user's log; unbuffered: no write left pending
     except OSError as e:
         raise WriteFailed(f"the conflict log '{path}'", e) from None
 
@@ -6879,8 +6882,7 @@ def conflict_log(path, lines=conflict_log_lines):
         records = "".join(json.dumps(line) + "\n" for line in lines(resp, now))
         if records:
             try:
-                f.write(("\n" if glue else "") + records)  # one write of whole lines: an interrupt splits none
-                f.flush()
+                write_whole(f, (("\n" if glue else "") + records).encode("utf-8"))
             except OSError as e:
                 raise WriteFailed(f"the conflict log '{path}'", e) from None
             glue = False
@@ -6890,6 +6892,27 @@ def conflict_log(path, lines=conflict_log_lines):
     finally:
         with contextlib.suppress(OSError):  # what a failed write left behind was reported already
             f.close()
+
+
+def write_whole(f, data):
+    """Write data (bytes) to the binary file f whole or not at all: a write that fails part-way (a full disk) cuts
+    the file back to its size before it, so the file never ends in half a record. A pipe cannot be cut back; a
+    write to one is whole up to the bytes its reader took."""
+    try:
+        size = f.seek(0, os.SEEK_END)  # where the write will start: the file is open for appending
+    except OSError:  # a pipe or a terminal
+        size = None
+    written = False
+    try:
+        view = memoryview(data)
+        while view:  # a raw write may take fewer bytes than given (the disk filled up during it)
+            view = view[f.write(view):]
+        f.flush()
+        written = True
+    finally:  # a failed write, or an interrupt between two parts of one
+        if not written and size is not None:
+            with contextlib.suppress(OSError):  # a character device (/dev/full) has no size to cut back to
+                f.truncate(size)
 
 
 def split_note(index, cfg):
@@ -9875,6 +9898,119 @@ class TestNothingLost(unittest.TestCase):
                          ["bench: 1/3", "bench: 2/3", "bench: 3/3"])
         _, _, quiet = run_main(["--kb", self.kb, "--json", "--quiet"])
         self.assertEqual(quiet, "")
+
+
+class FullDisk(io.FileIO):
+    """A log file on a disk with `room` bytes left: a write takes what still fits, the next one fails (ENOSPC);
+    after_part, when given, is raised instead once a write has taken part of its bytes (an interrupt between two)."""
+
+    def __init__(self, path, room, after_part=None):
+        super().__init__(path, "ab")
+        self.room, self.after_part, self.writes = room, after_part, 0
+
+    def write(self, data):
+        self.writes += 1
+        if self.room == 0:
+            raise ENOSPC
+        taken = super().write(bytes(data[:self.room]))
+        self.room -= taken
+        if self.after_part and taken < len(data):
+            raise self.after_part
+        return taken
+
+
+def untimed(lines):
+    """Log lines as records without their time, to compare two runs' records."""
+    return [{k: v for k, v in json.loads(line).items() if k != "time"} for line in lines]
+
+
+class TestLogIsNeverTorn(unittest.TestCase):
+    """--log-conflicts holds whole records only: a write that fails part-way is cut back to where it started."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.kb, self.log = os.path.join(tmp.name, "kb.json"), os.path.join(tmp.name, "conflicts.jsonl")
+        with open(self.kb, "w", encoding="utf-8") as f:
+            json.dump({"documents": KB_DOCS, "questions": QUESTIONS_3}, f)  # one conflict per question
+
+    def run_on_disk(self, argv, room, after_part=None):
+        """main(argv) with the log on a disk that has `room` bytes left: (exit code, stderr, the log's bytes)."""
+        real_open, files = open, []
+
+        def fake_open(path, *args, **kwargs):
+            if path != self.log:
+                return real_open(path, *args, **kwargs)
+            files.append(FullDisk(path, room, after_part))
+            return files[-1]
+
+        with unittest.mock.patch("builtins.open", fake_open):
+            code, _, err = run_main(argv + ["--log-conflicts", self.log, "--quiet"])
+        with real_open(self.log, "rb") as f:
+            return code, err, f.read(), files[0].writes
+
+    def whole_run(self, argv):
+        """The log's lines of a run with room to spare."""
+        self.assertEqual(run_main(argv + ["--log-conflicts", self.log, "--quiet"])[0], 0)
+        with open(self.log, "rb") as f:
+            lines = f.read().splitlines(keepends=True)
+        os.remove(self.log)
+        return lines
+
+    def test_a_full_disk_keeps_whole_records_only(self):
+        for argv in (["--kb", self.kb], ["--eval", "--detector", "heuristic"]):
+            with self.subTest(argv=argv):
+                lines = self.whole_run(argv)
+                self.assertGreater(len(lines), 2)
+                room = len(lines[0]) + len(lines[1]) // 2  # the second record fits only in part
+                code, err, logged, _ = self.run_on_disk(argv, room)
+                self.assertEqual((code, err), (1, f"error: cannot write to the conflict log '{self.log}' (No space "
+                                                  f"left on device)\n"))
+                self.assertTrue(logged.endswith(b"\n"))
+                self.assertEqual(untimed(logged.splitlines()), untimed(lines[:1]))
+                os.remove(self.log)
+
+    def test_an_interrupt_between_two_parts_of_a_write_keeps_whole_records_only(self):
+        lines = self.whole_run(["--kb", self.kb])
+        code, err, logged, _ = self.run_on_disk(["--kb", self.kb], len(lines[0]) + 5, KeyboardInterrupt())
+        self.assertEqual((code, err), (130, "interrupted\n"))
+        self.assertEqual(len(logged.splitlines()), 1)
+        self.assertTrue(logged.endswith(b"\n"))
+
+    def test_each_question_is_one_write(self):
+        lines = self.whole_run(["--kb", self.kb])
+        self.assertEqual(self.run_on_disk(["--kb", self.kb], 10 ** 6)[0::3], (0, len(QUESTIONS_3)))
+        with open(self.log, "rb") as f:
+            self.assertEqual(len(f.read().splitlines()), len(lines))
+
+    def test_a_log_ending_mid_line_is_noted_and_continued_on_a_new_line(self):
+        with open(self.log, "w", encoding="utf-8") as f:
+            f.write('{"query": "torn')
+        code, _, err = run_main(["--kb", self.kb, "--log-conflicts", self.log, "--quiet"])
+        self.assertEqual(code, 0)
+        self.assertEqual(err, f"note: --log-conflicts {self.log}: the file's last line has no newline (a record cut "
+                              f"short?); the records of this run start on a new line\n")
+        with open(self.log, encoding="utf-8") as f:
+            torn, *records = f.read().splitlines()
+        self.assertEqual(torn, '{"query": "torn')
+        self.assertEqual([json.loads(r)["query"] for r in records], QUESTIONS_3)
+        code, _, err = run_main(["--kb", self.kb, "--log-conflicts", self.log, "--quiet"])
+        self.assertEqual((code, err), (0, ""))  # it ends in a newline now
+
+    def test_a_write_cut_short_is_taken_back(self):
+        with open(self.log, "wb") as f:
+            f.write(b'{"a": 1}\n')
+        with FullDisk(self.log, 4) as f:
+            with self.assertRaises(OSError):
+                write_whole(f, b'{"b": 2}\n')
+            f.room = 100
+            write_whole(f, b'{"c": 3}\n')  # the next write starts where the file now ends
+        with open(self.log, "rb") as f:
+            self.assertEqual(f.read(), b'{"a": 1}\n{"c": 3}\n')
+        pipe = io.BytesIO()
+        pipe.seek = unittest.mock.Mock(side_effect=io.UnsupportedOperation)  # a pipe has no size to cut back to
+        write_whole(pipe, b'{"b": 2}\n')
+        self.assertEqual(pipe.getvalue(), b'{"b": 2}\n')
 
 
 class TestScanAndBench(unittest.TestCase):
