@@ -6624,6 +6624,8 @@ def check_log_path(path, inputs=(), stdout=None):
         raise UsageError("--log-conflicts needs a file path, got an empty one")
     if os.path.isdir(path):
         raise UsageError(f"--log-conflicts {path}: is a directory")
+    if os.path.basename(path) in ("", ".", ".."):  # "newdir/": a directory's name, though none is there yet
+        raise UsageError(f"--log-conflicts {path}: names a directory, not a file")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -6733,6 +6735,11 @@ def read_inputs(args):
     if sum(map(bool, (args.eval, args.scan, args.bench))) > 1:
         raise UsageError("--eval, --scan and --bench are separate runs: give one of them")
     mode = "--eval" if args.eval else "--bench" if args.bench else "--scan" if args.scan else None
+    stdout = stdout_stat()
+    for flag, given in (("--kb", args.kb), ("--eval", args.eval is not BUILTIN and args.eval)):
+        if stdout is not None and given and os.path.isfile(given) and os.path.samestat(stdout, os.stat(given)):
+            raise UsageError(f"{flag} {given}: is the file stdout is written to; the results written to it would "
+                             f"corrupt it")
     records = load_eval(args.eval, BUILTIN_PAIRS if args.eval is BUILTIN else None) if args.eval else None
     args.eval_questions = bool(records) and isinstance(records[0], EvalQuestion)  # both phases run, and read
     pairs = mode == "--eval" and not args.eval_questions
@@ -6761,7 +6768,7 @@ def read_inputs(args):
         inputs = [("--kb", args.kb), ("--eval", args.eval is not BUILTIN and args.eval),
                   ("--embed-model", args.embed_model), ("--qa-model", args.qa_model), ("--nli", args.nli)]
         inputs += installed_model_dirs((args.embed_model, args.qa_model, args.nli))
-        check_log_path(args.log_conflicts, inputs, stdout_stat())
+        check_log_path(args.log_conflicts, inputs, stdout)
     if args.eval:
         return records
     if args.scan:
@@ -10011,6 +10018,48 @@ class TestLogIsNeverTorn(unittest.TestCase):
         pipe.seek = unittest.mock.Mock(side_effect=io.UnsupportedOperation)  # a pipe has no size to cut back to
         write_whole(pipe, b'{"b": 2}\n')
         self.assertEqual(pipe.getvalue(), b'{"b": 2}\n')
+
+
+class TestRefusedUpFront(unittest.TestCase):
+    """Output that cannot be written where asked, or would land in an input, is refused before any model loads."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp, self.kb = tmp.name, os.path.join(tmp.name, "kb.jsonl")
+        with open(self.kb, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(d) + "\n" for d in KB_DOCS))
+
+    def test_a_log_named_as_a_directory_is_refused(self):
+        for name in ("newdir/", "newdir/.", os.path.join("newdir", "")):
+            path = os.path.join(self.tmp, name)
+            with self.subTest(path), unittest.mock.patch(f"{__name__}.load_models") as load:
+                code, out, err = run_main(["--kb", self.kb, "--question", "q", "--log-conflicts", path], fakes=False)
+                self.assertEqual((code, out, err), (2, "", f"error: --log-conflicts {path}: names a directory, not a "
+                                                           f"file\n"))
+                load.assert_not_called()
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "newdir")))
+
+    def test_stdout_into_an_input_is_refused(self):
+        with open(self.kb, "rb") as f:
+            before = f.read()
+        pairs = os.path.join(self.tmp, "pairs.jsonl")
+        with open(pairs, "w", encoding="utf-8") as f:
+            f.write(BUILTIN_PAIRS.strip().splitlines()[0] + "\n")
+        for argv, flag, path in ((["--kb", self.kb, "--question", "q", "--json"], "--kb", self.kb),
+                                 (["--scan", "--kb", self.kb, "--json"], "--kb", self.kb),
+                                 (["--eval", pairs, "--json"], "--eval", pairs)):
+            with self.subTest(argv=argv), open(path, "a", encoding="utf-8") as stdout:  # ... >> path
+                done = subprocess.run([sys.executable, os.path.abspath(__file__), *argv], stdout=stdout,
+                                      stderr=subprocess.PIPE, text=True, timeout=120)
+            self.assertEqual((done.returncode, done.stderr), (2, f"error: {flag} {path}: is the file stdout is "
+                                                                 f"written to; the results written to it would "
+                                                                 f"corrupt it\n"))
+        with open(self.kb, "rb") as f:
+            self.assertEqual(f.read(), before)
+        elsewhere = os.path.join(self.tmp, "out.jsonl")
+        with open(elsewhere, "w", encoding="utf-8") as stdout, contextlib.redirect_stdout(stdout):
+            self.assertEqual(main(["--kb", self.kb, "--question", "q", "--json", "--quiet"], fake_embed, fake_read), 0)
 
 
 class TestScanAndBench(unittest.TestCase):
