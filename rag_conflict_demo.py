@@ -48,7 +48,8 @@ flags do (the flags win).
 With RAG_EMBED_MODEL set to a local directory, --test also runs integration tests with the real embedder.
 
 Exit status: 0 success, 1 the experiment could not run (e.g. a model is missing, stdout or the log cannot be
-written), 2 bad usage, 130 interrupted (Ctrl-C); conflict records already logged are kept in every case.
+written), 2 bad usage, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); conflict records already logged are kept
+in every case.
 
 Reading the file: sections in the order data flows (configuration, knowledge base, text features, retrieval,
 detection, resolution, question answering, ConflictScore, the pipeline, scan, evaluation, benchmark, rendering,
@@ -80,6 +81,7 @@ import math
 import numbers
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -93,13 +95,57 @@ import zipfile
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (timeout, docker stop) where Ctrl-C raises KeyboardInterrupt: the run ends as an interrupt does, with
+    its own line and exit status."""
+
+
+def interrupt_exit(e):
+    """(stderr line, exit status) of an interrupt: 130 for Ctrl-C, 143 for SIGTERM (128 + the signal, as shells say)."""
+    return ("terminated", 128 + signal.SIGTERM) if isinstance(e, Terminated) else ("interrupted", 128 + signal.SIGINT)
+
+
+class StopOnce:
+    """The script's handler of SIGINT and SIGTERM: the first signal raises (KeyboardInterrupt, Terminated) and every
+    later one is ignored, so a burst of Ctrl-C ends the run once, not again in its cleanup or at exit. Ignored here,
+    not by SIG_IGN: a signal already pending when the handler changes would raise OSError instead."""
+
+    def __init__(self):
+        self.ended = False  # by the first signal, or once the run is over
+
+    def __call__(self, signum, frame):
+        if not self.ended:
+            self.ended = True
+            raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def catch_signals():
+    """A StopOnce, made the handler of SIGINT and SIGTERM, each unless the caller's shell ignores it (a background
+    job); set before numpy loads, so an interrupt any time after the standard library's imports is one line. The two
+    are blocked until numpy has loaded (unblocked below): the threads it starts inherit the block, so the signals go
+    to the main thread, whose handler runs, and never to a thread that takes them while the main thread waits on."""
+    handler = StopOnce()
+    for signal_number, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
+        if signal.getsignal(signal_number) is default:
+            signal.signal(signal_number, handler)
+    if hasattr(signal, "pthread_sigmask"):  # POSIX
+        signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
+    return handler
+
+
+if __name__ == "__main__":  # imported, the signals are the importing program's to handle
+    stopping = catch_signals()
 try:
     import numpy as np
-except KeyboardInterrupt:  # Ctrl-C while numpy loads (the import's first half second): one line, as main says it
+
+    if __name__ == "__main__" and hasattr(signal, "pthread_sigmask"):  # a signal that came meanwhile raises now
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))
+except KeyboardInterrupt as e:  # Ctrl-C while numpy loads (the import's first half second): one line, as main says it
     if __name__ != "__main__":
         raise  # imported by someone else's program: theirs to handle
-    sys.stderr.write("interrupted\n")
-    raise SystemExit(130) from None
+    sys.stderr.write(interrupt_exit(e)[0] + "\n")
+    raise SystemExit(interrupt_exit(e)[1]) from None
 
 log = logging.getLogger("rag_conflict_demo")
 log.addHandler(logging.NullHandler())  # imported as a library: its warnings go where the application logs
@@ -6668,17 +6714,18 @@ def stdout_stat():
 
 def main(argv=None, embed=None, read=None, nli=None):
     """The experiment; embed, read and nli are seams for tests (fakes skip model loading). Whatever fails, at most
-    one line on stderr: a write that fails exits 1 (a closed stdout quietly), an interrupt (Ctrl-C) exits 130;
-    conflict records already logged stay."""
+    one line on stderr: a write that fails exits 1 (a closed stdout quietly), an interrupt exits 130 (Ctrl-C) or 143
+    (SIGTERM, run as a script); conflict records already logged stay."""
     try:
         return run_experiment(argv, embed, read, nli)
     except WriteFailed as e:
         if not e.closed_pipe:
             error(str(e), argv)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        line, status = interrupt_exit(e)
+        print(line, file=sys.stderr)
+        return status
 
 
 def run_experiment(argv, embed, read, nli):
@@ -10062,6 +10109,101 @@ class TestRefusedUpFront(unittest.TestCase):
             self.assertEqual(main(["--kb", self.kb, "--question", "q", "--json", "--quiet"], fake_embed, fake_read), 0)
 
 
+@unittest.skipUnless(os.name == "posix", "needs POSIX signals and FIFOs")
+class TestSignals(unittest.TestCase):
+    """SIGTERM ends a run as Ctrl-C does, in one line (exit 143); a burst of either ends it once."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = tmp.name
+
+    def blocked_run(self):
+        """The script as a process, blocked reading its --kb from a FIFO (past every import and signal handler
+        installed): the process, and the FIFO's write end, held open so the read waits."""
+        fifo = os.path.join(self.tmp, "kb.jsonl")
+        os.mkfifo(fifo)
+        env = {k: v for k, v in os.environ.items() if k not in CALLER_VARIABLES}
+        run = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--kb", fifo, "--question", "q"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+                               text=True)
+        self.addCleanup(run.kill)
+        deadline = time.monotonic() + 60
+        while True:  # the write end opens once the script has opened the read end
+            try:
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError:
+                self.assertLess(time.monotonic(), deadline, "the script never opened its --kb")
+                if run.poll() is not None:
+                    self.fail(f"the script ended: {run.communicate()}")
+                time.sleep(0.02)
+        self.addCleanup(os.close, writer)
+        time.sleep(0.2)  # into the read that waits for the document
+        return run
+
+    def ended(self, run, *signals):
+        for signum in signals:
+            run.send_signal(signum)
+        out, err = run.communicate(timeout=60)
+        return run.returncode, out, err
+
+    def test_sigterm_is_one_line_and_exit_143(self):
+        self.assertEqual(self.ended(self.blocked_run(), signal.SIGTERM), (143, "", "terminated\n"))
+
+    def test_a_burst_of_interrupts_ends_the_run_once(self):
+        self.assertEqual(self.ended(self.blocked_run(), *[signal.SIGINT] * 50), (130, "", "interrupted\n"))
+        os.remove(os.path.join(self.tmp, "kb.jsonl"))
+        code, out, err = self.ended(self.blocked_run(), *[signal.SIGTERM, signal.SIGINT] * 25)
+        self.assertIn((code, out, err), [(130, "", "interrupted\n"), (143, "", "terminated\n")])  # whichever came first
+
+    def test_sigterm_while_numpy_loads(self):
+        hook = ("import builtins, os, runpy, signal, sys\n"
+                "real = builtins.__import__\n"
+                "def slow_numpy(name, *args, **kwargs):\n"
+                "    if name == 'numpy':\n"
+                "        os.kill(os.getpid(), signal.SIGTERM)  # as if it came while numpy loads\n"
+                "    return real(name, *args, **kwargs)\n"
+                "builtins.__import__ = slow_numpy\n"
+                "sys.argv = [sys.argv[1], '--help']\n"
+                "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+        done = subprocess.run([sys.executable, "-c", hook, os.path.abspath(__file__)], capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual((done.returncode, done.stdout, done.stderr), (143, "", "terminated\n"))
+
+    def test_the_handler_raises_once_then_ignores(self):
+        handler = StopOnce()
+        with self.assertRaises(Terminated) as caught:
+            handler(signal.SIGTERM, None)
+        self.assertEqual(interrupt_exit(caught.exception), ("terminated", 143))
+        self.assertIsNone(handler(signal.SIGINT, None))
+        with self.assertRaises(KeyboardInterrupt) as caught:
+            StopOnce()(signal.SIGINT, None)
+        self.assertEqual(interrupt_exit(caught.exception), ("interrupted", 130))
+
+    @unittest.skipUnless(os.environ.get("RAG_EMBED_MODEL"), "set RAG_EMBED_MODEL to a local model directory")
+    def test_sigterm_mid_run_keeps_the_log_whole(self):
+        kb, log_path = os.path.join(self.tmp, "kb.json"), os.path.join(self.tmp, "conflicts.jsonl")
+        questions = [f"{q} ({n})" for n in range(200) for q in QUESTIONS_3]  # long enough to be stopped midway
+        with open(kb, "w", encoding="utf-8") as f:
+            json.dump({"documents": KB_DOCS, "questions": questions}, f)
+        env = {k: v for k, v in os.environ.items() if k not in CALLER_VARIABLES} | {"HF_HUB_OFFLINE": "1"}
+        run = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--kb", kb, "--log-conflicts", log_path,
+                                "--reader", "sentence", "--json", "--quiet"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, text=True)
+        self.addCleanup(run.kill)
+        first = run.stdout.readline()  # a question answered, its records logged
+        self.assertTrue(first, run.stderr.read() if run.poll() is not None else "")
+        run.send_signal(signal.SIGTERM)
+        out, err = run.communicate(timeout=60)
+        self.assertEqual((run.returncode, err), (143, "terminated\n"))
+        with open(log_path, "rb") as f:
+            logged = f.read()
+        self.assertTrue(logged.endswith(b"\n"))
+        self.assertLessEqual({json.loads(line)["query"] for line in logged.splitlines()}, set(questions))  # whole
+        self.assertLess(len((first + out).splitlines()), len(questions))  # stopped midway
+
+
 class TestScanAndBench(unittest.TestCase):
     def test_blocking_misses_no_pair_above_the_gate(self):
         rng = np.random.default_rng(0)
@@ -10738,6 +10880,9 @@ def standard_streams():
 if __name__ == "__main__":
     standard_streams()
     status = main()
+    stopping.ended = True  # the run is over: a signal now would only garble its end, so it is ignored, and then
+    for signal_number in (signal.SIGINT, signal.SIGTERM):  # through the exit too (which restores handled signals'
+        signal.signal(signal_number, signal.SIG_IGN)  # default action: ending by the signal, status -2 or -15)
     try:
         sys.stdout.flush()
     except OSError:  # a failed write was reported (or the reader left, | head); the exit must not try it again
