@@ -404,21 +404,25 @@ def load_kb(path):
 
 
 def read_kb_records(path):
-    """[(where, record)], questions: where is ' (line N)' for JSON Lines, '' for JSON."""
+    """[(where, record)], questions: where is ' (line N)' for JSON Lines, '' for JSON (an object with "documents",
+    or a list of the documents themselves, whatever the file's extension)."""
     text = read_text(path)
     if not text.strip():
-        raise UsageError(f"{path}: the file is empty; expected JSON {{\"documents\": [...]}} or JSON Lines")
-    if not path.lower().endswith((".jsonl", ".ndjson")):
+        raise UsageError(f"{path}: the file is empty; expected JSON {{\"documents\": [...]}}, a JSON list of "
+                         f"documents, or JSON Lines")
+    if not path.lower().endswith((".jsonl", ".ndjson")) or text.lstrip().startswith("["):
         try:
             top = parse_json(text, path)
         except json.JSONDecodeError as e:
             if not (e.msg.startswith("Extra data") and first_line_is_object(text)):  # JSON Lines, other extension
                 raise UsageError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}")
         else:
+            if isinstance(top, list):
+                return [("", r) for r in top], []
             if not isinstance(top, dict) or not isinstance(top.get("documents"), list):
                 raise UsageError(f"{path}: top level must be an object {{\"documents\": [...], \"questions\": "
-                                 f"[...]}}, got {json_type(top)}" + ("" if not isinstance(top, dict) else
-                                                                   " without a 'documents' list"))
+                                 f"[...]}} or a list of documents, got {json_type(top)}" + (
+                                     "" if not isinstance(top, dict) else " without a 'documents' list"))
             questions = top.get("questions", [])
             if not isinstance(questions, list):
                 raise UsageError(f"{path}: 'questions' must be a list of strings, got {json_type(questions)}")
@@ -6562,7 +6566,7 @@ def parse_args(argv):
                    "asked-for span in it; needs only the embedder); auto: qa when the QA model is cached or the hub "
                    f"answers, else sentence, said on stderr (env RAG_READER; default {Config.reader})")
     p.add_argument("--kb", metavar="PATH", help="your knowledge base: JSON {\"documents\": [...], \"questions\": "
-                   "[...]} or JSON Lines, one document per line (see README)")
+                   "[...]}, a JSON list of documents, or JSON Lines, one document per line (see README)")
     p.add_argument("--question", action="append", default=[], metavar="TEXT",
                    help="a question to ask (repeatable); with --kb, needed unless the file has questions")
     p.add_argument("--top-k", type=positive_int, metavar="N",
@@ -7008,19 +7012,23 @@ def run_scan(docs, embed, cfg, args):
                          None if args.quiet else Progress("scanning"), index.starts)
     seconds = time.perf_counter() - start
     if args.json:
-        for line in scan_json_lines(report):
+        for line in scan_json_lines(report, cfg.threshold):
             emit(json.dumps(line))
     else:
         emit(render_scan(report, cfg, seconds, Painter(colour_wanted(args.no_color, sys.stdout))))
 
 
-def scan_json_lines(report):
-    """One object per conflicting pair, most similar first, with the cluster it belongs to."""
+def scan_json_lines(report, threshold):
+    """One object per conflicting pair, most similar first, with the cluster it belongs to; then the summary, also
+    when nothing conflicts, so a scan always says what it covered."""
     cluster_of = {d.source_id: (n, c) for n, c in enumerate(report.clusters, 1) for d in c.members}
     for c in report.conflicts:
         n, cl = cluster_of[c.a.source_id]
         yield {**conflict_json(c), "cluster": n, "cluster_kind": cl.kind, "kept": cl.kept.source_id if cl.kept else None,
                "discarded": [d.source_id for d in cl.discarded]}
+    yield {"documents": report.documents, "passages": report.passages, "threshold": threshold,
+           "candidate_pairs": report.pairs_checked, "conflicts": len(report.conflicts),
+           "clusters": len(report.clusters)}
 
 
 READER_WORDS = {
@@ -9304,7 +9312,9 @@ class TestOwnKnowledgeBase(unittest.TestCase):
             ("non-UTF-8", b"\xff\xfe{", [], "not UTF-8 text (byte 0xff at offset 0)"),
             ("invalid JSON", '{"documents": [\n  {"source_id": }]}', [], "invalid JSON at line 2, column 17"),
             ("invalid JSONL", json.dumps(doc0) + "\n{oops\n", [], "invalid JSON Lines at line 2, column 2"),
-            ("top level list", json.dumps([doc0]), [], "top level must be an object"),
+            ("top level string", json.dumps("a"), [], "top level must be an object"),
+            ("list of non-documents", json.dumps([doc0, ["x"]]), [], "document 2: expected an object, got a list"),
+            ("empty list", "[]", [], "no documents"),
             ("no documents key", json.dumps({"docs": [doc0]}), [], "without a 'documents' list"),
             ("no documents", json.dumps({"documents": []}), [], "no documents"),
             ("empty file", " \n", [], "the file is empty"),
@@ -10204,6 +10214,53 @@ class TestSignals(unittest.TestCase):
         self.assertLess(len((first + out).splitlines()), len(questions))  # stopped midway
 
 
+class TestShapesTriedFirst(unittest.TestCase):
+    """A knowledge base written as a JSON list of documents is read as one; --scan --json always ends in a summary."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = tmp.name
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def test_a_json_list_of_documents_is_a_knowledge_base(self):
+        wrapped = self.write("kb.json", json.dumps({"documents": KB_DOCS}))
+        self.assertEqual(len(load_kb(self.write("list.json", json.dumps(KB_DOCS)))[0]), len(KB_DOCS))
+        argv = ["--question", "Initech revenue?", "--json", "--quiet"]
+        expected = run_main(["--kb", wrapped, *argv])
+        self.assertEqual(expected[0], 0)
+        for name, text in (("list.json", json.dumps(KB_DOCS)), ("pretty.json", json.dumps(KB_DOCS, indent=2)),
+                           ("list.jsonl", json.dumps(KB_DOCS)), ("pretty.jsonl", json.dumps(KB_DOCS, indent=2)),
+                           ("list.txt", "\n" + json.dumps(KB_DOCS))):
+            with self.subTest(name):
+                self.assertEqual(run_main(["--kb", self.write(name, text), *argv]), expected)
+        self.assertEqual(run_main(["--scan", "--kb", self.write("scan.json", json.dumps(KB_DOCS)), "--json",
+                                   "--quiet"])[0], 0)
+
+    def test_scan_json_says_when_nothing_conflicts(self):
+        kb = self.write("calm.json", json.dumps([{"source_id": "a", "content": "The lobby opens at eight."},
+                                                 {"source_id": "b", "content": "Parking is free on Sundays."}]))
+        code, out, err = run_main(["--scan", "--kb", kb, "--json", "--quiet"])
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual([json.loads(line) for line in out.splitlines()],
+                         [{"documents": 2, "passages": 2, "threshold": DEFAULT_CONFIG.threshold,
+                           "candidate_pairs": json.loads(out)["candidate_pairs"], "conflicts": 0, "clusters": 0}])
+
+    def test_scan_json_lines_pairs_then_the_summary(self):
+        docs = [doc("a", "The beacon status is ACTIVE."), doc("b", "The beacon status is INACTIVE.")]
+        report = scan_corpus(docs, np.ones((2, 4)), QuestionAwareDetector(DEFAULT_CONFIG, None), 0.68)
+        *pairs, summary = scan_json_lines(report, 0.68)
+        self.assertEqual([(p["a"], p["b"], p["cluster"], p["cluster_kind"]) for p in pairs],
+                         [("a", "b", 1, "disputed")])
+        self.assertEqual(summary, {"documents": 2, "passages": report.passages, "threshold": 0.68,
+                                   "candidate_pairs": 1, "conflicts": 1, "clusters": 1})
+
+
 class TestScanAndBench(unittest.TestCase):
     def test_blocking_misses_no_pair_above_the_gate(self):
         rng = np.random.default_rng(0)
@@ -10243,7 +10300,10 @@ class TestScanAndBench(unittest.TestCase):
     def test_scan_cli_json_lines(self):
         code, out, err = run_main(["--scan", "--json", "--quiet"])
         self.assertEqual(code, 0, err)
-        lines = [json.loads(line) for line in out.splitlines()]
+        *lines, summary = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(summary, {"documents": len(KNOWLEDGE_BASE), "passages": len(KNOWLEDGE_BASE),
+                                   "threshold": DEFAULT_CONFIG.threshold, "candidate_pairs": summary["candidate_pairs"],
+                                   "conflicts": len(lines), "clusters": len({x["cluster"] for x in lines})})
         pairs = {frozenset((x["a"], x["b"])) for x in lines}
         self.assertIn(frozenset(("fin-001", "fin-002")), pairs)
         self.assertIn(frozenset(("ops-001", "ops-002")), pairs)
@@ -10273,7 +10333,7 @@ class TestScanAndBench(unittest.TestCase):
     def test_scan_with_the_article_detector(self):
         code, out, err = run_main(["--scan", "--json", "--quiet", "--detector", "article"])
         self.assertEqual(code, 0, err)
-        self.assertIn("numerical contradiction", {json.loads(line)["reason"] for line in out.splitlines()})
+        self.assertIn("numerical contradiction", {json.loads(line)["reason"] for line in out.splitlines()[:-1]})
 
     def test_scan_with_the_full_detector_runs_as_heuristic(self):
         """As --help says: no question to read, so no reader; it was a traceback (make_detector wanted one)."""
