@@ -9719,8 +9719,8 @@ ENOSPC = OSError(28, "No space left on device")
 QUESTIONS_3 = ["Initech revenue?", "What was Initech's fiscal 2022 revenue?", "How much revenue did Initech restate?"]
 
 
-class TestNothingLost(unittest.TestCase):
-    """The conflict log survives every failure of stdout and every interrupt; none gives a traceback."""
+class KnowledgeBaseInTmp(unittest.TestCase):
+    """A knowledge base of three questions with one conflict each, and a log path beside it, in a temp dir."""
 
     def setUp(self):
         tmp = tempfile.TemporaryDirectory()
@@ -9728,6 +9728,10 @@ class TestNothingLost(unittest.TestCase):
         self.kb, self.log = os.path.join(tmp.name, "kb.json"), os.path.join(tmp.name, "conflicts.jsonl")
         with open(self.kb, "w", encoding="utf-8") as f:
             json.dump({"documents": KB_DOCS, "questions": QUESTIONS_3}, f)  # one conflict per question
+
+
+class TestNothingLost(KnowledgeBaseInTmp):
+    """The conflict log survives every failure of stdout and every interrupt; none gives a traceback."""
 
     def run_with(self, stdout, extra=(), **models):
         err = io.StringIO()
@@ -9988,15 +9992,8 @@ def untimed(lines):
     return [{k: v for k, v in json.loads(line).items() if k != "time"} for line in lines]
 
 
-class TestLogIsNeverTorn(unittest.TestCase):
+class TestLogIsNeverTorn(KnowledgeBaseInTmp):
     """--log-conflicts holds whole records only: a write that fails part-way is cut back to where it started."""
-
-    def setUp(self):
-        tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(tmp.cleanup)
-        self.kb, self.log = os.path.join(tmp.name, "kb.json"), os.path.join(tmp.name, "conflicts.jsonl")
-        with open(self.kb, "w", encoding="utf-8") as f:
-            json.dump({"documents": KB_DOCS, "questions": QUESTIONS_3}, f)  # one conflict per question
 
     def run_on_disk(self, argv, room, after_part=None):
         """main(argv) with the log on a disk that has `room` bytes left: (exit code, stderr, the log's bytes)."""
