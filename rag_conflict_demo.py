@@ -704,11 +704,17 @@ _DOCUMENT_CACHE = 1 << 11  # documents' (and pairs') edited-copy tokens kept: tw
 _SNIPPET_DATE_RE = re.compile(
     rf"^\s*(?:{_MONTH}\s\d{{1,2}},?\s\d{{4}}|\d{{1,2}}\s{_MONTH},?\s\d{{4}}"
     r"|\d+\s(?:second|minute|hour|day|week|month|year)s?\sago)\s*(?:\.\.\.|…|—|–|-|·)\s*")
-_CHUNK_SEPARATOR_RE = re.compile(r"\s*(?:\.\.\.+|…)\s*|\s+[·|•]\s+")
+# subtle: leading whitespace only from the start of its run, as a leftmost match takes it anyway; tried from every
+# space of a long run of them, each would scan the rest of the run (quadratic)
+_CHUNK_SEPARATOR_RE = re.compile(r"(?:(?<!\s)\s+)?(?:\.\.\.+|…)\s*|(?<!\s)\s+[·|•]\s+")
 _BOUNDARY_RE = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?(?P<next>\w))")
 _ABBREVIATION_END_RE = re.compile(
     r"(?:\b(?:e\.g|i\.e|vs|Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Corp|Co|Ltd|No|Fig|approx|ca|cf|Gen|Gov|Sen|Rep|Lt|Col"
     r"|Capt|Mt|Ft|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)|(?:\b[A-Za-z]\.)+[A-Za-z]|\b[A-Z])\.$")
+# The characters before a sentence end that _ABBREVIATION_END_RE needs: its longest word, and a run of initials
+# ("U.S.A.") is found by its last two. Searched there only, not in the whole sentence so far, which initials and
+# titles that end no sentence ("A. B. C. ...", a list of names) make long: quadratic.
+ABBREVIATION_REACH = len("approx.")
 
 
 def strip_snippet_date(text: str) -> str:
@@ -728,8 +734,8 @@ def _split_chunk(chunk: str) -> list[str]:
     """
     pieces, start = [], 0
     for m in _BOUNDARY_RE.finditer(chunk):
-        head = chunk[start:m.start() + 1]
-        if m["next"].islower() or _ABBREVIATION_END_RE.search(head):
+        end = m.start() + 1  # the sentence so far ends here: is its last word an abbreviation?
+        if m["next"].islower() or _ABBREVIATION_END_RE.search(chunk, max(start, end - ABBREVIATION_REACH), end):
             continue
         cut = m.start() + len(m.group().rstrip())
         pieces.append(chunk[start:cut])
@@ -912,7 +918,11 @@ _THOUSANDS_SPACES = "\u00a0\u202f\u2009"
 _DIGITS = rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d{{1,3}}(?:[{_THOUSANDS_SPACES}]\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _NO_THOUSANDS_MARKS = str.maketrans("", "", "," + _THOUSANDS_SPACES)  # "10,000" and "10\u202f000": "10000"
 _WORDNUM_ALT = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
-_WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred))*)"
+# Words of one number in words, at most: "twenty one hundred ninety nine" has five. Bounded because a pattern that
+# needs something after the number would otherwise read a long run of number words again from each of its words
+# (quadratic: 40,000 characters of "one one ..." took 260 s); a longer run is read as numbers of at most this many.
+WORDNUM_MAX_WORDS = 8
+_WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred)){{0,{WORDNUM_MAX_WORDS - 1}}})"
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
 _SCALE_WORDS = r"thousand|million|billion|trillion|lakhs?|crores?"
 _SCALE_ANY = rf"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:{_SCALE_WORDS})(?![\w]))"
@@ -988,7 +998,11 @@ _FISCAL_RE = re.compile(r"(?<![\w])(?:FY\s?['’]?(?P<year>\d{4}|\d{2})"
 _FOR_YEAR_RE = re.compile(r"(?<![\w])for\s(?P<year>1\d{3}|20\d{2})(?![\w])")
 _IN_YEAR_RE = re.compile(r"(?<![\w])(?:[Ii]n|[Dd]uring|[Aa]s of)\s(?P<year>1\d{3}|20\d{2})(?![\w])")
 _CAP_SPAN = r"[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*"
-_POSSESSIVE_RE = re.compile(rf"(?<![\w])(?P<name>{_CAP_SPAN})['’]s(?![\w])")
+# Every capitalised span, whole, and "'s" after it when it owns something (the owners are the spans with "owns"):
+# each span is read once. Asked to end in "'s", a span without it would be tried again from each of its words, each
+# try reading to its end: quadratic in a long run of capitalised words (50,000 characters of them: 17 s). The
+# patterns that need nothing after their span (_FOR_ENTITY_RE, _LEADING_ENTITY_RE, _DESC_PLACE_RE) read it once.
+_POSSESSIVE_RE = re.compile(rf"(?<![\w])(?P<name>{_CAP_SPAN})(?P<owns>['’]s(?![\w]))?")
 _FOR_ENTITY_RE = re.compile(rf"(?<![\w])(?:[Ff]or|[Aa]t)\s(?P<name>{_CAP_SPAN})")
 _LEADING_ENTITY_RE = re.compile(r"^\W*(?P<name>[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)+)")
 _PERIODISH_RE = re.compile(rf"^(?:Q[1-4]|H[12]|FY\S*|{_MONTH})$")
@@ -1447,14 +1461,17 @@ _PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = 
 )
 
 
-def _overlaps(span: tuple[int, int], claimed: Iterable[tuple[int, int]]) -> bool:
-    """
-    >>> _overlaps((3, 6), [(5, 9)])
+def _overlaps(span: tuple[int, int], claimed: list[tuple[int, int]]) -> bool:
+    """Whether span overlaps one of claimed: disjoint spans in order (kept so by bisect.insort), so only the last
+    one to start before span ends can reach into it. One look-up, not a scan: a long sentence claims thousands.
+
+    >>> _overlaps((3, 6), [(0, 1), (5, 9)])
     True
-    >>> _overlaps((3, 5), [(5, 9)])
+    >>> _overlaps((3, 5), [(0, 1), (5, 9)])
     False
     """
-    return any(span[0] < end and start < span[1] for start, end in claimed)
+    before = bisect.bisect_left(claimed, (span[1],))  # the spans that start before span ends
+    return before > 0 and claimed[before - 1][1] > span[0]
 
 
 def _period_markers(sentence: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
@@ -1469,9 +1486,9 @@ def _period_markers(sentence: str) -> tuple[list[tuple[int, str]], list[tuple[in
             if _overlaps(m.span(), taken):
                 continue  # an earlier rule read this period already ("for 2023" is FY2023, not also 2023)
             markers.append((m.start(), label(m)))
-            taken.append(m.span())
+            bisect.insort(taken, m.span())
             if claims:
-                claimed.append(m.span())
+                bisect.insort(claimed, m.span())
     return sorted(markers), claimed
 
 
@@ -1501,7 +1518,7 @@ def _entity_mentions(sentence: str) -> Mentions:
     >>> _entity_mentions("Acme's limit is 100 for Globex")[:2]
     ([(0, 'acme')], [(20, 'globex')])
     """
-    owners = [(m.start(), _clean_entity(m["name"])) for m in _POSSESSIVE_RE.finditer(sentence)]
+    owners = [(m.start(), _clean_entity(m["name"])) for m in _POSSESSIVE_RE.finditer(sentence) if m["owns"]]
     beneficiaries = [(m.start(), _clean_entity(m["name"])) for m in _FOR_ENTITY_RE.finditer(sentence)]
     lead = _LEADING_ENTITY_RE.match(sentence)
     return ([o for o in owners if o[1]], [b for b in beneficiaries if b[1]],
@@ -1556,6 +1573,7 @@ _SCALED_RE = re.compile(rf"\d\s?(?i:{'|'.join(sorted(SCALES, key=len, reverse=Tr
 # a number in words right before an upper end: no value on its own ("one of them"), but a range's low end
 WORD_LOW_REACH = 60  # characters before an upper end that its low end in words may take ("seventy-five to ")
 _WORD_LOW_RE = re.compile(rf"(?<![\w-])(?P<num>{_WORDNUM})(?:\s?[-–—]\s?|\s(?:to|and)\s)$")
+_NON_SPACE_RE = re.compile(r"\S+")  # the words str.split() returns: see _word_before
 
 
 def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tuple[int, int, Value]]:
@@ -1567,10 +1585,12 @@ def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tup
     """
     out: list[tuple[int, int, Value]] = []
     joined: set[int] = set()  # starts of joined ranges
+    words = [m.span() for m in _NON_SPACE_RE.finditer(sentence)]
     for start, end, v in found:
-        low = out[-1] if out and _range_ends(sentence, out[-1], (start, end, v)) else None
+        low = out[-1] if out and _range_ends(sentence, out[-1], (start, end, v), words) else None
         if low is None:  # a number in words is no value on its own, so look for one only here
-            low = next((f for f in _word_low(sentence, start) if _range_ends(sentence, f, (start, end, v))), None)
+            low = next((f for f in _word_low(sentence, start) if _range_ends(sentence, f, (start, end, v), words)),
+                       None)
         if low:
             if out and low is out[-1]:
                 out.pop()
@@ -1587,30 +1607,43 @@ def _word_low(sentence: str, start: int) -> list[tuple[int, int, Value]]:
     return [] if number is None else [(m.start("num"), m.end("num"), Value("quantity", number, "", "", "", m["num"]))]
 
 
-def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int, Value]) -> bool:
+def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int, Value],
+                words: list[tuple[int, int]]) -> bool:
     """Whether two adjacent values are the ends of one range: joined by "to", "between ... and" or a dash, of one
     kind, unit and period, or a bare low end (which takes the upper end's unit), or money with a bare upper end
-    ("$1-2 million"); the low end below the upper, no date or year.
+    ("$1-2 million"); the low end below the upper, no date or year. words: the sentence's (_word_before).
 
     >>> [[v.text for v in extract_values(s)] for s in ("It rose 3% to 5%.", "They lost 1-3.", "It is 3 km – 5 km.")]
     [['3%', '5%'], ['1'], ['3 km', '5 km']]
     """
     (s1, e1, a), (s2, _, b) = low, high
-    between, words = sentence[e1:s2], sentence[:s1].lower().split()
+    between, last = sentence[e1:s2], _word_before(sentence, s1, words)
     if a.high is not None or TEMPORAL_KINDS & {a.kind, b.kind}:
         return False
     if between == " to ":
-        joined = not (words and words[-1] in CHANGE_WORDS)
+        joined = last not in CHANGE_WORDS
     elif between == " and ":
-        joined = bool(words) and words[-1] == "between"
+        joined = last == "between"
     else:  # a dash: tight, or spaced after a bare low end; between two bare numbers only after an age word
-        scores = _is_bare(a) and _is_bare(b) and not (words and words[-1] in AGE_WORDS)  # "lost 1-3", not "aged 18-25"
+        scores = _is_bare(a) and _is_bare(b) and last not in AGE_WORDS  # "lost 1-3", not "aged 18-25"
         joined = between.strip() in DASHES and (between in DASHES or _is_bare(a)) and not scores
     same = (a.kind, a.unit, a.period) == (b.kind, b.unit, b.period)
     if not (joined and (same or _is_bare(a) or _money_then_number(a, b))):
         return False
     v = _range_value(a, b, "")
     return v.amount < _upper(v)
+
+
+def _word_before(sentence: str, pos: int, words: list[tuple[int, int]]) -> str | None:
+    """The last word of sentence[:pos] (as str.split() cuts it), lowercased; None when there is none. words: the
+    sentence's word spans (_NON_SPACE_RE), found once, so a sentence of thousands of values is not split again for
+    each.
+
+    >>> _word_before("rose from 3 to 5", 10, [(0, 4), (5, 9), (10, 11), (12, 14), (15, 16)])
+    'from'
+    """
+    before = bisect.bisect_left(words, (pos,))  # the words that start before pos
+    return sentence[words[before - 1][0]:min(words[before - 1][1], pos)].lower() if before else None
 
 
 def _is_bare(v: Value) -> bool:
@@ -1671,7 +1704,7 @@ def extract_values(sentence: str) -> list[Value]:
                 continue
             values = build(m)
             if values or regex is _DATE_NUMERIC_RE:  # subtle: 13/14/2018 is no date, and no count of 13 either
-                claimed.append(m.span())
+                bisect.insort(claimed, m.span())
                 # a value ends where its text does: a bare count's match runs on over the next word ("3 to")
                 found.extend((m.start(), m.start() + len(v.text) if sentence.startswith(v.text, m.start())
                               else m.end(), v) for v in values)
@@ -2923,15 +2956,18 @@ DATE_ASKERS = frozenset("when year date born died founded old age birth birthday
 
 # "Name (disambiguator)" opening a title or a text; the name starts with a capital or a digit ("1984 (album)").
 _SUBJECT_PAREN_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^()\n.;:]{0,80}?)\s\((?P<mark>[^()]{2,80})\)")
-# "Long Name Here (LNH)": an acronym after the capitalised words it abbreviates.
-_ACRONYM_DEF_RE = re.compile(r"(?P<exp>(?:[A-Z][\w&'’-]*\s(?:(?:of|the|and|for|de|du|des|la|le)\s)*){2,8})"
+# "Long Name Here (LNH)": an acronym after the capitalised words it abbreviates. subtle: tried once a word, from its
+# first capital (every capital of a word reads on to the same end, so the first is the leftmost match anyway): tried
+# from each capital of a long word ("ACGT..."), each try would read to its end (quadratic).
+_ACRONYM_DEF_RE = re.compile(r"(?<![\w&'’-])(?:[^\WA-Z]|[&'’-])*"
+                             r"(?P<exp>(?:[A-Z][\w&'’-]*\s(?:(?:of|the|and|for|de|du|des|la|le)\s)*){2,8})"
                              r"\((?P<acr>[A-Z][A-Z&]{1,7})\)")
 # "X is a city in Custer County, Nebraska": the leading noun phrase, the copula, the description.
 _LEAD_DESCRIPTION_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^.;:]{0,100}?)\s(?:is|was|are|were)\s(?:an?|the|one of the)\s"
                                   r"(?P<desc>[^.;]{3,160})")
 _DESC_PLACE_RE = re.compile(r"\b(?:in|near|from)\s(?:the\s)?(?P<place>[A-Z][\w'’-]*(?:,?\s[A-Z][\w'’-]*)*)")
 _YEAR_TOKEN_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
-_PARENTHETICAL_RE = re.compile(r"\s*\([^()]*\)")
+_PARENTHETICAL_RE = re.compile(r"(?:(?<!\s)\s+)?\([^()]*\)")  # linear as _CHUNK_SEPARATOR_RE is
 
 
 # A title line: a text that opens with its title, then repeats the title's first word to start its first sentence
@@ -2939,7 +2975,9 @@ _PARENTHETICAL_RE = re.compile(r"\s*\([^()]*\)")
 TITLE_LINE_MAX_WORDS = 10  # a longer "title" is a sentence that happens to repeat a word
 TITLE_VERBS = frozenset("is are was were has have had".split())  # a sentence's; a title ("I Will Follow") has none
 _TITLE_PUNCTUATION = ".,;:()[]\"'“”‘’"
-_SENTENCE_END_RE = re.compile(r"(?:[a-z]{2,}|\d{2,}|[%)\]])[.]$")  # "town.", "2019.", "5%." end one; "No.", "1." not
+# "town.", "2019.", "5%." end one; "No.", "1." not (two letters or digits suffice: "{2,}" would read a long word
+# from each of its letters)
+_SENTENCE_END_RE = re.compile(r"(?:[a-z]{2}|\d{2}|[%)\]])[.]$")
 
 
 @dataclass(frozen=True)
@@ -10256,6 +10294,168 @@ class TestShapesTriedFirst(unittest.TestCase):
                          [("a", "b", 1, "disputed")])
         self.assertEqual(summary, {"documents": 2, "passages": report.passages, "threshold": 0.68,
                                    "candidate_pairs": 1, "conflicts": 1, "clusters": 1})
+
+
+# The plain forms of the patterns TestLinearPatterns checks: they match the same as the linear forms in the file on
+# ordinary text, but backtrack quadratically on long runs (capitalised words, capitals, spaces, letters, number words);
+# kept here only as the reference the linear forms must agree with.
+BACKTRACKING = {
+    "_POSSESSIVE_RE": re.compile(rf"(?<![\w])(?P<name>{_CAP_SPAN})['’]s(?![\w])"),
+    "_ACRONYM_DEF_RE": re.compile(r"(?P<exp>(?:[A-Z][\w&'’-]*\s(?:(?:of|the|and|for|de|du|des|la|le)\s)*){2,8})"
+                                  r"\((?P<acr>[A-Z][A-Z&]{1,7})\)"),
+    "_CHUNK_SEPARATOR_RE": re.compile(r"\s*(?:\.\.\.+|…)\s*|\s+[·|•]\s+"),
+    "_PARENTHETICAL_RE": re.compile(r"\s*\([^()]*\)"),
+    "_SENTENCE_END_RE": re.compile(r"(?:[a-z]{2,}|\d{2,}|[%)\]])[.]$"),
+    "_PERCENT_RE": re.compile(_PERCENT_RE.pattern.replace(_WORDNUM, _WORDNUM.replace(
+        f"{{0,{WORDNUM_MAX_WORDS - 1}}}", "*"))),
+}
+
+PATTERN_TOKENS = ("Acme", "Corp", "CEO", "U.S.", "A.B", "x-Acme", "iPhone", "O'Brien", "of", "the", "and", "for", "at",
+                  "in", "'s", "’s", "s", "(LC)", "(AB)", "(ACO)", "(Lake County)", "(", ")", "...", "…", "·", "|", "•",
+                  ".", ",", ";", "-", "&", "Lake", "County", "Élan", "_", "1", "2019", "one", "two", "hundred",
+                  "ninety", "percent", "to", "$5", "5%", "Mr.", "e.g.", "approx.", "No.", "town.", "5%.", "A.", "Q3",
+                  "ACGT", "x")
+
+
+def pattern_texts(n, seed=0):
+    """n random texts of the tokens above, joined by nothing, spaces, tabs, newlines or a no-break space."""
+    import random
+
+    rng = random.Random(seed)
+    glue = ("", " ", " ", " ", " ", "  ", "\n", "\t", "\u00a0")
+    return ["".join(rng.choice(PATTERN_TOKENS) + rng.choice(glue) for _ in range(rng.randint(1, 25)))
+            for _ in range(n)]
+
+
+def split_chunk_reading_it_all(chunk):
+    """_split_chunk as it reads when the whole sentence so far is searched for an abbreviation (the reference)."""
+    pieces, start = [], 0
+    for m in _BOUNDARY_RE.finditer(chunk):
+        if m["next"].islower() or _ABBREVIATION_END_RE.search(chunk[start:m.start() + 1]):
+            continue
+        pieces.append(chunk[start:m.start() + len(m.group().rstrip())])
+        start = m.end()
+    return pieces + [chunk[start:]]
+
+
+def seconds(work, *args):
+    start = time.perf_counter()
+    work(*args)
+    return time.perf_counter() - start
+
+
+LONG = 200_000  # characters of a long document without punctuation
+FAST = 1.0  # seconds a pattern may take on LONG characters: tens of milliseconds linear, minutes quadratic
+
+
+def long_run(unit):
+    return (unit * (LONG // len(unit) + 1))[:LONG]
+
+
+class TestLinearPatterns(unittest.TestCase):
+    """Patterns applied to document text take time linear in it, and match what their plain forms match."""
+
+    def test_possessive_owners(self):
+        old = BACKTRACKING["_POSSESSIVE_RE"]
+        for text in pattern_texts(3000) + ["Acme Corp's revenue", "The U.S. Army's budget rose", "Q3's sales",
+                                           "Acme's and Globex's", "x-Acme’s plan", "Acme'sX"]:
+            with self.subTest(text=text):
+                self.assertEqual([(m.span(), m["name"]) for m in old.finditer(text)],
+                                 [(m.span(), m["name"]) for m in _POSSESSIVE_RE.finditer(text) if m["owns"]])
+        self.assertEqual(_entity_mentions("The Acme Corp's revenue and Globex’s rose for Initech")[:2],
+                         ([(0, "acme corp"), (28, "globex")], [(42, "initech")]))
+        for unit in ("Acme Corp CEO John Smith Jones ", "A.", "A. "):
+            with self.subTest(unit=unit):
+                self.assertLess(seconds(_entity_mentions, long_run(unit)), FAST)
+
+    def test_acronym_definitions(self):
+        old = BACKTRACKING["_ACRONYM_DEF_RE"]
+        ordinary = ["The Lake County Library System (LCLS) opened.", "iPhone Maker Group (PMG)",
+                    "xLake County (LC) and Bank of the West (BW)"]
+        for text in pattern_texts(3000, seed=1) + ordinary:
+            with self.subTest(text=text):
+                self.assertEqual([(m.span("exp"), m["acr"]) for m in old.finditer(text)],
+                                 [(m.span("exp"), m["acr"]) for m in _ACRONYM_DEF_RE.finditer(text)])
+        self.assertEqual(_acronym_definitions("The Lake County Library System (LCLS) opened."),
+                         (("lcls", "lake county library system"),))
+        for unit in ("ACGT", "A-", "Acme Corp CEO John Smith Jones "):
+            with self.subTest(unit=unit):
+                self.assertLess(seconds(_acronym_definitions, long_run(unit)), FAST)
+
+    def test_whitespace_before_a_separator(self):
+        for name, use in (("_CHUNK_SEPARATOR_RE", lambda p, t: [m.span() for m in p.finditer(t)]),
+                          ("_PARENTHETICAL_RE", lambda p, t: p.sub("", t))):
+            new = globals()[name]
+            for text in pattern_texts(3000, seed=2) + ["It rose ... and fell", "a · b", "a ... ...b", "x (y) (z)"]:
+                with self.subTest(name, text=text):
+                    self.assertEqual(use(BACKTRACKING[name], text), use(new, text))
+            for unit in (" ", "\n", " \t"):
+                with self.subTest(name, unit=unit):
+                    self.assertLess(seconds(use, new, long_run(unit)), FAST)
+        self.assertLess(seconds(split_sentences, long_run(" ")), FAST)
+
+    def test_sentence_end(self):
+        old = BACKTRACKING["_SENTENCE_END_RE"]
+        for text in pattern_texts(2000, seed=3) + ["town.", "2019.", "5%.", "No.", "1.", "(x).", "a."]:
+            for word in text.split() or [text]:
+                with self.subTest(word=word):
+                    self.assertEqual(bool(old.search(word)), bool(_SENTENCE_END_RE.search(word)))
+        for unit in ("a", "1"):
+            with self.subTest(unit=unit):
+                self.assertLess(seconds(title_line, long_run(unit) + " x"), FAST)
+                self.assertLess(seconds(_SENTENCE_END_RE.search, long_run(unit)), FAST)
+
+    def test_abbreviations_are_looked_for_at_the_sentence_end_only(self):
+        for text in pattern_texts(3000, seed=4) + ["The U.S. Army won. It left.", "See e.g. Smith. Then go.",
+                                                   "Acme Corp. Globex approx. Done. X."]:
+            with self.subTest(text=text):
+                self.assertEqual(_split_chunk(text), split_chunk_reading_it_all(text))
+        for unit in ("Mr. ", "A. ", "U.S. "):  # initials and titles that end no sentence: a list of names
+            with self.subTest(unit=unit):
+                self.assertLess(seconds(split_sentences, long_run(unit)), FAST)
+
+    def test_numbers_in_words(self):
+        import random
+
+        old = BACKTRACKING["_PERCENT_RE"]
+        rng = random.Random(5)
+        words = list(NUMBER_WORDS) + ["hundred", "percent", "per cent", "x", "%"]
+        for _ in range(2000):
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(1, WORDNUM_MAX_WORDS)))
+            with self.subTest(text=text):
+                self.assertEqual([m.span() for m in old.finditer(text)], [m.span() for m in _PERCENT_RE.finditer(text)])
+        self.assertEqual([v.amount for v in extract_values("It fell by twenty one hundred ninety nine percent.")],
+                         [2199.0])
+        self.assertLess(seconds(_PERCENT_RE.findall, long_run("one ")), FAST)
+        longest = " ".join(["one"] * WORDNUM_MAX_WORDS)  # a longer run: its last words make the number
+        self.assertEqual([v.text for v in extract_values(f"one {longest} percent")], [f"{longest} percent"])
+
+    def test_values_of_a_long_sentence_in_linear_time(self):
+        """A table without punctuation is one sentence of thousands of values: each is placed in one look-up."""
+        for unit in ("12 ", "one ", "5% ", "$5 and "):
+            with self.subTest(unit=unit):
+                small, large = ((unit * (n // len(unit) + 1))[:n] for n in (2_000, 8_000))
+                times = [min(seconds(extract_values, text) for _ in range(2)) for text in (small, large)]
+                self.assertLess(times[1], 8 * times[0] + 0.05)  # 4 times the text: 4 times the time, 16 if quadratic
+
+    def test_claimed_spans_and_the_word_before(self):
+        import random
+
+        rng = random.Random(6)
+        for _ in range(2000):
+            claimed, end = [], 0
+            for _ in range(rng.randint(0, 6)):
+                start = end + rng.randint(0, 3)
+                end = start + rng.randint(1, 4)
+                claimed.append((start, end))
+            span = (rng.randint(0, 30), 0)
+            span = (span[0], span[0] + rng.randint(1, 6))
+            self.assertEqual(_overlaps(span, claimed), any(span[0] < e and s < span[1] for s, e in claimed))
+        for text in pattern_texts(500, seed=7):
+            spans = [m.span() for m in _NON_SPACE_RE.finditer(text)]
+            for pos in range(len(text) + 1):
+                words = text[:pos].lower().split()
+                self.assertEqual(_word_before(text, pos, spans), words[-1] if words else None)
 
 
 class TestScanAndBench(unittest.TestCase):
