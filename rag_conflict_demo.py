@@ -226,7 +226,7 @@ class Config:
     # ... and a floor on document-to-document cosine that prunes pairs before any text work (k=1000: most pairs).
     # On QACC MCC is 0.387 with no floor and 0.393 at 0.2 (one false positive fewer); from 0.25 up conflicts are lost.
     pair_gate: float = 0.2
-    # Same-frame swap (issue #9, class 1). Sentences of at least swap_min_tokens tokens, difflib ratio over all
+    # Same-frame swap. Sentences of at least swap_min_tokens tokens, difflib ratio over all
     # tokens >= swap_min_ratio, one replaced run of at most swap_max_span tokens; measured on QACC train and the
     # built-in set (see README).
     swap_min_tokens: int = 5  # shorter "sentences" are headings and table cells ("Position(s) Defender" is 3)
@@ -234,11 +234,11 @@ class Config:
     swap_max_span: int = 3  # "Mahesh Bhatt" vs "Raj Kapoor" is 2; longer runs are rewordings
     swap_spelling: float = 0.85  # character ratio above which two words are one spelled twice (colour/color 0.91)
     asked_frame_min: int = 5  # yes/no questions: tokens two sentences must share around a swapped asked-about span
-    # Answer-anchored values (issue #9, class 3): of several values of one kind on a side, only those within this
+    # Answer-anchored values: of several values of one kind on a side, only those within this
     # many words of a predicate word of the question are compared.
     value_anchor_window: int = 5
     value_bag_min: int = 3  # distinct amounts of one kind that make a side a bag (2 is often "from X to Y")
-    name_slot_window: int = 6  # answer-slot names (issue #9, class 4): words between a name and the question's verb
+    name_slot_window: int = 6  # answer-slot names: words between a name and the question's verb
     name_heading_words: int = 6  # a line this long with no lowercase content word is a title-case heading, no slot
     answer_sentences: int = 3  # answer-bearing sentences kept per document (most similar to the question)
     answer_margin: float = 1.0  # ... within this cosine of the document's best sentence (1.0: in effect no margin)
@@ -2073,7 +2073,7 @@ POLARITY_LEXICON = {
     ("unavailable",): ("available", -1), ("shut", "down"): ("available", -1), ("sunset",): ("available", -1),
     ("sunsetted",): ("available", -1), ("withdrawn",): ("available", -1), ("decommissioned",): ("available", -1),
     ("out", "of", "service"): ("available", -1), ("phased", "out"): ("available", -1),
-    # issue #9, class 5: change-of-state verbs ("no longer accepts", "stopped selling", "was cancelled", "resumed")
+    # change-of-state verbs ("no longer accepts", "stopped selling", "was cancelled", "resumed")
     ("accepts",): ("available", 1), ("accepting",): ("available", 1), ("accepted",): ("available", 1),
     ("resumed",): ("available", 1), ("reinstated",): ("available", 1), ("restored",): ("available", 1),
     ("relaunched",): ("available", 1), ("operational",): ("available", 1), ("in", "operation"): ("available", 1),
@@ -2735,7 +2735,7 @@ def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str
     return next(filter(None, (swap(sa, sb) for sa in a for sb in b)), None)
 
 
-# Edited copies (issue #9, class 1, at the document level). A misinformation copy, a stale mirror or an edited
+# Edited copies (same-frame swaps at the document level). A misinformation copy, a stale mirror or an edited
 # revision repeats its source word for word but for the facts it changed, and the changed sentence need not be among
 # the few answer-bearing sentences the signals read (RAMDocs: "Position(s) Defender" vs "Forward" in a sentence the
 # question's words do not reach), nor the only edit (a typo fixed beside it: "chuch" -> "church"). Two documents whose
@@ -3681,7 +3681,7 @@ _MEASURES = functools.partial(anchored_value_finding, kinds=MEASURE_KINDS, event
 _TEMPORAL = functools.partial(anchored_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
 _ALL_VALUES = functools.partial(anchored_value_finding, kinds=ALL_KINDS, event_years=True)
 # Checks per question type, first finding wins; polarity counts for every type.
-# issue #9: swap_finding (class 1) closes every type's list: a swapped span conflicts whatever the question asks;
+# swap_finding closes every type's list: a swapped span conflicts whatever the question asks;
 # slot_name_finding (class 4) replaces _name_finding; yes/no questions also compare anchored values (class 3).
 CHECKS = {
     "quantity": (_MEASURES, polarity_finding, swap_finding),
@@ -4530,6 +4530,7 @@ _ANSWER_NOISE_RE = re.compile(r"[^\w\s]|_")
 ANSWER_ARTICLES = frozenset({"a", "an", "the"})
 
 
+@functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # support asks again of each document's whole text, per candidate
 def normalise_answer(text):
     """An answer's words for matching: Unicode-normalised (NFKC), lowercase, thousands commas dropped, punctuation a
     space, articles dropped.
@@ -7826,8 +7827,8 @@ class TestNames(unittest.TestCase):
         self.assertIsNone(compare_answers("Who runs Apple?", ["Tim Cook runs it."], ["It is run by CEO Cook."]))
 
 
-class TestIssue9(unittest.TestCase):
-    """Issue #9: each error class with what must fire and its near miss that must not."""
+class TestTextTheRulesWereNotWrittenOn(unittest.TestCase):
+    """Each error class of text the rules were not written on: what must fire, and its near miss that must not."""
 
     def test_class1_swap_fires(self):
         f = compare_answers("What is the median age in the city?", ["The median age in the city was 45.7 years."],
