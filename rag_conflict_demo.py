@@ -3934,12 +3934,44 @@ def embed_in_batches(embed, texts, batch_size, progress=None):
 
     progress(done, total) is called after each batch (the CLI prints it once embedding takes a while).
     """
+    return normalise(embedded_rows(embed, texts, batch_size, progress))
+
+
+def embedded_rows(embed, texts, batch_size, progress=None):
+    """(len(texts), dim): embed's rows for texts, as it returns them, in texts' order.
+
+    Texts are batched longest first, so each batch holds texts of about one length: a batch is padded to its longest
+    text, and a short sentence batched with a long one costs as much as the long one.
+    """
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     chunks = []
     for i in range(0, len(texts), batch_size):
-        chunks.append(embed(texts[i:i + batch_size]))
+        chunks.append(embed([texts[j] for j in order[i:i + batch_size]]))
         if progress:
             progress(min(i + batch_size, len(texts)), len(texts))
-    return normalise(np.vstack(chunks))
+    rows = np.vstack(chunks)
+    ordered = np.empty_like(rows)
+    ordered[order] = rows
+    return ordered
+
+
+class EmbeddingsAhead:
+    """embed, answering from rows embedded ahead when it is asked for texts that all have one: a run over many
+    small knowledge bases (--eval on answered questions) embeds a window of them in one pass, batched by length,
+    instead of each in its own short, mostly padded batches. Other calls go to embed. Only the last window is held."""
+
+    def __init__(self, embed, batch_size):
+        self.embed, self.batch_size, self.rows = embed, batch_size, {}
+
+    def ahead(self, texts, progress=None):
+        texts = list(dict.fromkeys(texts))
+        self.rows = dict(zip(texts, embedded_rows(self.embed, texts, self.batch_size, progress))) if texts else {}
+
+    def __call__(self, texts):
+        texts = list(texts)
+        if texts and all(t in self.rows for t in texts):
+            return np.stack([self.rows[t] for t in texts])
+        return self.embed(texts)
 
 
 def normalise(vectors):
@@ -5629,6 +5661,7 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
 # Evaluation on labelled pairs
 
 EVAL_DECIMALS = 4  # decimals of --eval's scores
+EVAL_WINDOW = 16  # questions whose texts --eval on answered questions embeds in one pass, batched by length
 EVAL_RESAMPLES = 1000  # bootstrap resamples of the records for --eval's intervals; 1,000 pairs: about 0.1 s
 EVAL_CONFIDENCE = 0.95  # the intervals' coverage
 
@@ -5819,7 +5852,14 @@ def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=No
     """
     stage = progress("eval: questions") if progress else None
     rows = {"naive": [], "resolved": []}
+    embed = EmbeddingsAhead(embed, cfg.embed_batch)
+    sentences = [c for c in (getattr(detector, "sentences", None), getattr(read, "sentences", None)) if c]
     for n, q in enumerate(questions, 1):
+        if (n - 1) % EVAL_WINDOW == 0:  # the window's passages and sentences, each embedded once, batched by length
+            docs = [d.content for w in questions[n - 1:n - 1 + EVAL_WINDOW] for d in w.docs]
+            embed.ahead([x for d in docs for x in passages_of(d, cfg.passage_chars)])
+            for cache in {id(c): c for c in sentences}.values():
+                cache.prime(docs)
         k = min(top_k or len(q.docs), len(q.docs))
         index = build_index(q.docs, embed, cfg.embed_batch, None, cfg.passage_chars)
         found = retrieve_and_detect(q.question, index, embed, detector, replace(cfg, top_k=k))
@@ -8888,6 +8928,48 @@ class TestAnswerEval(unittest.TestCase):
                                        "sentence", "--top-k", "1"], embed=overlap_embed, read=None)
         self.assertEqual(code, 0, err)
         self.assertIn("exact match", out)
+
+    def test_each_text_is_embedded_once_in_batches_of_one_length(self):
+        asked = []
+
+        def counting_embed(texts):
+            asked.append(list(texts))
+            return overlap_embed(texts)
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.write(tmp, QUESTION_RECORDS)
+            code, out, err = run_main(["--eval", path, "--json", "--quiet", "--reader", "sentence"],
+                                      embed=counting_embed, read=None)
+            self.assertEqual(code, 0, err)
+            _, plain, _ = run_main(["--eval", path, "--json", "--quiet", "--reader", "sentence"], embed=overlap_embed,
+                                   read=None)
+        self.assertEqual(out, plain)
+        texts = [t for batch in asked for t in batch]
+        passages = {p for r in QUESTION_RECORDS for d in r["documents"] for p in passages_of(d["content"], DEFAULT_CONFIG.passage_chars)}
+        sentences = {x for r in QUESTION_RECORDS for d in r["documents"] for x in sentences_of(d["content"])}
+        for text in passages | sentences:  # a sentence that is a whole passage is asked for as each
+            self.assertEqual(texts.count(text), (text in passages) + (text in sentences), text)
+        # one batch for the passages of every question and one for their sentences, not a batch per question
+        self.assertEqual(sum(bool((passages | sentences) & set(batch)) for batch in asked), 2)
+
+    def test_batches_hold_texts_of_about_one_length_and_rows_keep_their_order(self):
+        texts = ["a b c d e f", "a", "a b c", "a b", "a b c d", "a b c d e"]
+        batches = []
+
+        def recording_embed(batch):
+            batches.append([len(t) for t in batch])
+            return fake_embed(batch)
+
+        rows = embedded_rows(recording_embed, texts, 2)
+        np.testing.assert_array_equal(rows, fake_embed(texts))
+        self.assertEqual(batches, [[11, 9], [7, 5], [3, 1]])
+        ahead = EmbeddingsAhead(recording_embed, 2)
+        ahead.ahead(texts[:3])
+        before = len(batches)
+        np.testing.assert_array_equal(ahead(texts[1:3]), fake_embed(texts[1:3]))
+        self.assertEqual(len(batches), before)  # answered from the rows embedded ahead
+        np.testing.assert_array_equal(ahead(texts[2:4]), fake_embed(texts[2:4]))
+        self.assertEqual(len(batches), before + 1)  # a text not embedded ahead: the whole call goes to embed
 
     def test_flags_of_the_other_kind_are_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
