@@ -622,7 +622,9 @@ def check_text(text, where):
 #   anchored  values compared only where they are attached to what the question asks about
 #   asked     a yes/no question's own predicate negated on one side only, or its asked-about span swapped
 #   slot name the name beside the question's verb, not every capitalised word
-# and subject identity, which keeps documents about namesakes (John Sparke (died 1566) / (died 1680)) apart.
+# and subject identity, which keeps documents about namesakes (John Sparke (died 1566) / (died 1680)) apart. The
+# kinds their Findings carry are FINDING_KINDS. What runs on a pair of documents beyond this registry (the subject
+# and period vetoes, edited copies of a whole text, the reader, NLI) is the detection section's PAIR_STEPS.
 # Calibrated on QACC train and the built-in set; checked on QACC dev, RAMDocs and WikiContradict (see README).
 # To add a signal: a sub-section of its own before the registry, ending in a function
 # NAME_finding(sentences_a, sentences_b, qwords, cfg) -> Finding | None; its row(s) in CHECKS; its thresholds in
@@ -632,9 +634,26 @@ def check_text(text, where):
 class Finding:
     """What every signal returns when it fires (None when it does not); the detector turns it into a Conflict."""
 
-    kind: str        # the signal: 'value' | 'polarity' | 'name' | 'slot' | 'reader' | 'nli' | 'numeric' | 'signal'
+    kind: str        # one of FINDING_KINDS
     reason: str      # human-readable
     evidence: tuple  # (a_side, b_side): each a string or a tuple of strings that disagree
+
+
+# Every kind a Finding carries, and what emits it. Each but 'subjects' becomes a Conflict's kind (--json, the conflict
+# log, --scan); 'subjects' is the subject veto's finding (PAIR_STEPS), which keeps a pair from being compared.
+FINDING_KINDS = {
+    "value": "amounts or times that differ for one unit, period and entity (value_finding, anchored_value_finding)",
+    "polarity": "one predicate with opposite signs (polarity_finding; asked_polarity_finding: a yes/no question's own)",
+    "name": "who-answers that share no name (name_finding; slot_name_finding: the name in the answer slot)",
+    "slot": "one frame with one content slot changed (slot_finding, state_slot_finding)",
+    "swap": "one short span replaced in a sentence (swap_finding, asked_swap_finding) or a copied text "
+            "(edited_copy_finding)",
+    "subjects": "documents about different subjects that share a name (different_subjects_finding)",
+    "reader": "the reader's answers on each document alone disagree (reader_disagreement; detector 'full')",
+    "nli": "an NLI model reads a contradiction (NLIJudge.judge; --nli)",
+    "numeric": "the article's detector: meaningful numbers and none shared (numeric_contradiction)",
+    "signal": "the article's detector: a negation or direction word on one side only (signal_asymmetry)",
+}
 
 
 # --- Shared basics: words, calendar words, sentences, questions
@@ -3599,7 +3618,7 @@ def _names_agree(xs: Iterable[str], ys: Iterable[str]) -> bool:
 def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
                       cfg: Config = DEFAULT_CONFIG) -> Finding | None:
     """Both sides put a name in the answer slot, and no slot name of one agrees with any name of the other; when a
-    side has no slot, every name counts, as in _name_finding, but abbreviations and groups still agree.
+    side has no slot, every name counts, as in name_finding, but abbreviations and groups still agree.
 
     >>> slot_name_finding(["Jo Li plays Ann, says Al Roe."], ["Bo Yu plays Ann."], frozenset({"plays", "ann"})).evidence
     ('jo li', 'bo yu')
@@ -3608,7 +3627,7 @@ def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = froze
     sa, sb = (sorted({n for s in side
                       for n in _cached_slot_names(s, qwords, preds, cfg.name_slot_window, cfg.name_heading_words)})
               for side in (a, b))
-    if not sa or not sb:  # no slot on a side: every name, as _name_finding reads them (measured: slot-only
+    if not sa or not sb:  # no slot on a side: every name, as name_finding reads them (measured: slot-only
         old = name_finding(a, b, qwords, cfg)  # loses as many QACC conflicts as false alarms; see README)
         if old is None:
             return None
@@ -3682,7 +3701,8 @@ _TEMPORAL = functools.partial(anchored_value_finding, kinds=TEMPORAL_KINDS, even
 _ALL_VALUES = functools.partial(anchored_value_finding, kinds=ALL_KINDS, event_years=True)
 # Checks per question type, first finding wins; polarity counts for every type.
 # swap_finding closes every type's list: a swapped span conflicts whatever the question asks;
-# slot_name_finding (class 4) replaces _name_finding; yes/no questions also compare anchored values (class 3).
+# who-questions read the name in the answer slot (slot_name_finding, which falls back to name_finding);
+# yes/no questions also compare anchored values.
 CHECKS = {
     "quantity": (_MEASURES, polarity_finding, swap_finding),
     "date": (_TEMPORAL, polarity_finding, swap_finding),
@@ -4032,7 +4052,7 @@ class ReadAlone:
 class Conflict:
     a: Document
     b: Document
-    kind: str  # which heuristic fired: 'numeric' or 'signal'
+    kind: str  # which signal fired: a FINDING_KINDS key ('subjects' never: it vetoes the pair)
     reason: str
     topic_sim: float
     evidence: tuple  # what disagrees: (values or tokens of a, values or tokens of b)
@@ -4132,7 +4152,8 @@ class ConflictDetector:
     """The article's detector, and the detect loop every detector shares: a gate (a hook: a boolean k x k matrix)
     drops pairs before any text work, check_pair runs the signals on each pair left, and the first Finding becomes
     a Conflict. Embeddings are reused, never re-encoded per pair. New question-aware signals go into the text
-    features' registry (CHECKS), not here.
+    features' registry (CHECKS), or, when they judge a pair otherwise (a veto, whole documents, a model), into
+    PAIR_STEPS; not here.
     """
 
     def __init__(self, topic_gate, signals=(numeric_contradiction, signal_asymmetry)):
@@ -4231,9 +4252,70 @@ class AnswerView:
     doc: Document | None = None  # the document itself: its title and first sentence say which subject it is about
 
 
+def reader_disagreement(x, y, cfg):
+    """A Finding when the reader, run on each document alone, gives two confident answers that don't agree.
+
+    "$4.2M" vs "$6.8 million" -> a finding; "Maria Lopez" vs "Lopez" -> None (one holds the other)
+    """
+    if min(x.confidence, y.confidence) < cfg.reader_min_confidence or not x.text or not y.text:
+        return None
+    if extract_values(x.text) and extract_values(y.text):  # amounts: compare them normalised, not as words
+        values = value_finding([x.text], [y.text], cfg=cfg)
+        return values and Finding("reader", f"the reader answers differently: {values.reason}", values.evidence)
+    a, b = (set(tokens(t)) - STOPWORDS for t in (x.text, y.text))
+    if not a or not b or a <= b or b <= a or a & b:
+        return None  # one answer holds the other ("Lopez" in "Maria Lopez"), or they share a content word
+    return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
+
+
+# --- The pair pipeline: the one place that says what runs on a gated pair of AnswerViews, and in which order
+
+def _subjects_veto(det, fa, fb, question):
+    """Documents that identify different subjects sharing a name ("John Sparke (died 1566)" / "(died 1680)")."""
+    return different_subjects_finding(fa.doc, fb.doc, question_words(question), det.cfg)
+
+
+def _period_veto(det, fa, fb, question):
+    """One side speaks of another period than the one asked about (H1 2022 asked, H2 2022 said)."""
+    return answers_another_period(question, list(fa.sentences), list(fb.sentences))
+
+
+def _answer_signals(det, fa, fb, question):
+    """The text signals on the answer-bearing sentences: compare_answers, CHECKS for the question's type."""
+    return compare_answers(question, list(fa.sentences), list(fb.sentences), det.cfg)
+
+
+def _edited_copy(det, fa, fb, question):
+    """Two copies of one text, one span edited, wherever it stands (outside the answer sentences too)."""
+    return edited_copy_finding(fa.doc, fb.doc, det.cfg, question_words(question) if question.strip() else None)
+
+
+def _reader_answers(det, fa, fb, question):
+    """Detector 'full': the reader's answers on each document alone disagree."""
+    return reader_disagreement(fa.answer, fb.answer, det.cfg) if fa.answer and fb.answer else None
+
+
+def _nli(det, fa, fb, question):
+    """--nli: an NLI model reads a contradiction between the answer-bearing sentences."""
+    return det.nli.judge(fa.sentences, fb.sentences) if det.nli else None
+
+
+# (name, role, step(detector, view_a, view_b, question)), run in order until one holds: a "veto" that holds ends the
+# pair with no conflict (the documents are not compared); a "check" that returns a Finding ends it with that conflict.
+PAIR_STEPS = (
+    ("subjects", "veto", _subjects_veto),
+    ("period", "veto", _period_veto),
+    ("answers", "check", _answer_signals),
+    ("copy", "check", _edited_copy),
+    ("reader", "check", _reader_answers),
+    ("nli", "check", _nli),
+)
+
+
 class QuestionAwareDetector(ConflictDetector):
-    """Flags pairs whose answers to the question disagree: values, polarity, names, slots (compare_answers),
-    then, when given, the reader run on each document alone and an NLI model on the answer-bearing sentences.
+    """Flags pairs whose answers to the question disagree, by the steps of PAIR_STEPS: two vetoes (different
+    subjects, another period), the text signals (compare_answers), an edited copy, then, when given, the reader run
+    on each document alone and an NLI model on the answer-bearing sentences.
 
     Only pairs where both documents bear on the question (relevance >= cfg.relevance_gate) are compared.
     """
@@ -4282,36 +4364,13 @@ class QuestionAwareDetector(ConflictDetector):
         return (sims >= self.cfg.pair_gate) & relevant[:, None] & relevant[None, :]
 
     def check_pair(self, fa, fb, question=""):
-        """compare_answers (the registry of text signals), then the reader's answers, then NLI: the first Finding.
-        Documents that identify different subjects sharing a name are not compared (subject identity)."""
-        if different_subjects_finding(fa.doc, fb.doc, question_words(question), self.cfg):
-            return None  # namesakes ("John Sparke (died 1566)" / "(died 1680)") do not contradict each other
-        if answers_another_period(question, list(fa.sentences), list(fb.sentences)):
-            return None  # one side speaks of another period than the one asked about
-        finding = compare_answers(question, list(fa.sentences), list(fb.sentences), self.cfg)
-        finding = finding or edited_copy_finding(fa.doc, fb.doc, self.cfg,  # an edit outside the answer sentences
-                                                 question_words(question) if question.strip() else None)
-        if finding is None and fa.answer and fb.answer:
-            finding = reader_disagreement(fa.answer, fb.answer, self.cfg)
-        if finding is None and self.nli:
-            finding = self.nli.judge(fa.sentences, fb.sentences)
-        return finding
-
-
-def reader_disagreement(x, y, cfg):
-    """A Finding when the reader, run on each document alone, gives two confident answers that don't agree.
-
-    "$4.2M" vs "$6.8 million" -> a finding; "Maria Lopez" vs "Lopez" -> None (one holds the other)
-    """
-    if min(x.confidence, y.confidence) < cfg.reader_min_confidence or not x.text or not y.text:
+        """The pair's conflict: PAIR_STEPS in order, the first that holds decides (a veto: None; a check: its
+        Finding); None when nothing holds."""
+        for _, role, step in PAIR_STEPS:
+            found = step(self, fa, fb, question)
+            if found:
+                return found if role == "check" else None
         return None
-    if extract_values(x.text) and extract_values(y.text):  # amounts: compare them normalised, not as words
-        values = value_finding([x.text], [y.text], cfg=cfg)
-        return values and Finding("reader", f"the reader answers differently: {values.reason}", values.evidence)
-    a, b = (set(tokens(t)) - STOPWORDS for t in (x.text, y.text))
-    if not a or not b or a <= b or b <= a or a & b:
-        return None  # one answer holds the other ("Lopez" in "Maria Lopez"), or they share a content word
-    return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
 
 
 # --- Subjects of one question: documents grouped by the namesake they are about, so each is answered apart
@@ -7400,6 +7459,38 @@ class TestDetector(unittest.TestCase):
         report = ConflictDetector(0.0, signals=(always,)).detect([doc("a", "x"), doc("b", "y")], np.eye(2))
         self.assertEqual(report.conflicts[0], Conflict(report.conflicts[0].a, report.conflicts[0].b, "custom", "always",
                                                        0.0, (("x",), ("y", "z"))))
+
+    def test_every_kind_made_is_listed(self):
+        """FINDING_KINDS lists every kind the code above the tests makes a Finding with, and no other."""
+        with open(sys.modules[__name__].__file__, encoding="utf-8") as f:
+            code = f.read().split("\n# Tests\n")[0]
+        self.assertEqual(set(re.findall(r'Finding\("(\w+)"', code)), set(FINDING_KINDS))
+
+    def test_pair_steps_run_in_order_until_one_holds(self):
+        """The vetoes come first and end a pair uncompared; the first check that finds ends it; NLI runs last."""
+        self.assertEqual([(name, role) for name, role, _ in PAIR_STEPS],
+                         [("subjects", "veto"), ("period", "veto"), ("answers", "check"), ("copy", "check"),
+                          ("reader", "check"), ("nli", "check")])
+        judged = []
+
+        class Judge:
+            def judge(self, a, b):
+                judged.append((a, b))
+                return Finding("nli", "fake", (a[0], b[0]))
+
+        detector = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed, nli=Judge())
+
+        def check(question, a, b):
+            judged.clear()
+            views = [AnswerView(sentences_of(d.content), 1.0, doc=d) for d in (doc("a", a), doc("b", b))]
+            finding = detector.check_pair(*views, question)
+            return finding and finding.kind, len(judged)
+
+        q = "When did the museum open?"
+        self.assertEqual(check(q, "The museum opened in 1998.", "The museum opened in 2001."), ("value", 0))
+        self.assertEqual(check(q, "The museum opened in 1998.", "The museum is big."), ("nli", 1))
+        self.assertEqual(check("When did John Sparke die?", "John Sparke (died 1566) was an MP.",
+                               "John Sparke (died 1680) was a merchant."), (None, 0))  # vetoed: not compared
 
     def test_empty_and_single(self):
         self.assertEqual(ConflictDetector(0.68).detect([], np.zeros((0, 4))).conflicts, ())
