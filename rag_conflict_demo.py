@@ -3538,6 +3538,9 @@ PREDICATE_ALIASES_RAW = {
     "lead": frozenset({"leader"}), "create": frozenset({"creator"}), "discover": frozenset({"discoverer"}),
 }
 PREDICATE_ALIASES = {_stem(verb): frozenset(map(_stem, aliases)) for verb, aliases in PREDICATE_ALIASES_RAW.items()}
+# A predicate stem this long also meets a word it begins ("produc" meets "production", which _stem leaves whole); a
+# shorter one would meet words of other meanings ("win" in "winter", "play" in "playground").
+PREDICATE_PREFIX_MIN = 5
 
 
 def _is_heading(words: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
@@ -3566,7 +3569,8 @@ def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str],
         return frozenset()  # a title-case heading ("Cameron Smith Overtakes Rory McIlroy to Win"): no slot to read
     words = [_strip_possessive(w.lower()) for w in original]
     stems = [_stem(SYNONYMS.get(w, w)) for w in words]  # "chief" answers "Who is the CEO?"
-    at = [i for i, stem in enumerate(stems) if stem in wanted or any(stem.startswith(w) for w in wanted if len(w) >= 5)]
+    at = [i for i, stem in enumerate(stems)
+          if stem in wanted or any(stem.startswith(w) for w in wanted if len(w) >= PREDICATE_PREFIX_MIN)]
     nearest: dict[int, tuple[int, str]] = {}  # predicate position -> (distance, name) of the closest name
     for name in sorted(_cached_names(sentence, qwords)) if at else ():
         # subtle: a name may have lost words ("U.S. President Barack Obama" -> "u.s barack obama"): place it by
@@ -3587,19 +3591,28 @@ def _cached_slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[s
                                                        name_heading_words=heading_words))
 
 
+# Letters an abbreviation may have, "US" to "NASDAQ": one letter abbreviates nothing reliably ("a" is a word), and a
+# longer name that begins with another's initials is more often a word of its own ("Usherwood" against "United
+# States") than an abbreviation.
+ABBREVIATION_LETTERS = range(2, 7)
+
+
 def _abbreviates(short: str, long: str) -> bool:
-    """
+    """Whether `short`, its dots and spaces dropped, begins with the initials of `long`'s words (two or more).
+
     >>> _abbreviates("rbi", "reserve bank")
     True
     >>> _abbreviates("u.s", "united states")
     True
     >>> _abbreviates("rbi", "bank")
     False
+    >>> _abbreviates("usherwood", "united states")  # longer than ABBREVIATION_LETTERS: a word, not initials
+    False
     """
     letters = short.replace(".", "").replace(" ", "")
     initials = _initials(long.split())
     # subtle: a question word is no name word ("Reserve Bank of India" -> "reserve bank"), so initials may be a prefix
-    return 2 <= len(letters) <= 6 and len(initials) >= 2 and letters.startswith(initials)
+    return len(letters) in ABBREVIATION_LETTERS and len(initials) >= 2 and letters.startswith(initials)
 
 
 def _names_agree(xs: Iterable[str], ys: Iterable[str]) -> bool:
@@ -8032,6 +8045,14 @@ class TestNames(unittest.TestCase):
 
     def test_token_overlap_agrees(self):
         self.assertIsNone(compare_answers("Who runs Apple?", ["Tim Cook runs it."], ["It is run by CEO Cook."]))
+
+    def test_a_long_predicate_stem_meets_a_word_it_begins(self):
+        """A stem of PREDICATE_PREFIX_MIN letters or more meets a longer word it begins; a shorter one does not."""
+        self.assertEqual(slot_names("The production was by Jo Li.", frozenset({"produced"}), frozenset({"produc"})),
+                         frozenset({"jo li"}))
+        self.assertEqual(slot_names("In winter Jo Li came.", frozenset({"win"}), frozenset({"win"})), frozenset())
+        self.assertEqual(slot_names("The playground was by Jo Li.", frozenset({"play"}), frozenset({"play"})),
+                         frozenset())
 
     def test_a_headline_with_an_ordinal_has_no_answer_slot(self):
         """A title-case headline stays a heading when it holds an ordinal ("150th"): its capitalised words are no
