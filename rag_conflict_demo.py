@@ -1551,25 +1551,51 @@ def _entity_for(pos: int, mentions: Mentions) -> str:
     'acme'
     """
     owners, beneficiaries, lead = mentions
-    before = [name for start, name in owners if start < pos]
+    before = bisect.bisect_left(owners, (pos,))  # mentions in reading order: one look-up, not a scan per value
     if before:
-        return before[-1]
+        return owners[before - 1][1]
     if beneficiaries:
-        return min(beneficiaries, key=lambda b: (abs(b[0] - pos), b[0]))[1]
+        after = bisect.bisect_left(beneficiaries, (pos,))  # subtle: a tie in distance goes to the earlier one
+        near = beneficiaries[max(after - 1, 0):after + 1]  # the nearest before the value and after it
+        return min(near, key=lambda b: (abs(b[0] - pos), b[0]))[1]
     return lead
 
 
-def _period_for(sentence: str, pos: int, markers: list[tuple[int, str]]) -> str:
-    """The nearest period marker in the value's clause, else the nearest one; ties go to the earlier marker.
+def _clause_breaks(sentence: str) -> tuple[list[int], list[int]]:
+    """The starts and the ends of a sentence's clause breaks (_CLAUSE_BREAK_RE), in reading order.
 
-    >>> _period_for("Q3 sales were $1M and H2 is $2M", 14, [(0, "Q3"), (22, "H2")])
+    >>> _clause_breaks("Q3 sales were $1M and H2 is $2M, or less")
+    ([18, 31], [21, 32])
+    """
+    spans = [m.span() for m in _CLAUSE_BREAK_RE.finditer(sentence)]
+    return [start for start, _ in spans], [end for _, end in spans]
+
+
+def _period_for(pos: int, markers: list[tuple[int, str]], breaks: tuple[list[int], list[int]]) -> str:
+    """The nearest period marker in the value's clause, else the nearest one; ties go to the earlier marker.
+    markers: sorted; breaks: the sentence's _clause_breaks. A marker is in the value's clause when no break lies
+    whole between the two, so the clause is the stretch between the last break ending at or before the value and
+    the first one starting at or after it, and the candidates are the markers on either side of the value: a few
+    look-ups, however many markers and breaks the sentence holds.
+
+    >>> _period_for(14, [(0, "Q3"), (22, "H2")], _clause_breaks("Q3 sales were $1M and H2 is $2M"))
     'Q3'
     """
     if not markers:
         return ""
-    same_clause = [mk for mk in markers
-                   if not _CLAUSE_BREAK_RE.search(sentence, min(mk[0], pos), max(mk[0], pos))]
-    return min(same_clause or markers, key=lambda mk: (abs(mk[0] - pos), mk[0]))[1]
+    starts, ends = breaks
+    ended = bisect.bisect_right(ends, pos)  # the breaks that end at or before the value
+    opens = starts[ended - 1] if ended else -1
+    first = bisect.bisect_left(starts, pos)  # the first break that starts at or after the value
+    closes = ends[first] if first < len(starts) else math.inf
+    after = bisect.bisect_left(markers, (pos + 1,))  # markers[:after] start at or before the value
+    near = []  # the nearest marker on each side, the first of those that share its position
+    if after:
+        near.append(markers[bisect.bisect_left(markers, (markers[after - 1][0],))])
+    if after < len(markers):
+        near.append(markers[after])
+    same_clause = [mk for mk in near if opens < mk[0] < closes]
+    return min(same_clause or near, key=lambda mk: (abs(mk[0] - pos), mk[0]))[1]
 
 
 # Ranges: "3 to 5 days", "3-5 days", "two to three weeks", "57–58%", "$10-$20", "$1-2 million", "between 5,000 and
@@ -1715,7 +1741,7 @@ def extract_values(sentence: str) -> list[Value]:
     Value(kind='money', amount=4200000.0, unit='USD', period='Q3', entity='acme', text='$4.2M', high=None, written='')
     """
     markers, claimed = _period_markers(sentence)
-    mentions = _entity_mentions(sentence)
+    breaks, mentions = _clause_breaks(sentence), _entity_mentions(sentence)
     found: list[tuple[int, int, Value]] = []  # (start, end, value)
     for regex, build in _VALUE_RULES:
         for m in regex.finditer(sentence):
@@ -1728,18 +1754,19 @@ def extract_values(sentence: str) -> list[Value]:
                 found.extend((m.start(), m.start() + len(v.text) if sentence.startswith(v.text, m.start())
                               else m.end(), v) for v in values)
     found.sort(key=lambda f: (f[0], f[2].amount))
-    return [_with_context(sentence, v, pos, markers, mentions) for pos, _, v in _join_ranges(sentence, found)]
+    return [_with_context(v, pos, markers, breaks, mentions) for pos, _, v in _join_ranges(sentence, found)]
 
 
-def _with_context(sentence: str, v: Value, pos: int, markers: list[tuple[int, str]], mentions: Mentions) -> Value:
+def _with_context(v: Value, pos: int, markers: list[tuple[int, str]], breaks: tuple[list[int], list[int]],
+                  mentions: Mentions) -> Value:
     """Attach entity (measures) and period (amounts, not durations) to a context-free value.
 
-    >>> _with_context("Q3: $1", extract_values("$1")[0], 4, [(0, "Q3")], ([], [], "")).period
+    >>> _with_context(extract_values("$1")[0], 4, [(0, "Q3")], _clause_breaks("Q3: $1"), ([], [], "")).period
     'Q3'
     """
     if v.kind not in MEASURE_KINDS:
         return v
-    period = _period_for(sentence, pos, markers) if v.kind != "duration" else ""
+    period = _period_for(pos, markers, breaks) if v.kind != "duration" else ""
     return replace(v, period=period, entity=_entity_for(pos, mentions))
 
 
@@ -10569,6 +10596,27 @@ def split_chunk_reading_it_all(chunk):
     return pieces + [chunk[start:]]
 
 
+def period_for_searching_each(sentence, pos, markers):
+    """_period_for as it reads when the text between the value and each marker is searched for a break (the
+    reference)."""
+    if not markers:
+        return ""
+    same_clause = [mk for mk in markers
+                   if not _CLAUSE_BREAK_RE.search(sentence, min(mk[0], pos), max(mk[0], pos))]
+    return min(same_clause or markers, key=lambda mk: (abs(mk[0] - pos), mk[0]))[1]
+
+
+def entity_for_scanning_each(pos, mentions):
+    """_entity_for as it reads when every mention is compared with the value (the reference)."""
+    owners, beneficiaries, lead = mentions
+    before = [name for start, name in owners if start < pos]
+    if before:
+        return before[-1]
+    if beneficiaries:
+        return min(beneficiaries, key=lambda b: (abs(b[0] - pos), b[0]))[1]
+    return lead
+
+
 def seconds(work, *args):
     start = time.perf_counter()
     work(*args)
@@ -10687,6 +10735,47 @@ class TestLinearPatterns(unittest.TestCase):
             for pos in range(len(text) + 1):
                 words = text[:pos].lower().split()
                 self.assertEqual(_word_before(text, pos, spans), words[-1] if words else None)
+
+
+class TestContextLookUps(unittest.TestCase):
+    """A value's period and entity are found in a few look-ups, and are the ones a search of the whole sentence
+    finds: the nearest marker in the value's clause, the last owner before it, the nearest "for X"."""
+
+    TOKENS = ("Q3", "Q4 2023", "H1", "FY2022", "in 2021", "for 2020", "2019", "January", "March 2020", "$5", "5%",
+              "12 people", "3 to 5 days", "and", "android", "band", "vs", "versus", "but", "while", "whereas", ",",
+              ";", ":", "sales", "Acme's", "Globex’s", "for Initech", "at Hooli", "The Acme Corp", "x")
+
+    def texts(self, n, seed):
+        import random
+
+        rng = random.Random(seed)
+        glue = ("", " ", " ", " ", ",", ";")
+        return ["".join(rng.choice(self.TOKENS) + rng.choice(glue) for _ in range(rng.randint(1, 30)))
+                for _ in range(n)]
+
+    def test_period_is_the_nearest_in_the_clause(self):
+        for text in self.texts(400, seed=8) + ["Q3 sales were $1M and H2 is $2M", "Q3, $5 vs H1 $6"]:
+            markers, breaks = _period_markers(text)[0], _clause_breaks(text)
+            starts = [pos for pos in range(len(text) + 1) if pos == 0 or not text[pos - 1].isalnum()]
+            with self.subTest(text=text):  # values and markers start after no letter or digit
+                self.assertEqual([_period_for(pos, markers, breaks) for pos in starts],
+                                 [period_for_searching_each(text, pos, markers) for pos in starts])
+
+    def test_entity_is_the_owner_before_or_the_nearest_beneficiary(self):
+        for text in self.texts(400, seed=9):
+            mentions = _entity_mentions(text)
+            with self.subTest(text=text):
+                self.assertEqual([_entity_for(pos, mentions) for pos in range(len(text) + 1)],
+                                 [entity_for_scanning_each(pos, mentions) for pos in range(len(text) + 1)])
+        mentions = ([], [(0, "globex"), (20, "initech")], "")
+        self.assertEqual([_entity_for(pos, mentions) for pos in (9, 10, 11)], ["globex", "globex", "initech"])
+
+    def test_a_dense_table_searches_no_clause_between_each_value_and_each_marker(self):
+        table = " ".join(f"Q{q} {2000 + y} sales ${q + y}M and" for y in range(20) for q in range(1, 5))
+        with unittest.mock.patch(f"{__name__}._CLAUSE_BREAK_RE", wraps=_CLAUSE_BREAK_RE) as breaks:
+            values = extract_values(table)
+        self.assertEqual((len(values), breaks.finditer.call_count, breaks.search.call_count), (80, 1, 0))
+        self.assertEqual([v.period for v in values[:4]], ["Q1-2000", "Q2-2000", "Q3-2000", "Q4-2000"])
 
 
 class TestScanAndBench(unittest.TestCase):
