@@ -2096,6 +2096,222 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
     return Finding("value", f"{label}: {', '.join(left)} vs {', '.join(right)}", (", ".join(left), ", ".join(right)))
 
 
+# Anchored values: compare the value attached to what the question asks about, not a bag of values
+# "1985, 1912, 1959, 1976 vs 1874, 1906" is a bag of dates, not an answer; "14 days of sick leave" and "30 days of
+# annual leave" measure two things. A side that gives several values of one kind keeps only those within
+# value_anchor_window words of a predicate word of the question ("built", "median age", "warranty"), and abstains
+# when none is; two values whose measured phrases share a head but not its modifiers are not compared.
+
+# Irregular forms mapped to one stem so "built" anchors "When was it build?" ("came" -> "come", "won" -> "win").
+IRREGULAR_STEMS = {
+    "built": "build", "came": "come", "won": "win", "wrote": "write", "written": "write", "sang": "sing",
+    "sung": "sing", "began": "begin", "begun": "begin", "became": "become", "held": "hold", "made": "make",
+    "took": "take", "taken": "take", "gave": "give", "given": "give", "died": "die", "born": "birth",
+    "found": "find", "led": "lead", "left": "leave", "paid": "pay", "sold": "sell", "told": "tell",
+    "grew": "grow", "grown": "grow", "ran": "run", "drew": "draw", "drawn": "draw", "flew": "fly", "shot": "shoot",
+}
+_STEM_SUFFIXES = ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "er", "ers", "s")
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _stem(word: str) -> str:
+    """Crude stem: irregular forms, then one common suffix off a word of five letters or more.
+
+    >>> _stem("released") == _stem("release") == "releas"
+    True
+    >>> _stem("built")
+    'build'
+    """
+    w = IRREGULAR_STEMS.get(word, word)
+    for suffix in _STEM_SUFFIXES:
+        if len(w) - len(suffix) >= 4 and w.endswith(suffix):
+            return w[:-len(suffix)]
+    return w.rstrip("e") if len(w) >= 5 else w
+
+
+def predicate_words(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
+    """Stems of the question's content words that the sentences use as common words: the predicate it asks about.
+    A word the sentences capitalise away from a sentence start names the subject ("India", "Company"), which
+    every value of the document sits near, so it anchors nothing.
+
+    >>> predicate_words(["The Acme tower was built in 1998."], frozenset({"when", "acme", "built"}))
+    frozenset({'build'})
+    """
+    roles = [_word_roles(s) for s in sentences]
+    capital, common, lowered = (frozenset().union(*(r[n] for r in roles)) for n in range(3))
+    return frozenset(_stem(w) for w in qwords if w not in STOPWORDS and w not in capital and not w[:1].isdigit()
+                     and (w in common or w not in lowered))
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _word_roles(sentence: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(words capitalised away from the start, lowercase words, every word lowered) of one sentence, cached."""
+    words = [(k, _strip_possessive(w)) for k, w in enumerate(_WORD_RE.findall(sentence))]
+    return (frozenset(w.lower() for k, w in words if k and w[:1].isupper()),  # "the Company's ships"
+            frozenset(w for _, w in words if w.islower()),  # subtle: "Peter" opening every sentence is still a name
+            frozenset(w.lower() for _, w in words))
+
+
+def _window_stems(sentence: str, v: Value, window: int) -> frozenset[str]:
+    """Stems of the words within `window` words of a value.
+
+    >>> sorted(_window_stems("It was built in 1998 by Jo.", extract_values("1998")[0], 2))
+    ['build', 'jo']
+    """
+    before, after = _words_around(sentence, v.text, window)
+    return frozenset(_stem(w.lower()) for w in before + after if w.lower() not in STOPWORDS)
+
+
+def _measured_phrase(sentence: str, v: Value) -> tuple[str, ...]:
+    """Up to three lowercase content words right after a value (past "of"): what it measures.
+
+    >>> _measured_phrase("Staff get 14 days of sick leave.", extract_values("14 days")[0])
+    ('sick', 'leave')
+    """
+    at = sentence.find(v.text)
+    if at < 0:
+        return ()
+    words = []
+    for w in _words_after(sentence, at + len(v.text), 4):
+        if not w.islower() or (w in STOPWORDS and w != "of") or w in UNIT_WORDS:
+            break
+        if w != "of":
+            words.append(w)
+    return tuple(words[:3])
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_anchor(sentence: str, v: Value, window: int) -> tuple[frozenset[str], tuple[str, ...]]:
+    return _window_stems(sentence, v, window), _measured_phrase(sentence, v)
+
+
+def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
+    """Same head noun, different modifiers: two measures ("sick leave" vs "annual leave"), not one.
+
+    >>> _phrases_clash(("sick", "leave"), ("annual", "leave"))
+    True
+    >>> _phrases_clash(("leave",), ("sick", "leave"))
+    False
+    """
+    return bool(p and q) and p[-1] == q[-1] and len(p) > 1 and len(q) > 1 and p[:-1] != q[:-1]
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _sentence_anchors(sentence: str, qwords: frozenset[str], kinds: frozenset[str], event_years: bool,
+                      anchor_window: int, event_window: int) -> tuple:
+    """(value, event words, measured phrase, stems near it) for each value of the kinds in one sentence: a
+    document's part of _anchored_side, cached, the same whichever document it meets."""
+    values = [v for v in _cached_values(sentence) if v.kind in kinds]
+    rows = []
+    for v in _drop_period_years(values) if event_years else values:
+        stems, phrase = _cached_anchor(sentence, v, anchor_window)
+        rows.append((v, _cached_event_words(sentence, v, qwords, event_window), phrase, stems))
+    return tuple(rows)
+
+
+_LABEL_BEFORE_RE = re.compile(r"(\w+)(\W*)$")  # the word before a number, and what separates them
+
+
+def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
+    """Units of the counts the question asks for ("How many moons?") that the sentences state with their number.
+
+    >>> sorted(counted_units(["Jupiter has 95 moons and 4 rings."], frozenset({"how", "many", "moons"})))
+    ['moons']
+    """
+    plurals = _plurals(qwords)
+    # a measurement counts in the unit the question names and the sentence writes ("miles"), not in metres
+    written = (_plural(v.written) if v.written else v.unit for s in sentences for v in _cached_values(s)
+               if v.kind == "quantity" and v.unit)
+    return frozenset(u for u in written if u in plurals)
+
+
+def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
+    """A bare number in a sentence that names exactly one of the asked-for counted nouns counts that noun: "The
+    number of moons is 95" and "Moons: 95" meet "Jupiter has 95 moons". It stays bare with two such nouns in the
+    sentence, and after a word that labels it ("Apollo 11", "lap 52", "Of the moons, 57 have names").
+
+    >>> _counted_bare("The number of moons is 95.", extract_values("95")[0], frozenset({"moons"})).unit
+    'moons'
+    >>> _counted_bare("Apollo 11 had three moons.", extract_values("11")[0], frozenset({"moons"})).unit
+    ''
+    >>> _counted_bare("The distance in miles is 10.", extract_values("10")[0], frozenset({"miles"})).amount
+    16093.44
+    """
+    if v.kind != "quantity" or v.unit or not units:
+        return v
+    before = _LABEL_BEFORE_RE.search(sentence[:max(sentence.find(v.text), 0)])
+    if before and before.group(1).lower() not in STOPWORDS and not set(before.group(2)) & set(":\t="):
+        return v  # subtle: a label and its value set apart by a colon or a tab are a count ("Live albums\t1")
+    named = units & {_plural(w.lower()) for w in _WORD_RE.findall(sentence)}
+    if len(named) != 1:
+        return v
+    unit = next(iter(named))
+    written = next((w for w in (unit, unit[:-1]) if w in MEASUREMENT_UNITS), "")  # "miles": the measurement's
+    return _in_si(v, written) if written else replace(v, unit=unit)
+
+
+def _distinct_amounts(values: list[Value], cfg: Config = DEFAULT_CONFIG) -> int:
+    """How many different amounts the values state; one amount written in two units ("186,000 miles (300,000
+    km)") is one. Sorted once, so a side of thousands of values costs n log n, not n squared.
+
+    >>> _distinct_amounts(extract_values("It is 186,000 miles (300,000 km), not 5 miles."))
+    2
+    """
+    unique = list({(round(v.amount, 6), _upper(v)): v for v in values}.values())
+    unique.sort(key=lambda v: (v.amount, _upper(v)))
+    # subtle: one amount in two units lies beside itself in that order, so only neighbours are compared
+    return len(unique) - sum(_unit_factor(x) != _unit_factor(y) and _values_agree(x, y, cfg)
+                             for x, y in zip(unique, unique[1:]))
+
+
+def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozenset[str], cfg: Config,
+                   kinds: frozenset[str], event_years: bool,
+                   units: frozenset[str] = frozenset()) -> list[tuple[Value, frozenset[str], tuple[str, ...]]]:
+    """(value, event words, measured phrase) for one side; of a key with several amounts, only the values anchored to
+    a predicate word of the question, none when no value is.
+
+    >>> _anchored_side(["Built 1985, rebuilt 1912, restored 1959."], frozenset(), frozenset({"open"}),
+    ...                DEFAULT_CONFIG, TEMPORAL_KINDS, False)
+    []
+    """
+    rows = [(_counted_bare(s, v, units), events, phrase, bool(stems & preds)) for s in sentences
+            for v, events, phrase, stems in _sentence_anchors(s, qwords, kinds, event_years, cfg.value_anchor_window,
+                                                              cfg.event_window)]
+    plurals = _plurals(qwords) if rows else frozenset()
+    asked = [r for r in rows if _asked_unit(r[0], plurals)]
+    rows = asked or rows  # "How many moons?": count moons, not the diameter in km that shares the sentence (as before)
+    keep = []
+    for key in {_value_key(v) for v, *_ in rows}:
+        same = [r for r in rows if _value_key(r[0]) == key]
+        bag = _distinct_amounts([r[0] for r in same], cfg) >= cfg.value_bag_min
+        keep.extend(r[:3] for r in same if r[3] or not bag)
+    return keep
+
+
+def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                           cfg: Config = DEFAULT_CONFIG, kinds: frozenset[str] = ALL_KINDS,
+                           event_years: bool = False) -> Finding | None:
+    """Like _value_finding, but each side compares only the values attached to what the question asks about.
+
+    >>> anchored_value_finding(["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."],
+    ...                        frozenset({"leave"})) is None
+    True
+    """
+    if not all(any(v.kind in kinds for s in side for v in _cached_values(s)) for side in (a, b)):
+        return None  # a side with no value of the kinds: nothing to compare (and the hot path skips the rest)
+    preds = predicate_words(a + b, qwords)
+    units = counted_units(a + b, qwords) if "quantity" in kinds else frozenset()  # "How many moons?": "95" of them
+    va, vb = (_by_key(_anchored_side(side, qwords, preds, cfg, kinds, event_years, units)) for side in (a, b))
+    for key in sorted(va.keys() & vb.keys()):
+        pairs = [(x, y) for x, ex, px in va[key] for y, ey, py in vb[key]
+                 if _comparable(x, y) and not _phrases_clash(px, py)
+                 and not (event_years and key == ("time", "") and not ex & ey)]
+        pairs = _disagreeing(pairs, cfg)
+        if pairs:
+            return _describe_values(key, pairs)
+    return None
+
+
 # --- Polarity: one predicate with opposite signs (ACTIVE vs INACTIVE; required vs no longer required)
 
 @dataclass(frozen=True)
@@ -2298,6 +2514,113 @@ def polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozen
     return None
 
 
+# Asked predicates: a yes/no question's own predicate negated, or its asked-about span swapped, on one side
+# "Can any synthetic chord be analyzed ...?": "... cannot be analyzed in terms of ..." vs "Some synthetic chords
+# may be analyzed as ...". The polarity lexicon knows states ("retired", "available"); a yes/no question names its
+# own predicate, so its content words (predicate_words: the common words, not the subject's name) are read with the
+# negation before them, or with a negating prefix ("nonselective" against "selective").
+NEGATING_PREFIXES = ("non", "un", "in", "im", "dis")
+# "in-", "im-" and "dis-" only on words that read as adjectives ("inactive", "dishonest"; never "inform", "display")
+ADJECTIVE_ENDINGS = ("ive", "ible", "able", "al", "ent", "ant", "ous", "ful", "ic", "ar")
+
+
+def asked_signs(sentence: str, preds: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> dict[str, int]:
+    """Each asked predicate stem the sentence uses -> +1, or -1 when negated (a negator within negation_window
+    words before it, or a negating prefix); a stem used with both signs in the sentence is left out.
+
+    >>> asked_signs("It cannot be analyzed; it is nonselective.", frozenset({"analyz", "selectiv"}))
+    {'analyz': -1, 'selectiv': -1}
+    """
+    lower = [t.lower() for t in _POLARITY_TOKEN_RE.findall(sentence)]
+    signs: dict[str, set[int]] = {}
+    for i, word in enumerate(lower):
+        stem, sign = _stem(word), 1
+        if stem not in preds:
+            prefix = next((p for p in NEGATING_PREFIXES if word.startswith(p) and _stem(word[len(p):]) in preds
+                           and (p in ("non", "un") or word.endswith(ADJECTIVE_ENDINGS))), "")  # not "inform"
+            if not prefix:
+                continue
+            stem, sign = _stem(word[len(prefix):]), -1
+        if lower[i - 1:i] == ["non"]:
+            sign = -sign  # "non-selective": the hyphen splits the prefix off
+        signs.setdefault(stem, set()).add(-sign if _is_negated(lower, i, cfg.negation_window, verb=True) else sign)
+    return {stem: next(iter(s)) for stem, s in signs.items() if len(s) == 1}
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_asked_signs(sentence: str, preds: frozenset[str], window: int) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(asked_signs(sentence, preds, replace(DEFAULT_CONFIG, negation_window=window)).items()))
+
+
+def _side_signs(sentences: list[str], preds: frozenset[str], cfg: Config) -> dict[str, tuple[int, str]]:
+    """Stem -> (sign, sentence) over a side; a stem said with both signs on one side is ambiguous and left out."""
+    return _said_one_way((stem, sign, (sign, s)) for s in sentences
+                         for stem, sign in _cached_asked_signs(s, preds, cfg.negation_window))
+
+
+def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                           cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """The question's predicate affirmed on one side and negated on the other.
+
+    >>> asked_polarity_finding(["It cannot be analyzed as a triad."], ["It may be analyzed as a triad."],
+    ...                        frozenset({"can", "it", "be", "analyzed"})).kind
+    'polarity'
+    """
+    preds = predicate_words(a + b, qwords)
+    sa, sb = _side_signs(a, preds, cfg), _side_signs(b, preds, cfg)
+    for stem in sorted(sa.keys() & sb.keys()):
+        if sa[stem][0] != sb[stem][0]:
+            ev = (sa[stem][1], sb[stem][1])
+            return Finding("polarity", f"the question's '{stem}' affirmed on one side, negated on the other", ev)
+    return None
+
+
+# A yes/no question states its own answer: "Do Jamshedpur FC play their home games at Birsa Munda Stadium?". Two
+# sentences that share their frame and differ in one span that holds a word of the question the other sentence lacks
+# give two answers to it, whatever the span's length ("JRD Tata Sports Complex Stadium" vs "Birsa Munda Stadium").
+
+def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
+    """The two spans of sentences alike but for one replaced run that holds an asked stem the other lacks.
+
+    >>> _asked_swap("The flowers of the plant are pale pink.", "The flowers of the plant are slaty blue.",
+    ...             frozenset({"slaty", "blue"}))
+    ('pale pink', 'slaty blue')
+    """
+    ta, tb = _cached_swap_tokens(sa), _cached_swap_tokens(sb)
+    la, lb = [t for t, _ in ta], [t for t, _ in tb]
+    start, end = _common_start_end(la, lb)
+    if start + end < cfg.asked_frame_min:
+        return None  # one replaced run leaves only the common start and end equal: too little frame (hot path)
+    if set(la[start:len(la) - end]) & set(lb[start:len(lb) - end]):
+        return None  # subtle: difflib aligns a token the two middles share, so they are no one replaced run (and
+        # difflib is cubic on long sentences of repeated tokens: two of 500 dates took 4.5 s)
+    run = _replaced_run(difflib.SequenceMatcher(None, la, lb, autojunk=False))
+    if run is None:
+        return None
+    i1, i2, j1, j2 = run
+    left, right = la[i1:i2], lb[j1:j2]
+    if len(la) - len(left) < cfg.asked_frame_min or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
+        return None  # too little frame shared, or a span of filler words only
+    stems = [{_stem(w) for w in words} for words in (left, right, la, lb)]
+    if (stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]:
+        return _run_text(ta, i1, i2), _run_text(tb, j1, j2)
+    return None
+
+
+def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                       cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """A yes/no question's asked-about span said on one side and swapped for another on the other.
+
+    >>> asked_swap_finding(["Jamshedpur FC play their home games at JRD Tata Sports Complex Stadium."],
+    ...                    ["Jamshedpur FC play their home games at Birsa Munda Football Stadium."],
+    ...                    question_words("Do Jamshedpur FC play home games at Birsa Munda Football Stadium?")).kind
+    'swap'
+    """
+    asked = frozenset(_stem(w) for w in qwords - SWAP_FILLER - AUX_VERBS)
+    pair = _first_swap(a, b, lambda sa, sb: _asked_swap(sa, sb, asked, cfg))
+    return pair and Finding("swap", f"the asked-about span swapped: {pair[0]} vs {pair[1]}", pair)
+
+
 # --- Names: who-answers that share no name (Maria Lopez vs Daniel Okafor)
 
 TITLES = frozenset("""
@@ -2439,7 +2762,141 @@ def name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
     return Finding("name", f"different names: {ev[0]} vs {ev[1]}", ev)
 
 
-# --- Slots: one frame, one answer slot swapped (capital ... Sydney vs ... Canberra)
+# Answer-slot names: compare the name in the answer slot, not every name in the sentence
+# In web snippets most false alarms are the other capitalised words of a sentence ("order vs gordon ramsay, head
+# chef"; "americans vs us, us marines"). A side's answer-slot names are the names within name_slot_window words of a
+# predicate word of the question ("plays", "wrote", "won"); a side with none abstains. Two names agree when they
+# share a token, when one abbreviates the other ("RBI", "Reserve Bank of India"), or when one is a group that
+# holds the other ("Gladys Knight and the Pips", "Gladys Knight").
+
+# What a name question's verb is said with in the answer ("Who plays X?" -> "X is portrayed by", "starring").
+PREDICATE_ALIASES_RAW = {
+    "play": frozenset({"portray", "star", "cast", "voic", "role", "actor", "actress"}),
+    "write": frozenset({"writer", "author", "compos", "penn", "lyric", "songwrit"}),
+    "sing": frozenset({"singer", "perform", "record", "vocal"}),
+    "direct": frozenset({"director"}), "win": frozenset({"winner", "champion", "victor"}),
+    "found": frozenset({"founder"}), "invent": frozenset({"inventor"}), "own": frozenset({"owner"}),
+    "lead": frozenset({"leader"}), "create": frozenset({"creator"}), "discover": frozenset({"discoverer"}),
+}
+PREDICATE_ALIASES = {_stem(verb): frozenset(map(_stem, aliases)) for verb, aliases in PREDICATE_ALIASES_RAW.items()}
+# A predicate stem this long also meets a word it begins ("produc" meets "production", which _stem leaves whole); a
+# shorter one would meet words of other meanings ("win" in "winter", "play" in "playground").
+PREDICATE_PREFIX_MIN = 5
+
+
+def _is_heading(words: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
+    """A title-case line: at least name_heading_words words and no lowercase content word. An ordinal ("150th") is
+    no content word, though str.islower calls it lowercase.
+
+    >>> _is_heading(_WORD_RE.findall("Cameron Smith Overtakes Rory McIlroy to Win the 150th British Open"))
+    True
+    >>> _is_heading(_WORD_RE.findall("Cameron Smith won the 150th British Open at St Andrews"))
+    False
+    """
+    return len(words) >= cfg.name_heading_words and not any(
+        w.islower() and not any(c.isdigit() for c in w) and w not in STOPWORDS for w in words)
+
+
+def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str],
+               cfg: Config = DEFAULT_CONFIG) -> frozenset[str]:
+    """Names (as extract_names gives them) within `window` words of a predicate word of the question or an alias.
+
+    >>> slot_names("Tim Cook runs Apple; Jo Li plays Ann.", frozenset({"plays", "ann"}), frozenset({"play"}))
+    frozenset({'jo li'})
+    """
+    wanted = preds | {alias for p in preds for alias in PREDICATE_ALIASES.get(p, ())}
+    original = _WORD_RE.findall(sentence)
+    if _is_heading(original, cfg):
+        return frozenset()  # a title-case heading ("Cameron Smith Overtakes Rory McIlroy to Win"): no slot to read
+    words = [_strip_possessive(w.lower()) for w in original]
+    stems = [_stem(SYNONYMS.get(w, w)) for w in words]  # "chief" answers "Who is the CEO?"
+    at = [i for i, stem in enumerate(stems)
+          if stem in wanted or any(stem.startswith(w) for w in wanted if len(w) >= PREDICATE_PREFIX_MIN)]
+    nearest: dict[int, tuple[int, str]] = {}  # predicate position -> (distance, name) of the closest name
+    for name in sorted(_cached_names(sentence, qwords)) if at else ():
+        # subtle: a name may have lost words ("U.S. President Barack Obama" -> "u.s barack obama"): place it by
+        # every word of it the sentence holds
+        own = set(_WORD_RE.findall(name))
+        where = [i for i, w in enumerate(words) if _strip_possessive(w) in own]
+        for i in at:
+            d = min((abs(i - j) for j in where), default=cfg.name_slot_window + 1)
+            if d <= cfg.name_slot_window and (i not in nearest or d < nearest[i][0]):
+                nearest[i] = (d, name)
+    return frozenset(name for _, name in nearest.values())
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _cached_slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str], window: int,
+                       heading_words: int) -> frozenset[str]:
+    return slot_names(sentence, qwords, preds, replace(DEFAULT_CONFIG, name_slot_window=window,
+                                                       name_heading_words=heading_words))
+
+
+# Letters an abbreviation may have, "US" to "NASDAQ": one letter abbreviates nothing reliably ("a" is a word), and a
+# longer name that begins with another's initials is more often a word of its own ("Usherwood" against "United
+# States") than an abbreviation.
+ABBREVIATION_LETTERS = range(2, 7)
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """Whether `short`, its dots and spaces dropped, begins with the initials of `long`'s words (two or more).
+
+    >>> _abbreviates("rbi", "reserve bank")
+    True
+    >>> _abbreviates("u.s", "united states")
+    True
+    >>> _abbreviates("rbi", "bank")
+    False
+    >>> _abbreviates("usherwood", "united states")  # longer than ABBREVIATION_LETTERS: a word, not initials
+    False
+    """
+    letters = short.replace(".", "").replace(" ", "")
+    initials = _initials(long.split())
+    # subtle: a question word is no name word ("Reserve Bank of India" -> "reserve bank"), so initials may be a prefix
+    return len(letters) in ABBREVIATION_LETTERS and len(initials) >= 2 and letters.startswith(initials)
+
+
+def _names_agree(xs: Iterable[str], ys: Iterable[str]) -> bool:
+    """A shared or extended token (_tokens_meet), or one name abbreviating another.
+
+    >>> _names_agree({"rbi"}, {"reserve bank of india"})
+    True
+    >>> _names_agree({"jo li"}, {"al roe"})
+    False
+    """
+    xs, ys = list(xs), list(ys)
+    tx, ty = ({t for n in names for t in n.split()} for names in (xs, ys))
+    return _tokens_meet(tx, ty) or any(_abbreviates(x, y) or _abbreviates(y, x) for x in xs for y in ys)
+
+
+def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
+                      cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+    """Both sides put a name in the answer slot, and no slot name of one agrees with any name of the other; when a
+    side has no slot, every name counts, as in name_finding, but abbreviations and groups still agree.
+
+    >>> slot_name_finding(["Jo Li plays Ann, says Al Roe."], ["Bo Yu plays Ann."], frozenset({"plays", "ann"})).evidence
+    ('jo li', 'bo yu')
+    """
+    preds = predicate_words(a + b, qwords) or frozenset(_stem(SYNONYMS.get(w, w)) for w in qwords - STOPWORDS)
+    sa, sb = (sorted({n for s in side
+                      for n in _cached_slot_names(s, qwords, preds, cfg.name_slot_window, cfg.name_heading_words)})
+              for side in (a, b))
+    if not sa or not sb:  # no slot on a side: every name, as name_finding reads them (measured: slot-only
+        old = name_finding(a, b, qwords, cfg)  # loses as many QACC conflicts as false alarms; see README)
+        if old is None:
+            return None
+        sa, sb = old.evidence[0].split(", "), old.evidence[1].split(", ")
+    every_a, every_b = ({n for s in side for n in _cached_names(s, qwords)} for side in (a, b))
+    weak_a, weak_b = (frozenset().union(*(_opening_word(s, qwords) for s in side)) for side in (a, b))
+    if _names_agree(sa, every_b | weak_b) or _names_agree(sb, every_a | weak_a):
+        return None  # subtle: the other side may name the same person outside its slot ("..., said Jo Li")
+    ev = (", ".join(sa), ", ".join(sb))
+    return Finding("name", f"different names in the answer slot: {ev[0]} vs {ev[1]}", ev)
+
+
+# --- Slots and swaps: one frame with one span changed (capital ... Sydney vs ... Canberra; 45.7 vs 30.2 years)
+
+# Slots: one frame, one answer slot swapped (capital ... Sydney vs ... Canberra)
 
 _SLOT_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*[%\w]*|[^\W\d_]+(?:['’][^\W\d_]+)*")
 
@@ -2617,7 +3074,7 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
     return slot_finding(a, b, qwords, cfg)
 
 
-# --- Swaps: two sentences word for word the same but for one short span (45.7 years vs 30.2 years)
+# Swaps: two sentences word for word the same but for one short span (45.7 years vs 30.2 years)
 # "The median age in the city was 45.7 years." vs "... 30.2 years."; "directed by A" vs "directed by B". An edited
 # copy or a stale mirror says the same thing with one value or term replaced: the plainest contradiction there is,
 # whatever the question asks. Formatting variants of one value ("$4.2M" vs "4.2 million dollars"), synonyms,
@@ -3225,462 +3682,7 @@ def answers_another_period(question: str, a: list[str], b: list[str]) -> bool:
     return all(sides) and (asked <= sides[0]) != (asked <= sides[1])
 
 
-# --- Anchored values: compare the value attached to what the question asks about, not a bag of values
-# "1985, 1912, 1959, 1976 vs 1874, 1906" is a bag of dates, not an answer; "14 days of sick leave" and "30 days of
-# annual leave" measure two things. A side that gives several values of one kind keeps only those within
-# value_anchor_window words of a predicate word of the question ("built", "median age", "warranty"), and abstains
-# when none is; two values whose measured phrases share a head but not its modifiers are not compared.
-
-# Irregular forms mapped to one stem so "built" anchors "When was it build?" ("came" -> "come", "won" -> "win").
-IRREGULAR_STEMS = {
-    "built": "build", "came": "come", "won": "win", "wrote": "write", "written": "write", "sang": "sing",
-    "sung": "sing", "began": "begin", "begun": "begin", "became": "become", "held": "hold", "made": "make",
-    "took": "take", "taken": "take", "gave": "give", "given": "give", "died": "die", "born": "birth",
-    "found": "find", "led": "lead", "left": "leave", "paid": "pay", "sold": "sell", "told": "tell",
-    "grew": "grow", "grown": "grow", "ran": "run", "drew": "draw", "drawn": "draw", "flew": "fly", "shot": "shoot",
-}
-_STEM_SUFFIXES = ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "er", "ers", "s")
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _stem(word: str) -> str:
-    """Crude stem: irregular forms, then one common suffix off a word of five letters or more.
-
-    >>> _stem("released") == _stem("release") == "releas"
-    True
-    >>> _stem("built")
-    'build'
-    """
-    w = IRREGULAR_STEMS.get(word, word)
-    for suffix in _STEM_SUFFIXES:
-        if len(w) - len(suffix) >= 4 and w.endswith(suffix):
-            return w[:-len(suffix)]
-    return w.rstrip("e") if len(w) >= 5 else w
-
-
-def predicate_words(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
-    """Stems of the question's content words that the sentences use as common words: the predicate it asks about.
-    A word the sentences capitalise away from a sentence start names the subject ("India", "Company"), which
-    every value of the document sits near, so it anchors nothing.
-
-    >>> predicate_words(["The Acme tower was built in 1998."], frozenset({"when", "acme", "built"}))
-    frozenset({'build'})
-    """
-    roles = [_word_roles(s) for s in sentences]
-    capital, common, lowered = (frozenset().union(*(r[n] for r in roles)) for n in range(3))
-    return frozenset(_stem(w) for w in qwords if w not in STOPWORDS and w not in capital and not w[:1].isdigit()
-                     and (w in common or w not in lowered))
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _word_roles(sentence: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """(words capitalised away from the start, lowercase words, every word lowered) of one sentence, cached."""
-    words = [(k, _strip_possessive(w)) for k, w in enumerate(_WORD_RE.findall(sentence))]
-    return (frozenset(w.lower() for k, w in words if k and w[:1].isupper()),  # "the Company's ships"
-            frozenset(w for _, w in words if w.islower()),  # subtle: "Peter" opening every sentence is still a name
-            frozenset(w.lower() for _, w in words))
-
-
-def _window_stems(sentence: str, v: Value, window: int) -> frozenset[str]:
-    """Stems of the words within `window` words of a value.
-
-    >>> sorted(_window_stems("It was built in 1998 by Jo.", extract_values("1998")[0], 2))
-    ['build', 'jo']
-    """
-    before, after = _words_around(sentence, v.text, window)
-    return frozenset(_stem(w.lower()) for w in before + after if w.lower() not in STOPWORDS)
-
-
-def _measured_phrase(sentence: str, v: Value) -> tuple[str, ...]:
-    """Up to three lowercase content words right after a value (past "of"): what it measures.
-
-    >>> _measured_phrase("Staff get 14 days of sick leave.", extract_values("14 days")[0])
-    ('sick', 'leave')
-    """
-    at = sentence.find(v.text)
-    if at < 0:
-        return ()
-    words = []
-    for w in _words_after(sentence, at + len(v.text), 4):
-        if not w.islower() or (w in STOPWORDS and w != "of") or w in UNIT_WORDS:
-            break
-        if w != "of":
-            words.append(w)
-    return tuple(words[:3])
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_anchor(sentence: str, v: Value, window: int) -> tuple[frozenset[str], tuple[str, ...]]:
-    return _window_stems(sentence, v, window), _measured_phrase(sentence, v)
-
-
-def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
-    """Same head noun, different modifiers: two measures ("sick leave" vs "annual leave"), not one.
-
-    >>> _phrases_clash(("sick", "leave"), ("annual", "leave"))
-    True
-    >>> _phrases_clash(("leave",), ("sick", "leave"))
-    False
-    """
-    return bool(p and q) and p[-1] == q[-1] and len(p) > 1 and len(q) > 1 and p[:-1] != q[:-1]
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _sentence_anchors(sentence: str, qwords: frozenset[str], kinds: frozenset[str], event_years: bool,
-                      anchor_window: int, event_window: int) -> tuple:
-    """(value, event words, measured phrase, stems near it) for each value of the kinds in one sentence: a
-    document's part of _anchored_side, cached, the same whichever document it meets."""
-    values = [v for v in _cached_values(sentence) if v.kind in kinds]
-    rows = []
-    for v in _drop_period_years(values) if event_years else values:
-        stems, phrase = _cached_anchor(sentence, v, anchor_window)
-        rows.append((v, _cached_event_words(sentence, v, qwords, event_window), phrase, stems))
-    return tuple(rows)
-
-
-_LABEL_BEFORE_RE = re.compile(r"(\w+)(\W*)$")  # the word before a number, and what separates them
-
-
-def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
-    """Units of the counts the question asks for ("How many moons?") that the sentences state with their number.
-
-    >>> sorted(counted_units(["Jupiter has 95 moons and 4 rings."], frozenset({"how", "many", "moons"})))
-    ['moons']
-    """
-    plurals = _plurals(qwords)
-    # a measurement counts in the unit the question names and the sentence writes ("miles"), not in metres
-    written = (_plural(v.written) if v.written else v.unit for s in sentences for v in _cached_values(s)
-               if v.kind == "quantity" and v.unit)
-    return frozenset(u for u in written if u in plurals)
-
-
-def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
-    """A bare number in a sentence that names exactly one of the asked-for counted nouns counts that noun: "The
-    number of moons is 95" and "Moons: 95" meet "Jupiter has 95 moons". It stays bare with two such nouns in the
-    sentence, and after a word that labels it ("Apollo 11", "lap 52", "Of the moons, 57 have names").
-
-    >>> _counted_bare("The number of moons is 95.", extract_values("95")[0], frozenset({"moons"})).unit
-    'moons'
-    >>> _counted_bare("Apollo 11 had three moons.", extract_values("11")[0], frozenset({"moons"})).unit
-    ''
-    >>> _counted_bare("The distance in miles is 10.", extract_values("10")[0], frozenset({"miles"})).amount
-    16093.44
-    """
-    if v.kind != "quantity" or v.unit or not units:
-        return v
-    before = _LABEL_BEFORE_RE.search(sentence[:max(sentence.find(v.text), 0)])
-    if before and before.group(1).lower() not in STOPWORDS and not set(before.group(2)) & set(":\t="):
-        return v  # subtle: a label and its value set apart by a colon or a tab are a count ("Live albums\t1")
-    named = units & {_plural(w.lower()) for w in _WORD_RE.findall(sentence)}
-    if len(named) != 1:
-        return v
-    unit = next(iter(named))
-    written = next((w for w in (unit, unit[:-1]) if w in MEASUREMENT_UNITS), "")  # "miles": the measurement's
-    return _in_si(v, written) if written else replace(v, unit=unit)
-
-
-def _distinct_amounts(values: list[Value], cfg: Config = DEFAULT_CONFIG) -> int:
-    """How many different amounts the values state; one amount written in two units ("186,000 miles (300,000
-    km)") is one. Sorted once, so a side of thousands of values costs n log n, not n squared.
-
-    >>> _distinct_amounts(extract_values("It is 186,000 miles (300,000 km), not 5 miles."))
-    2
-    """
-    unique = list({(round(v.amount, 6), _upper(v)): v for v in values}.values())
-    unique.sort(key=lambda v: (v.amount, _upper(v)))
-    # subtle: one amount in two units lies beside itself in that order, so only neighbours are compared
-    return len(unique) - sum(_unit_factor(x) != _unit_factor(y) and _values_agree(x, y, cfg)
-                             for x, y in zip(unique, unique[1:]))
-
-
-def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozenset[str], cfg: Config,
-                   kinds: frozenset[str], event_years: bool,
-                   units: frozenset[str] = frozenset()) -> list[tuple[Value, frozenset[str], tuple[str, ...]]]:
-    """(value, event words, measured phrase) for one side; of a key with several amounts, only the values anchored to
-    a predicate word of the question, none when no value is.
-
-    >>> _anchored_side(["Built 1985, rebuilt 1912, restored 1959."], frozenset(), frozenset({"open"}),
-    ...                DEFAULT_CONFIG, TEMPORAL_KINDS, False)
-    []
-    """
-    rows = [(_counted_bare(s, v, units), events, phrase, bool(stems & preds)) for s in sentences
-            for v, events, phrase, stems in _sentence_anchors(s, qwords, kinds, event_years, cfg.value_anchor_window,
-                                                              cfg.event_window)]
-    plurals = _plurals(qwords) if rows else frozenset()
-    asked = [r for r in rows if _asked_unit(r[0], plurals)]
-    rows = asked or rows  # "How many moons?": count moons, not the diameter in km that shares the sentence (as before)
-    keep = []
-    for key in {_value_key(v) for v, *_ in rows}:
-        same = [r for r in rows if _value_key(r[0]) == key]
-        bag = _distinct_amounts([r[0] for r in same], cfg) >= cfg.value_bag_min
-        keep.extend(r[:3] for r in same if r[3] or not bag)
-    return keep
-
-
-def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                           cfg: Config = DEFAULT_CONFIG, kinds: frozenset[str] = ALL_KINDS,
-                           event_years: bool = False) -> Finding | None:
-    """Like _value_finding, but each side compares only the values attached to what the question asks about.
-
-    >>> anchored_value_finding(["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."],
-    ...                        frozenset({"leave"})) is None
-    True
-    """
-    if not all(any(v.kind in kinds for s in side for v in _cached_values(s)) for side in (a, b)):
-        return None  # a side with no value of the kinds: nothing to compare (and the hot path skips the rest)
-    preds = predicate_words(a + b, qwords)
-    units = counted_units(a + b, qwords) if "quantity" in kinds else frozenset()  # "How many moons?": "95" of them
-    va, vb = (_by_key(_anchored_side(side, qwords, preds, cfg, kinds, event_years, units)) for side in (a, b))
-    for key in sorted(va.keys() & vb.keys()):
-        pairs = [(x, y) for x, ex, px in va[key] for y, ey, py in vb[key]
-                 if _comparable(x, y) and not _phrases_clash(px, py)
-                 and not (event_years and key == ("time", "") and not ex & ey)]
-        pairs = _disagreeing(pairs, cfg)
-        if pairs:
-            return _describe_values(key, pairs)
-    return None
-
-
-# --- Asked predicates: a yes/no question's own predicate negated, or its asked-about span swapped, on one side
-# "Can any synthetic chord be analyzed ...?": "... cannot be analyzed in terms of ..." vs "Some synthetic chords
-# may be analyzed as ...". The polarity lexicon knows states ("retired", "available"); a yes/no question names its
-# own predicate, so its content words (predicate_words: the common words, not the subject's name) are read with the
-# negation before them, or with a negating prefix ("nonselective" against "selective").
-NEGATING_PREFIXES = ("non", "un", "in", "im", "dis")
-# "in-", "im-" and "dis-" only on words that read as adjectives ("inactive", "dishonest"; never "inform", "display")
-ADJECTIVE_ENDINGS = ("ive", "ible", "able", "al", "ent", "ant", "ous", "ful", "ic", "ar")
-
-
-def asked_signs(sentence: str, preds: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> dict[str, int]:
-    """Each asked predicate stem the sentence uses -> +1, or -1 when negated (a negator within negation_window
-    words before it, or a negating prefix); a stem used with both signs in the sentence is left out.
-
-    >>> asked_signs("It cannot be analyzed; it is nonselective.", frozenset({"analyz", "selectiv"}))
-    {'analyz': -1, 'selectiv': -1}
-    """
-    lower = [t.lower() for t in _POLARITY_TOKEN_RE.findall(sentence)]
-    signs: dict[str, set[int]] = {}
-    for i, word in enumerate(lower):
-        stem, sign = _stem(word), 1
-        if stem not in preds:
-            prefix = next((p for p in NEGATING_PREFIXES if word.startswith(p) and _stem(word[len(p):]) in preds
-                           and (p in ("non", "un") or word.endswith(ADJECTIVE_ENDINGS))), "")  # not "inform"
-            if not prefix:
-                continue
-            stem, sign = _stem(word[len(prefix):]), -1
-        if lower[i - 1:i] == ["non"]:
-            sign = -sign  # "non-selective": the hyphen splits the prefix off
-        signs.setdefault(stem, set()).add(-sign if _is_negated(lower, i, cfg.negation_window, verb=True) else sign)
-    return {stem: next(iter(s)) for stem, s in signs.items() if len(s) == 1}
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_asked_signs(sentence: str, preds: frozenset[str], window: int) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted(asked_signs(sentence, preds, replace(DEFAULT_CONFIG, negation_window=window)).items()))
-
-
-def _side_signs(sentences: list[str], preds: frozenset[str], cfg: Config) -> dict[str, tuple[int, str]]:
-    """Stem -> (sign, sentence) over a side; a stem said with both signs on one side is ambiguous and left out."""
-    return _said_one_way((stem, sign, (sign, s)) for s in sentences
-                         for stem, sign in _cached_asked_signs(s, preds, cfg.negation_window))
-
-
-def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                           cfg: Config = DEFAULT_CONFIG) -> Finding | None:
-    """The question's predicate affirmed on one side and negated on the other.
-
-    >>> asked_polarity_finding(["It cannot be analyzed as a triad."], ["It may be analyzed as a triad."],
-    ...                        frozenset({"can", "it", "be", "analyzed"})).kind
-    'polarity'
-    """
-    preds = predicate_words(a + b, qwords)
-    sa, sb = _side_signs(a, preds, cfg), _side_signs(b, preds, cfg)
-    for stem in sorted(sa.keys() & sb.keys()):
-        if sa[stem][0] != sb[stem][0]:
-            ev = (sa[stem][1], sb[stem][1])
-            return Finding("polarity", f"the question's '{stem}' affirmed on one side, negated on the other", ev)
-    return None
-
-
-# A yes/no question states its own answer: "Do Jamshedpur FC play their home games at Birsa Munda Stadium?". Two
-# sentences that share their frame and differ in one span that holds a word of the question the other sentence lacks
-# give two answers to it, whatever the span's length ("JRD Tata Sports Complex Stadium" vs "Birsa Munda Stadium").
-
-def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
-    """The two spans of sentences alike but for one replaced run that holds an asked stem the other lacks.
-
-    >>> _asked_swap("The flowers of the plant are pale pink.", "The flowers of the plant are slaty blue.",
-    ...             frozenset({"slaty", "blue"}))
-    ('pale pink', 'slaty blue')
-    """
-    ta, tb = _cached_swap_tokens(sa), _cached_swap_tokens(sb)
-    la, lb = [t for t, _ in ta], [t for t, _ in tb]
-    start, end = _common_start_end(la, lb)
-    if start + end < cfg.asked_frame_min:
-        return None  # one replaced run leaves only the common start and end equal: too little frame (hot path)
-    if set(la[start:len(la) - end]) & set(lb[start:len(lb) - end]):
-        return None  # subtle: difflib aligns a token the two middles share, so they are no one replaced run (and
-        # difflib is cubic on long sentences of repeated tokens: two of 500 dates took 4.5 s)
-    run = _replaced_run(difflib.SequenceMatcher(None, la, lb, autojunk=False))
-    if run is None:
-        return None
-    i1, i2, j1, j2 = run
-    left, right = la[i1:i2], lb[j1:j2]
-    if len(la) - len(left) < cfg.asked_frame_min or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
-        return None  # too little frame shared, or a span of filler words only
-    stems = [{_stem(w) for w in words} for words in (left, right, la, lb)]
-    if (stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]:
-        return _run_text(ta, i1, i2), _run_text(tb, j1, j2)
-    return None
-
-
-def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                       cfg: Config = DEFAULT_CONFIG) -> Finding | None:
-    """A yes/no question's asked-about span said on one side and swapped for another on the other.
-
-    >>> asked_swap_finding(["Jamshedpur FC play their home games at JRD Tata Sports Complex Stadium."],
-    ...                    ["Jamshedpur FC play their home games at Birsa Munda Football Stadium."],
-    ...                    question_words("Do Jamshedpur FC play home games at Birsa Munda Football Stadium?")).kind
-    'swap'
-    """
-    asked = frozenset(_stem(w) for w in qwords - SWAP_FILLER - AUX_VERBS)
-    pair = _first_swap(a, b, lambda sa, sb: _asked_swap(sa, sb, asked, cfg))
-    return pair and Finding("swap", f"the asked-about span swapped: {pair[0]} vs {pair[1]}", pair)
-
-
-# --- Answer-slot names: compare the name in the answer slot, not every name in the sentence
-# In web snippets most false alarms are the other capitalised words of a sentence ("order vs gordon ramsay, head
-# chef"; "americans vs us, us marines"). A side's answer-slot names are the names within name_slot_window words of a
-# predicate word of the question ("plays", "wrote", "won"); a side with none abstains. Two names agree when they
-# share a token, when one abbreviates the other ("RBI", "Reserve Bank of India"), or when one is a group that
-# holds the other ("Gladys Knight and the Pips", "Gladys Knight").
-
-# What a name question's verb is said with in the answer ("Who plays X?" -> "X is portrayed by", "starring").
-PREDICATE_ALIASES_RAW = {
-    "play": frozenset({"portray", "star", "cast", "voic", "role", "actor", "actress"}),
-    "write": frozenset({"writer", "author", "compos", "penn", "lyric", "songwrit"}),
-    "sing": frozenset({"singer", "perform", "record", "vocal"}),
-    "direct": frozenset({"director"}), "win": frozenset({"winner", "champion", "victor"}),
-    "found": frozenset({"founder"}), "invent": frozenset({"inventor"}), "own": frozenset({"owner"}),
-    "lead": frozenset({"leader"}), "create": frozenset({"creator"}), "discover": frozenset({"discoverer"}),
-}
-PREDICATE_ALIASES = {_stem(verb): frozenset(map(_stem, aliases)) for verb, aliases in PREDICATE_ALIASES_RAW.items()}
-# A predicate stem this long also meets a word it begins ("produc" meets "production", which _stem leaves whole); a
-# shorter one would meet words of other meanings ("win" in "winter", "play" in "playground").
-PREDICATE_PREFIX_MIN = 5
-
-
-def _is_heading(words: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
-    """A title-case line: at least name_heading_words words and no lowercase content word. An ordinal ("150th") is
-    no content word, though str.islower calls it lowercase.
-
-    >>> _is_heading(_WORD_RE.findall("Cameron Smith Overtakes Rory McIlroy to Win the 150th British Open"))
-    True
-    >>> _is_heading(_WORD_RE.findall("Cameron Smith won the 150th British Open at St Andrews"))
-    False
-    """
-    return len(words) >= cfg.name_heading_words and not any(
-        w.islower() and not any(c.isdigit() for c in w) and w not in STOPWORDS for w in words)
-
-
-def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str],
-               cfg: Config = DEFAULT_CONFIG) -> frozenset[str]:
-    """Names (as extract_names gives them) within `window` words of a predicate word of the question or an alias.
-
-    >>> slot_names("Tim Cook runs Apple; Jo Li plays Ann.", frozenset({"plays", "ann"}), frozenset({"play"}))
-    frozenset({'jo li'})
-    """
-    wanted = preds | {alias for p in preds for alias in PREDICATE_ALIASES.get(p, ())}
-    original = _WORD_RE.findall(sentence)
-    if _is_heading(original, cfg):
-        return frozenset()  # a title-case heading ("Cameron Smith Overtakes Rory McIlroy to Win"): no slot to read
-    words = [_strip_possessive(w.lower()) for w in original]
-    stems = [_stem(SYNONYMS.get(w, w)) for w in words]  # "chief" answers "Who is the CEO?"
-    at = [i for i, stem in enumerate(stems)
-          if stem in wanted or any(stem.startswith(w) for w in wanted if len(w) >= PREDICATE_PREFIX_MIN)]
-    nearest: dict[int, tuple[int, str]] = {}  # predicate position -> (distance, name) of the closest name
-    for name in sorted(_cached_names(sentence, qwords)) if at else ():
-        # subtle: a name may have lost words ("U.S. President Barack Obama" -> "u.s barack obama"): place it by
-        # every word of it the sentence holds
-        own = set(_WORD_RE.findall(name))
-        where = [i for i, w in enumerate(words) if _strip_possessive(w) in own]
-        for i in at:
-            d = min((abs(i - j) for j in where), default=cfg.name_slot_window + 1)
-            if d <= cfg.name_slot_window and (i not in nearest or d < nearest[i][0]):
-                nearest[i] = (d, name)
-    return frozenset(name for _, name in nearest.values())
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str], window: int,
-                       heading_words: int) -> frozenset[str]:
-    return slot_names(sentence, qwords, preds, replace(DEFAULT_CONFIG, name_slot_window=window,
-                                                       name_heading_words=heading_words))
-
-
-# Letters an abbreviation may have, "US" to "NASDAQ": one letter abbreviates nothing reliably ("a" is a word), and a
-# longer name that begins with another's initials is more often a word of its own ("Usherwood" against "United
-# States") than an abbreviation.
-ABBREVIATION_LETTERS = range(2, 7)
-
-
-def _abbreviates(short: str, long: str) -> bool:
-    """Whether `short`, its dots and spaces dropped, begins with the initials of `long`'s words (two or more).
-
-    >>> _abbreviates("rbi", "reserve bank")
-    True
-    >>> _abbreviates("u.s", "united states")
-    True
-    >>> _abbreviates("rbi", "bank")
-    False
-    >>> _abbreviates("usherwood", "united states")  # longer than ABBREVIATION_LETTERS: a word, not initials
-    False
-    """
-    letters = short.replace(".", "").replace(" ", "")
-    initials = _initials(long.split())
-    # subtle: a question word is no name word ("Reserve Bank of India" -> "reserve bank"), so initials may be a prefix
-    return len(letters) in ABBREVIATION_LETTERS and len(initials) >= 2 and letters.startswith(initials)
-
-
-def _names_agree(xs: Iterable[str], ys: Iterable[str]) -> bool:
-    """A shared or extended token (_tokens_meet), or one name abbreviating another.
-
-    >>> _names_agree({"rbi"}, {"reserve bank of india"})
-    True
-    >>> _names_agree({"jo li"}, {"al roe"})
-    False
-    """
-    xs, ys = list(xs), list(ys)
-    tx, ty = ({t for n in names for t in n.split()} for names in (xs, ys))
-    return _tokens_meet(tx, ty) or any(_abbreviates(x, y) or _abbreviates(y, x) for x in xs for y in ys)
-
-
-def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                      cfg: Config = DEFAULT_CONFIG) -> Finding | None:
-    """Both sides put a name in the answer slot, and no slot name of one agrees with any name of the other; when a
-    side has no slot, every name counts, as in name_finding, but abbreviations and groups still agree.
-
-    >>> slot_name_finding(["Jo Li plays Ann, says Al Roe."], ["Bo Yu plays Ann."], frozenset({"plays", "ann"})).evidence
-    ('jo li', 'bo yu')
-    """
-    preds = predicate_words(a + b, qwords) or frozenset(_stem(SYNONYMS.get(w, w)) for w in qwords - STOPWORDS)
-    sa, sb = (sorted({n for s in side
-                      for n in _cached_slot_names(s, qwords, preds, cfg.name_slot_window, cfg.name_heading_words)})
-              for side in (a, b))
-    if not sa or not sb:  # no slot on a side: every name, as name_finding reads them (measured: slot-only
-        old = name_finding(a, b, qwords, cfg)  # loses as many QACC conflicts as false alarms; see README)
-        if old is None:
-            return None
-        sa, sb = old.evidence[0].split(", "), old.evidence[1].split(", ")
-    every_a, every_b = ({n for s in side for n in _cached_names(s, qwords)} for side in (a, b))
-    weak_a, weak_b = (frozenset().union(*(_opening_word(s, qwords) for s in side)) for side in (a, b))
-    if _names_agree(sa, every_b | weak_b) or _names_agree(sb, every_a | weak_a):
-        return None  # subtle: the other side may name the same person outside its slot ("..., said Jo Li")
-    ev = (", ".join(sa), ", ".join(sb))
-    return Finding("name", f"different names in the answer slot: {ev[0]} vs {ev[1]}", ev)
-
-
-# --- Subjects: with no question (a corpus scan), statements about different named subjects are not compared
+# Subjects: with no question (a corpus scan), statements about different named subjects are not compared
 
 _ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,}\b")
 STATE_WORDS = frozenset(p[0] for p in POLARITY_LEXICON if len(p) == 1)  # "active", "closed", ...
