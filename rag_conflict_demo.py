@@ -674,11 +674,21 @@ like following many several most some overall instead finally first second third
 effective starting beginning
 """.split())
 NEGATORS = frozenset({"not", "no", "never", "cannot", "nor", "neither", "none"})  # and any word ending in n't
+# Verbs of change, every form, with the direction they move a quantity: +1 up, -1 down, 0 either way. The one list:
+# a value after one is a value changed to ("rose 0.5% to 5%": CHANGE_WORDS), its sign is a direction in the polarity
+# lexicon, and slot alignment reads the forms of each direction as one word (SYNONYMS).
+CHANGE_VERBS = {
+    **dict.fromkeys("""increased increase increases increasing rose rise rises rising risen grew grow grows growing grown
+    raised raise raises climbed climb climbs jumped jump jumps surged surge surges soared soar soars""".split(), 1),
+    **dict.fromkeys("""decreased decrease decreases decreasing fell fall falls falling fallen dropped drop drops reduced
+    reduce reduces cut cuts declined decline declines lowered shrank shrink shrinks plunged plunge plunges slumped
+    slump slumps""".split(), -1),
+    **dict.fromkeys("went go goes moved move moves changed change changes".split(), 0),
+}
 # Slot alignment maps paraphrases to one token so only real differences survive the diff.
 SYNONYMS = {
-    "grew": "increased", "rose": "increased", "risen": "increased", "grown": "increased", "climbed": "increased",
-    "raised": "increased", "jumped": "increased", "fell": "decreased", "dropped": "decreased",
-    "declined": "decreased", "reduced": "decreased", "lowered": "decreased", "permitted": "allowed",
+    **{verb: "increased" if sign > 0 else "decreased" for verb, sign in CHANGE_VERBS.items() if sign},
+    "permitted": "allowed",
     "may": "allowed", "prohibited": "forbidden", "banned": "forbidden", "mandatory": "required",
     "compulsory": "required", "must": "required", "percent": "%", "started": "founded", "established": "founded",
     "begun": "began", "commenced": "began", "chief": "ceo", "executive": "ceo", "lasts": "lasted",
@@ -1604,12 +1614,7 @@ def _period_for(pos: int, markers: list[tuple[int, str]], breaks: tuple[list[int
 # after a word of change ("rose 0.5% to 5%", "from 3 to 5": as often a change as a range), two bare numbers joined
 # by a dash (a score, "lost 1-3"), a spaced dash between two ends that each say their unit (a clause break, "3 km
 # – 5 km shorter").
-CHANGE_WORDS = frozenset("""
-from rose risen rise rises rising grew grown grow grows growing fell fallen fall falls falling increased increase
-increases increasing decreased decrease decreases decreasing raised raise raises cut cuts reduced reduce reduces
-dropped drop drops jumped jump jumps climbed climb climbs went go goes moved move moves changed change changes up down
-by
-""".split())
+CHANGE_WORDS = frozenset(CHANGE_VERBS) | frozenset("from up down by".split())  # before the low end of a change
 DASHES = ("-", "–", "—")
 AGE_WORDS = frozenset({"aged", "ages", "age", "ageing", "aging"})  # "aged 18-25" is a range of ages, never a score
 _DIGITS_RE = re.compile(_DIGITS)
@@ -2350,14 +2355,7 @@ POLARITY_LEXICON = {
     ("obligatory",): ("required", 1), ("optional",): ("required", -1), ("voluntary",): ("required", -1),
     ("open",): ("open", 1), ("closed",): ("open", -1),
     ("approved",): ("approved", 1), ("rejected",): ("approved", -1), ("denied",): ("approved", -1),
-    ("increased",): ("direction", 1), ("increases",): ("direction", 1), ("rose",): ("direction", 1),
-    ("risen",): ("direction", 1), ("grew",): ("direction", 1), ("grown",): ("direction", 1),
-    ("raised",): ("direction", 1), ("climbed",): ("direction", 1), ("jumped",): ("direction", 1),
-    ("surged",): ("direction", 1), ("soared",): ("direction", 1),
-    ("decreased",): ("direction", -1), ("decreases",): ("direction", -1), ("fell",): ("direction", -1),
-    ("fallen",): ("direction", -1), ("dropped",): ("direction", -1), ("reduced",): ("direction", -1),
-    ("cut",): ("direction", -1), ("declined",): ("direction", -1), ("lowered",): ("direction", -1),
-    ("shrank",): ("direction", -1), ("plunged",): ("direction", -1), ("slumped",): ("direction", -1),
+    **{(verb,): ("direction", sign) for verb, sign in CHANGE_VERBS.items() if sign},
 }
 POLARITY_MAX_PHRASE = max(len(p) for p in POLARITY_LEXICON)
 # "did not increase" says nothing about a decrease, so direction is dropped rather than flipped under negation.
@@ -7984,6 +7982,22 @@ def signs_of(sentence):
 
 
 class TestPolarity(unittest.TestCase):
+    def test_every_change_verb_reads_alike(self):
+        for verb in ("rose", "soared", "plunged", "climbs"):  # a value after a change verb is a value changed to
+            with self.subTest(verb=verb):
+                found = value_finding([f"Revenue {verb} 0.5% to 5%."], ["Revenue is 3%."])
+                self.assertEqual(found.kind if found else None, "value")
+                self.assertIsNone(value_finding([f"Revenue {verb} 0.5% to 5%."], ["Revenue is 5%."]))
+        for verb, sign in CHANGE_VERBS.items():
+            with self.subTest(verb=verb):
+                self.assertIn(verb, CHANGE_WORDS)
+                if sign:
+                    self.assertEqual(POLARITY_LEXICON[(verb,)], ("direction", sign))
+                    self.assertEqual(SYNONYMS[verb], "increased" if sign > 0 else "decreased")
+        found = polarity_finding(["Revenue soared in 2023."], ["Revenue plunged in 2023."])
+        self.assertEqual(found.kind if found else None, "polarity")
+        self.assertIsNone(polarity_finding(["Revenue soared in 2023."], ["Revenue surged in 2023."]))
+
     def test_negation_flips(self):
         self.assertEqual(signs_of("Attendance is not required."), {"required": -1})
         self.assertEqual(signs_of("Attendance is no longer required."), {"required": -1})
