@@ -2640,14 +2640,17 @@ _NAME_TOKEN_RE = re.compile(r"(?<![\w$€£])[^\W\d_][\w'’.&-]*")
 _INITIALS_RE = re.compile(r"(?:[A-Z]\.)+")
 
 
-def _capitalised_spans(sentence: str) -> list[tuple[bool, list[str]]]:
+def _capitalised_spans(sentence: str, most: int | None = None) -> list[tuple[bool, list[str]]]:
     """(opens the sentence, tokens) for runs of capitalised tokens separated only by spaces; particles such as
-    "van" may sit inside a run, and a possessive or a full stop ends it.
+    "van" may sit inside a run, and a possessive or a full stop ends it. most: read the sentence's first `most`
+    tokens only (all when None).
 
     >>> _capitalised_spans("Jo Li met Hans van Eyck")
     [(True, ['Jo', 'Li']), (False, ['Hans', 'van', 'Eyck'])]
+    >>> _capitalised_spans("Jo Li met Hans van Eyck", most=4)
+    [(True, ['Jo', 'Li']), (False, ['Hans'])]
     """
-    tokens = list(_NAME_TOKEN_RE.finditer(sentence))
+    tokens = list(itertools.islice(_NAME_TOKEN_RE.finditer(sentence), most))
     spans: list[tuple[bool, list[str]]] = []
     current: list[str] = []
     initial, prev_end = False, 0
@@ -2722,7 +2725,10 @@ def _opening_word(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
     >>> _opening_word("The god.", frozenset())
     frozenset()
     """
-    spans = _capitalised_spans(sentence)
+    # subtle: a span that opens the sentence starts at its first token (every token holds a letter), and whether the
+    # second token joins it rests on that token and the one after it (a particle joins before a capital): three
+    # tokens decide, however long the sentence or the span
+    spans = _capitalised_spans(sentence, most=3)
     if not spans or not spans[0][0] or len(spans[0][1]) != 1:
         return frozenset()
     word = _name_word(spans[0][1][0])
@@ -8096,6 +8102,32 @@ class TestNames(unittest.TestCase):
         self.assertEqual(slot_names("In winter Jo Li came.", frozenset({"win"}), frozenset({"win"})), frozenset())
         self.assertEqual(slot_names("The playground was by Jo Li.", frozenset({"play"}), frozenset({"play"})),
                          frozenset())
+
+    def test_the_opening_word_is_read_from_the_first_three_tokens(self):
+        import random
+
+        rng = random.Random(10)
+        words = ("Indra", "Jo", "van", "de", "Eyck", "the", "The", "god", "Acme's", "Doe.", "J.", "3", ",", "x", "(")
+        texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 6))) for _ in range(3000)]
+        for text in texts + pattern_texts(1000, seed=11):
+            spans = _capitalised_spans(text)  # the reference: every span of the sentence
+            word = _name_word(spans[0][1][0]) if spans and spans[0][0] and len(spans[0][1]) == 1 else None
+            expected = frozenset({word}) if word and word not in NAME_NOISE | SENTENCE_STARTERS else frozenset()
+            with self.subTest(text=text):
+                self.assertEqual(_opening_word(text, frozenset()), expected)
+        read, pattern = [], _NAME_TOKEN_RE
+
+        def reading(text):
+            for m in pattern.finditer(text):
+                read.append(m.group())
+                yield m
+
+        with unittest.mock.patch(f"{__name__}._NAME_TOKEN_RE", wraps=_NAME_TOKEN_RE) as name_tokens:
+            name_tokens.finditer.side_effect = reading
+            self.assertEqual(_opening_word("Indra " + "Acme Corp CEO John Smith Jones " * 1000, frozenset()),
+                             frozenset())
+        self.assertEqual(read, ["Indra", "Acme", "Corp"])  # of 6,001 tokens
+
 
     def test_a_headline_with_an_ordinal_has_no_answer_slot(self):
         """A title-case headline stays a heading when it holds an ordinal ("150th"): its capitalised words are no
