@@ -4909,8 +4909,16 @@ class SentenceEmbedder:
             self(["A first sentence."])
 
     def __call__(self, texts):
-        return self.model.encode(list(texts), batch_size=self.batch, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False)
+        """(len(texts), dim) embeddings; a text given more than once (a repeated passage, a copied document) is
+        embedded once and its row repeated. Texts all different are encoded exactly as given."""
+        texts = list(texts)
+        unique = list(dict.fromkeys(texts))
+        vectors = self.model.encode(unique, batch_size=self.batch, normalize_embeddings=True, convert_to_numpy=True,
+                                    show_progress_bar=False)
+        if len(unique) == len(texts):
+            return vectors
+        row = {text: i for i, text in enumerate(unique)}
+        return vectors[[row[text] for text in texts]]
 
 
 class ModelUnavailable(Exception):
@@ -8730,6 +8738,19 @@ class TestPackagedEmbedder(unittest.TestCase):
         self.assertEqual((code, out), (1, ""))
         self.assertEqual(len(err.strip().splitlines()), 1, err)
         self.assertIn("not the hub's", err)
+
+
+class TestEmbedder(unittest.TestCase):
+    def test_a_text_given_twice_is_embedded_once(self):
+        embedder = SentenceEmbedder.__new__(SentenceEmbedder)  # no model loaded: encode is a stand-in
+        embedder.batch, embedder.model = 64, unittest.mock.Mock()
+        embedder.model.encode.side_effect = lambda texts, **settings: fake_embed(texts)
+        texts = ["Acme Corp CEO", "Refunds take 14 days.", "Acme Corp CEO", "Acme Corp CEO", "It costs $5."]
+        np.testing.assert_array_equal(embedder(texts), fake_embed(texts))
+        self.assertEqual(embedder.model.encode.call_args.args, (["Acme Corp CEO", "Refunds take 14 days.",
+                                                                  "It costs $5."],))
+        embedder(["b", "a"])  # all different: encoded as given, in that order
+        self.assertEqual(embedder.model.encode.call_args.args, (["b", "a"],))
 
 
 class TestResolver(unittest.TestCase):
