@@ -6587,6 +6587,35 @@ class Progress:
             print(f"{self.label}: {done}/{total} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
 
 
+class Heartbeat:
+    """A context manager for work with no count of its own to report (one question's retrieval, detection and
+    reading, which on a long document embed and read for a while): once the block has run `after` seconds, a line
+    on stderr at most once a second says it still runs, from a thread that only waits and prints. The thread takes
+    no signal: Ctrl-C and SIGTERM stay the main thread's."""
+
+    def __init__(self, label, after=DEFAULT_CONFIG.progress_after):
+        self.label, self.after = label, after
+        self.stop, self.thread = threading.Event(), None
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self.beat, name="heartbeat", daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+    def beat(self):
+        if hasattr(signal, "pthread_sigmask"):  # POSIX: a signal meant for the run goes to the main thread
+            signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
+        start = time.monotonic()
+        wait = self.after
+        while not self.stop.wait(wait):
+            print(f"{self.label}: still running ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+            wait = PROGRESS_INTERVAL
+
+
 def render_scan(report, cfg, seconds, paint):
     """The --scan report: a summary line, then each cluster with its pairs, most similar first."""
     split = f" as {report.passages} passages" if report.passages > report.documents else ""
@@ -7096,9 +7125,10 @@ def run_walkthrough(docs, questions, embed, detector, read, read_alone, nli, cfg
     step = None if args.quiet else Progress("questions")
     with conflict_log(args.log_conflicts) as append_log:
         for n, (_, q) in enumerate(questions, 1):
-            found = retrieve_and_detect(q, index, embed, detector, cfg)  # once, shared by both phases
-            naive.append(run_query(q, found, read, read_alone, nli, cfg, False))
-            resolved.append(run_query(q, found, read, read_alone, nli, cfg, True))
+            with Heartbeat(f"question {n}/{len(questions)}") if step else contextlib.nullcontext():
+                found = retrieve_and_detect(q, index, embed, detector, cfg)  # once, shared by both phases
+                naive.append(run_query(q, found, read, read_alone, nli, cfg, False))
+                resolved.append(run_query(q, found, read, read_alone, nli, cfg, True))
             append_log(resolved[-1])  # first: a stdout that fails next loses no record
             if args.json:
                 emit(json.dumps({"query": q, "naive": result_json(naive[-1]), "resolved": result_json(resolved[-1])}))
@@ -9650,6 +9680,22 @@ class TestOwnKnowledgeBase(unittest.TestCase):
             build_index(KNOWLEDGE_BASE, fake_embed, 4, Progress("embedding documents", after=0))
         n = len(KNOWLEDGE_BASE)
         self.assertEqual(err.getvalue().splitlines()[-1].split(" (")[0], f"embedding documents: {n}/{n}")
+
+    def test_a_question_that_runs_long_says_it_still_runs(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), Heartbeat("question 2/5", after=0) as beat:
+            for _ in range(1000):  # until its first line, however slow the machine (at most 10 s)
+                if err.getvalue():
+                    break
+                time.sleep(0.01)
+        self.assertFalse(beat.thread.is_alive())
+        self.assertRegex(err.getvalue().splitlines()[0], r"^question 2/5: still running \(\d+ s\)$")
+        with unittest.mock.patch(f"{__name__}.Heartbeat", wraps=Heartbeat) as heartbeat:
+            run_main(["--kb", self.json_kb(), "--question", "Initech revenue?", "--question", "fiscal?", "--json"])
+            self.assertEqual(heartbeat.call_args_list, [unittest.mock.call("question 1/2"),
+                                                        unittest.mock.call("question 2/2")])
+            run_main(["--kb", self.json_kb(), "--question", "Initech revenue?", "--json", "--quiet"])
+            self.assertEqual(heartbeat.call_count, 2)  # --quiet: none
 
     def test_default_top_k_clamps_without_a_note_and_questions_are_asked_once(self):
         small = self.write("small.json", json.dumps({"documents": KB_DOCS[:2], "questions": ["revenue?"]}))
