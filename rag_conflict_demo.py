@@ -2789,8 +2789,8 @@ PREDICATE_PREFIX_MIN = 5
 
 
 def _is_heading(words: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
-    """A title-case line: at least name_heading_words words and no lowercase content word. An ordinal ("150th") is
-    no content word, though str.islower calls it lowercase.
+    """A title-case line: at least name_heading_words words and no lowercase content word. A word holding a digit
+    ("150th", "2nd", "v2") is a number, no content word, though str.islower calls it lowercase.
 
     >>> _is_heading(_WORD_RE.findall("Cameron Smith Overtakes Rory McIlroy to Win the 150th British Open"))
     True
