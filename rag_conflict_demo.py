@@ -2361,9 +2361,13 @@ POLARITY_MAX_PHRASE = max(len(p) for p in POLARITY_LEXICON)
 # "did not increase" says nothing about a decrease, so direction is dropped rather than flipped under negation.
 NO_FLIP_GROUPS = frozenset({"direction"})
 # Looking back from a direction verb for the quantity it moves ("revenue was sharply increased"): at most this many
-# words, skipping stopwords (auxiliaries among them), negations and these adverbs.
+# words, skipping stopwords (auxiliaries among them), negations and adverbs of degree or pace, which qualify the verb
+# and name no quantity ("costs were significantly reduced" moves costs).
 DIRECTION_LOOKBACK = 4
-DIRECTION_ADVERBS = frozenset({"sharply"})
+DIRECTION_ADVERBS = frozenset("""
+sharply slightly significantly substantially considerably dramatically markedly modestly greatly steeply steadily
+gradually rapidly quickly slowly
+""".split())
 _POLARITY_TOKEN_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|[,;:.!?()—–]")
 
 
@@ -8061,6 +8065,8 @@ class TestPolarity(unittest.TestCase):
         self.assertEqual(signs_of("The beacon status is INACTIVE."), {"active": -1})
         self.assertEqual(signs_of("Revenue grew by 12%."), {"direction:revenue": 1})
         self.assertEqual(signs_of("Costs were cut sharply."), {"direction:costs": -1})
+        self.assertEqual(signs_of("Costs were significantly reduced."), {"direction:costs": -1})  # an adverb of degree
+        self.assertEqual(signs_of("Revenue was steadily increased."), {"direction:revenue": 1})  # ... or of pace
         self.assertEqual(signs_of("Revenue did not increase."), {})
 
     def test_negation_must_be_close(self):
