@@ -259,6 +259,7 @@ class Config:
     bench_ks: tuple = (3, 10, 30, 100, 300, 1000)  # retrieved documents per query measured by --bench
     bench_repeats: int = 7  # timed runs per k; the median is reported
     bench_scan_sizes: tuple = (1000, 10000)  # corpus sizes of the --bench scan
+    bench_long_sizes: tuple = (31_000, 310_000)  # characters of the --bench long input (a run of capitalised words)
     strategy: str = "kind"  # 'kind' (superseded / outnumbered / disputed) | 'recency' (the article's policy)
     # An undated dispute is settled by support when one answer is given by this many documents more than any other
     # (documents whose own reading answers the question; one per document). 1: two against one settles it, one
@@ -6351,6 +6352,61 @@ def bench_scan(cfg, sizes, done=None):
     return rows
 
 
+# The long input: a run of capitalised words without punctuation (one sentence, one long name span, hundreds of
+# passages) beside a short document that answers five questions, each asked of both
+LONG_RUN_UNIT = "Acme Corp CEO John Smith Jones "
+LONG_RUN_FACTS = ("Refunds are accepted within 14 days. It costs $5. Founded in 1999. The CEO is Jane Doe. "
+                  "The service is active.")
+LONG_RUN_QUESTIONS = ("How long are refunds accepted?", "How much does it cost?", "When was it founded?",
+                      "Who is the CEO?", "Is the service active?")
+
+
+def long_run_kb(chars):
+    """The long input's two documents: `chars` characters of LONG_RUN_UNIT repeated, and LONG_RUN_FACTS."""
+    run = (LONG_RUN_UNIT * (chars // len(LONG_RUN_UNIT) + 1))[:chars].strip()
+    return Document("run", "run", None, run), Document("facts", "facts", None, LONG_RUN_FACTS)
+
+
+class EmbedClock:
+    """An embed function that adds up the seconds spent in it: the embedding share of a benchmark's time."""
+
+    def __init__(self, embed):
+        self.embed, self.seconds = embed, 0.0
+
+    def __call__(self, texts):
+        start = time.perf_counter()
+        try:
+            return self.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+def bench_long_input(cfg, embed, read, nli, sizes, done=None):
+    """[{"chars", "seconds", "embedding_seconds", "other_seconds"}]: the walkthrough's work (index, then both phases
+    of each question) on long_run_kb(chars) and LONG_RUN_QUESTIONS, with the walkthrough's reader and detector made
+    afresh on an EmbedClock, so every embedding (passages, questions, sentences) is counted. done(n) after the n-th.
+    """
+    rows, cfg = [], replace(cfg, top_k=min(cfg.top_k, 2))  # as the walkthrough clamps top_k to the documents
+    for chars in sizes:
+        clock = EmbedClock(embed)
+        reader = SentenceReader(clock, cfg) if isinstance(read, SentenceReader) else read
+        read_alone = ReadAlone(reader)
+        detector = make_detector(cfg.detector, cfg, clock, read_alone, nli,
+                                 reader.sentences if isinstance(reader, SentenceReader) else None)
+        start = time.perf_counter()
+        index = build_index(long_run_kb(chars), clock, cfg.embed_batch, None, cfg.passage_chars)
+        for question in LONG_RUN_QUESTIONS:
+            found = retrieve_and_detect(question, index, clock, detector, cfg)
+            for resolve in (False, True):
+                run_query(question, found, reader, read_alone, nli, cfg, resolve, announce=False)
+        seconds = time.perf_counter() - start
+        rows.append({"chars": chars, "seconds": round(seconds, 3), "embedding_seconds": round(clock.seconds, 3),
+                     "other_seconds": round(seconds - clock.seconds, 3)})
+        if done:
+            done(len(rows))
+    return rows
+
+
 def peak_rss_mb():
     """Peak resident memory of this process in MB; None where the resource module does not exist (Windows)."""
     try:
@@ -6666,6 +6722,12 @@ def render_bench(result, cfg):
               f"{'documents':>10} {'pairs checked':>14} {'seconds':>9} {'pairs/s':>10}"]
     lines += [f"{r['documents']:>10} {r['pairs']:>14} {r['seconds']:>9.3f} {r['pairs_per_s']:>10.0f}"
               for r in result["scan"]]
+    walkthrough = result["stages"]["walkthrough"]
+    lines += ["", "Long input: a run of capitalised words beside five facts, five questions (seconds; the walkthrough "
+              f"above took {walkthrough:.3f})", f"{'characters':>10} {'seconds':>9} {'embedding':>10} {'other':>9} "
+              f"{'x walkthrough':>14}"]
+    lines += [f"{r['chars']:>10} {r['seconds']:>9.3f} {r['embedding_seconds']:>10.3f} {r['other_seconds']:>9.3f} "
+              f"{r['seconds'] / max(walkthrough, 1e-9):>14.1f}" for r in result["long_input"]]
     return "\n".join(lines)
 
 
@@ -7220,11 +7282,15 @@ def run_bench(cfg, stages, embed, detector, read, read_alone, nli, progress=None
     for resolve in (False, True):
         for _, query in SCENARIOS:
             run_query(query, found[query], read, read_alone, nli, cfg, resolve, timings)
+    stages["walkthrough"] = round(time.perf_counter() - start, 4)
     walkthrough_stages(stages, timings)
-    steps = len(cfg.bench_ks) + len(cfg.bench_scan_sizes)
-    detection = bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats, step and (lambda n: step(n, steps)))
-    scan = bench_scan(cfg, cfg.bench_scan_sizes, step and (lambda n: step(len(cfg.bench_ks) + n, steps)))
-    return {"detection": detection, "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": scan}
+    steps = len(cfg.bench_long_sizes) + len(cfg.bench_ks) + len(cfg.bench_scan_sizes)
+    done = [len(cfg.bench_long_sizes), len(cfg.bench_long_sizes) + len(cfg.bench_ks)]  # steps before each part
+    long_input = bench_long_input(cfg, embed, read, nli, cfg.bench_long_sizes, step and (lambda n: step(n, steps)))
+    detection = bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats, step and (lambda n: step(done[0] + n, steps)))
+    scan = bench_scan(cfg, cfg.bench_scan_sizes, step and (lambda n: step(done[1] + n, steps)))
+    return {"detection": detection, "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": scan,
+            "long_input": long_input}
 
 
 def run_scan(docs, embed, cfg, args):
@@ -10370,7 +10436,8 @@ class TestNothingLost(KnowledgeBaseInTmp):
 
     def test_progress_for_long_question_loops(self):
         clock = itertools.count(0, 10)  # every reading of the clock is ten seconds later
-        bench, cfg = io.StringIO(), replace(DEFAULT_CONFIG, bench_ks=(3, 10), bench_repeats=1, bench_scan_sizes=(40,))
+        bench, cfg = io.StringIO(), replace(DEFAULT_CONFIG, bench_ks=(3, 10), bench_repeats=1, bench_scan_sizes=(40,),
+                                            bench_long_sizes=(200,))
         with unittest.mock.patch("time.monotonic", lambda: next(clock)):
             code, _, err = run_main(["--kb", self.kb, "--json"])
             with contextlib.redirect_stderr(bench):
@@ -10380,7 +10447,7 @@ class TestNothingLost(KnowledgeBaseInTmp):
         self.assertEqual([line.split(" (")[0] for line in err.splitlines() if line.startswith("questions: ")],
                          ["questions: 1/3", "questions: 2/3", "questions: 3/3"])
         self.assertEqual([line.split(" (")[0] for line in bench.getvalue().splitlines()],
-                         ["bench: 1/3", "bench: 2/3", "bench: 3/3"])
+                         ["bench: 1/4", "bench: 2/4", "bench: 3/4", "bench: 4/4"])
         _, _, quiet = run_main(["--kb", self.kb, "--json", "--quiet"])
         self.assertEqual(quiet, "")
 
@@ -10978,14 +11045,19 @@ class TestScanAndBench(unittest.TestCase):
         self.assertIn("superseded (by date): keep '2023-Annual-Report-Revised'", out)
 
     def test_bench_output_shape(self):
-        cfg = replace(DEFAULT_CONFIG, bench_ks=(3, 10), bench_repeats=2, bench_scan_sizes=(40,))
+        cfg = replace(DEFAULT_CONFIG, bench_ks=(3, 10), bench_repeats=2, bench_scan_sizes=(40,),
+                      bench_long_sizes=(200, 2000))
         detector = QuestionAwareDetector(cfg, fake_embed)
         result = run_bench(cfg, {}, fake_embed, detector, fake_read, ReadAlone(fake_read), None)
-        self.assertEqual(set(result), {"detection", "stages", "peak_rss_mb", "scan"})
+        self.assertEqual(set(result), {"detection", "stages", "peak_rss_mb", "scan", "long_input"})
+        self.assertEqual([r["chars"] for r in result["long_input"]], [200, 2000])
+        for r in result["long_input"]:
+            self.assertAlmostEqual(r["seconds"], r["embedding_seconds"] + r["other_seconds"], delta=0.002)
+        self.assertIn("Long input: a run of capitalised words", render_bench(result, cfg))
         self.assertEqual([r["k"] for r in result["detection"]], [3, 10])
         self.assertTrue(all(set(r) >= {"k", "median_ms", "pairs"} and r["median_ms"] > 0 for r in result["detection"]))
-        self.assertEqual(set(result["stages"]), {"kb_embedding", "retrieval_per_query", "detection_per_query",
-                                                 "reading_per_query"})
+        self.assertEqual(set(result["stages"]), {"kb_embedding", "walkthrough", "retrieval_per_query",
+                                                 "detection_per_query", "reading_per_query"})
         self.assertEqual(result["scan"][0]["documents"], 40)
         self.assertGreater(result["scan"][0]["pairs_per_s"], 0)
         json.dumps(result)  # serialisable as the --json contract says
