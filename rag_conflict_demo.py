@@ -54,8 +54,8 @@ in every case.
 Reading the file: sections in the order data flows (configuration, knowledge base, text features, retrieval,
 detection, resolution, question answering, ConflictScore, the pipeline, scan, evaluation, benchmark, rendering,
 CLI, tests). Every threshold lives in Config, with its reason, or in a named constant beside its only user. To add
-a detection signal, see the comment that opens the text features: a sub-section, a *_finding function returning a
-Finding, a row in CHECKS, a test.
+a detection signal, see the comment that opens the text features: a *_finding function returning a Finding in its
+concept's block, a row in CHECKS (or in PAIR_STEPS, for a check on whole documents, a model or a veto), a test.
 
 References: the article's pipeline (top-k retrieval, pairwise conflict heuristics gated on topic similarity,
 cluster-aware recency resolution); Rajpurkar et al. 2018, SQuAD 2.0 (the null answer at [CLS]); Liu et al. 2025,
@@ -613,8 +613,9 @@ def check_text(text, where):
 
 # Question-aware features: what a document says in answer to the question. Given a question and, for each of two
 # documents, the sentences that answer it, compare_answers says whether they disagree and why. First the shared
-# basics, then one sub-section per signal, each in the same order (word lists, patterns, extractor, cached wrapper,
-# *_finding), then the registry (CHECKS, compare_answers), which says which signals run for which question type:
+# basics, then one block per concept (values, polarity, names, slots and swaps, subject identity), each holding its
+# signals in the same order (word lists, patterns, extractor, cached wrapper, *_finding), then the registry (CHECKS,
+# compare_answers), which says which signals run for which question type:
 #   value     normalised amounts differ for the same unit, period and entity ($4.2M vs $6.8M; 1998 vs 2001)
 #   polarity  one predicate group with opposite signs (retired vs currently available; required vs no longer required)
 #   name      disjoint person/organisation names for a who-question (Maria Lopez vs Daniel Okafor)
@@ -627,9 +628,8 @@ def check_text(text, where):
 # kinds their Findings carry are FINDING_KINDS. What runs on a pair of documents beyond this registry (the subject
 # and period vetoes, edited copies of a whole text, the reader, NLI) is the detection section's PAIR_STEPS.
 # Calibrated on QACC train and the built-in set; checked on QACC dev, RAMDocs and WikiContradict (see README).
-# To add a signal: a sub-section of its own before the registry, ending in a function
-# NAME_finding(sentences_a, sentences_b, qwords, cfg) -> Finding | None; its row(s) in CHECKS; its thresholds in
-# Config; a test that fires and its near miss that must not.
+# To add a signal: in its concept's block, a function NAME_finding(sentences_a, sentences_b, qwords, cfg) -> Finding
+# | None; its row(s) in CHECKS; its thresholds in Config; a test that fires and its near miss that must not.
 
 @dataclass(frozen=True)
 class Finding:
@@ -2117,6 +2117,8 @@ IRREGULAR_STEMS = {
     "grew": "grow", "grown": "grow", "ran": "run", "drew": "draw", "drawn": "draw", "flew": "fly", "shot": "shoot",
 }
 _STEM_SUFFIXES = ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "er", "ers", "s")
+STEM_MIN = 4  # letters a stem keeps at least: "sings" loses its suffix, "wins" and "bus" keep theirs (short words
+# are words of their own), and a final "e" comes off a longer word only ("release", not "here")
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
@@ -2130,9 +2132,9 @@ def _stem(word: str) -> str:
     """
     w = IRREGULAR_STEMS.get(word, word)
     for suffix in _STEM_SUFFIXES:
-        if len(w) - len(suffix) >= 4 and w.endswith(suffix):
+        if len(w) - len(suffix) >= STEM_MIN and w.endswith(suffix):
             return w[:-len(suffix)]
-    return w.rstrip("e") if len(w) >= 5 else w
+    return w.rstrip("e") if len(w) > STEM_MIN else w
 
 
 def predicate_words(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
