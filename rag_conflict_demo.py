@@ -5973,12 +5973,13 @@ def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=No
     stage = progress("eval: questions") if progress else None
     rows = {"naive": [], "resolved": []}
     embed = EmbeddingsAhead(embed, cfg.embed_batch)
-    sentences = [c for c in (getattr(detector, "sentences", None), getattr(read, "sentences", None)) if c]
+    # the sentence caches of the detector and the reader: one object when they share it (the sentence reader's)
+    caches = {id(c): c for c in (getattr(detector, "sentences", None), getattr(read, "sentences", None)) if c}
     for n, q in enumerate(questions, 1):
         if (n - 1) % EVAL_WINDOW == 0:  # the window's passages and sentences, each embedded once, batched by length
             docs = [d.content for w in questions[n - 1:n - 1 + EVAL_WINDOW] for d in w.docs]
             embed.ahead([x for d in docs for x in passages_of(d, cfg.passage_chars)])
-            for cache in {id(c): c for c in sentences}.values():
+            for cache in caches.values():
                 cache.prime(docs)
         k = min(top_k or len(q.docs), len(q.docs))
         index = build_index(q.docs, embed, cfg.embed_batch, None, cfg.passage_chars)
@@ -6882,7 +6883,8 @@ def parse_args(argv):
                    help="find every conflicting pair in the whole knowledge base (--kb, or the built-in one); "
                    "the gate is --threshold; with no question to read, 'full' runs as 'heuristic'")
     p.add_argument("--bench", action="store_true",
-                   help="measure the cost: detection time against k, the walkthrough's stages, memory, scan speed")
+                   help="measure the cost: detection time against k, the walkthrough's stages, memory, scan speed, "
+                        "a long input against the walkthrough")
     args = p.parse_args(argv)
     for flag, value, wanted in (("--kb", args.kb, "a file path"),
                                 ("--eval", args.eval, "a file path (or no value, for the built-in set)"),
