@@ -3482,6 +3482,7 @@ _LEAD_DESCRIPTION_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^.;:]{0,100}?)\s(?:is|
 _DESC_PLACE_RE = re.compile(r"\b(?:in|near|from)\s(?:the\s)?(?P<place>[A-Z][\w'’-]*(?:,?\s[A-Z][\w'’-]*)*)")
 _YEAR_TOKEN_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
 _PARENTHETICAL_RE = re.compile(r"(?:(?<!\s)\s+)?\([^()]*\)")  # linear as _CHUNK_SEPARATOR_RE is
+_LEADING_ARTICLE_RE = re.compile(r"^(?:the|an?)\s+")  # "The Austin City Hall" repeats "Austin City Hall"
 
 
 # A title line: a text that opens with its title, then repeats the title's first word to start its first sentence
@@ -3586,16 +3587,20 @@ def _acronym_definitions(text: str) -> tuple[tuple[str, str], ...]:
 def _parenthetical_marks(source: str, whole: bool) -> tuple[str, frozenset[str]]:
     """(name, marks) of a "Name (disambiguator)" opening; a parenthetical inside a sentence may be a translation or
     a pronunciation, so there (whole=False) only its years count, unless the text repeats the name after it as
-    a title line does ("Lahu (1979 film) Lahu is a ...").
+    a title line does, with or without an article ("Lahu (1979 film) Lahu is a ...", "Austin City Hall (Austin,
+    Nevada) The Austin City Hall ...").
 
     >>> _parenthetical_marks("John Sparke (died 1566) was an MP.", False)
     ('john sparke', frozenset({'1566'}))
+    >>> sorted(_parenthetical_marks("Austin City Hall (Austin, Nevada) The Austin City Hall was built.", False)[1])
+    ['austin', 'nevada']
     """
     m = _SUBJECT_PAREN_RE.match(source)
     if not m or is_date_mark(m["mark"]):
         return "", frozenset()  # "Store guide (2023)": a version of the subject, not another subject
     name = m["name"].strip()
-    repeated = source[m.end():].lstrip().lower().startswith(name.lower()[:20])
+    after = _LEADING_ARTICLE_RE.sub("", source[m.end():].lstrip().lower())
+    repeated = after.startswith(_LEADING_ARTICLE_RE.sub("", name.lower())[:20])
     marks = _mark_words(m["mark"]) if whole or repeated else frozenset(_YEAR_TOKEN_RE.findall(m["mark"]))
     return (name.lower(), marks) if marks else ("", frozenset())
 
@@ -9168,6 +9173,14 @@ class TestVersionsAndPeriods(unittest.TestCase):
         b = Document("b", "Store guide (2023)", None, "Acme now operates 55 stores across the state and sells tools.")
         self.assertIsNone(different_subjects_finding(a, b, question_words(question)))
         self.assertEqual([c.kind for c in self.detect(question, a, b).conflicts], ["value"])
+
+    def test_a_title_said_again_after_an_article_marks_its_subject(self):
+        nevada = Document("a", "a", None, "Austin City Hall (Austin, Nevada) The Austin City Hall was built in 1866.")
+        texas = Document("b", "b", None, "Austin City Hall (Austin, Texas) Austin City Hall was completed in 2004.")
+        self.assertEqual(different_subjects_finding(nevada, texas).kind, "subjects")
+        # near miss: a parenthetical inside a sentence (a translation, a pronunciation) marks no subject
+        aside = "Austin City Hall (with a copper roof) was built in 1866."
+        self.assertEqual(document_subject(None, aside).marks, frozenset())
 
     def test_a_year_beside_a_kind_still_tells_subjects_apart(self):
         a = Document("a", "Lahu (1979 film)", None, "Lahu is a film directed by Ana Ruiz.")
