@@ -649,7 +649,8 @@ FINDING_KINDS = {
     "slot": "one frame with one content slot changed (slot_finding, state_slot_finding)",
     "swap": "one short span replaced in a sentence (swap_finding, asked_swap_finding) or a copied text "
             "(edited_copy_finding)",
-    "subjects": "documents about different subjects that share a name (different_subjects_finding)",
+    "subjects": "documents about different subjects that share a name (different_subjects_finding); in a scan, "
+                "statements about differently named subjects (_different_subjects)",
     "reader": "the reader's answers on each document alone disagree (reader_disagreement; detector 'full')",
     "nli": "an NLI model reads a contradiction (NLIJudge.judge; --nli)",
     "numeric": "the article's detector: meaningful numbers and none shared (numeric_contradiction)",
@@ -3409,16 +3410,14 @@ def _copy_run_text(text: str, start: int, end: int) -> str:
 def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
                         qwords: frozenset[str] | None = None) -> Finding | None:
     """The first span one copy of a text changed, when the two documents are copies (edited_copies); None else.
-    qwords: the question's words; None for a corpus scan, where two texts about differently named subjects are
-    statements about two things (_different_subjects: "The Dunlodun beacon is INACTIVE" / "The Dunmidun beacon
-    ..."). With a question, a changed span the question names on one side is its subject against another one.
+    qwords: the question's words, None for a corpus scan (where the subject veto of PAIR_STEPS has already set
+    aside texts about differently named subjects). With a question, a changed span the question names on one side
+    is its subject against another one.
 
     >>> edited_copy_finding(Document("a", "a", None, "Gary Bennett is a former footballer. Position(s) Defender."),
     ...                     Document("b", "b", None, "Gary Bennett is a former footballer. Position(s) Forward.")).evidence
     ('Defender', 'Forward')
     """
-    if qwords is None and _different_subjects(*(_clean_side(sentences_of(d.content)) for d in (a, b))):
-        return None
     edits = _edited_text(a.content, b.content, cfg.swap_min_ratio, qwords or frozenset())
     if edits is None:
         return None
@@ -3782,8 +3781,6 @@ def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
     if not a or not b or a == b:
         return None  # word for word the same (a mirror, a duplicate): every signal compares a side with itself
     qwords = question_words(question)
-    if not question.strip() and _different_subjects(tuple(a), tuple(b)):
-        return None
     for check in CHECKS[question_type(question)]:
         finding = check(a, b, qwords, cfg)
         if finding:
@@ -4329,8 +4326,17 @@ def reader_disagreement(x, y, cfg):
 # --- The pair pipeline: the one place that says what runs on a gated pair of AnswerViews, and in which order
 
 def _subjects_veto(det, fa, fb, question):
-    """Documents that identify different subjects sharing a name ("John Sparke (died 1566)" / "(died 1680)")."""
-    return different_subjects_finding(fa.doc, fb.doc, question_words(question), det.cfg)
+    """Documents that identify different subjects sharing a name ("John Sparke (died 1566)" / "(died 1680)"); in a
+    corpus scan, where no question names the subject, also texts that name subjects and never the same one
+    ("Ormoor reported $620M" / "Ortrimi reported $810M", _different_subjects)."""
+    found = different_subjects_finding(fa.doc, fb.doc, question_words(question), det.cfg)
+    if found or question.strip():
+        return found
+    sides = [_clean_side(tuple(view.sentences)) for view in (fa, fb)]
+    if not _different_subjects(*sides):
+        return None
+    names = [" ".join(sorted(_side_subjects(side, False) | _side_subjects(side))) for side in sides]
+    return Finding("subjects", f"statements about different subjects: {names[0]} vs {names[1]}", tuple(names))
 
 
 def _period_veto(det, fa, fb, question):
@@ -9094,17 +9100,44 @@ class TestSubjects(unittest.TestCase):
         plain = doc("g", "David Jones House The house was built in 1913.")
         self.assertIsNone(different_subjects_finding(fuller, plain))  # initials aside, one title holds the other
 
+    @staticmethod
+    def scanned(a, b):
+        """The pair's finding in a corpus scan (no question): PAIR_STEPS, the subject veto first."""
+        views = [AnswerView((text,), 1.0, doc=doc(name, text)) for name, text in (("a", a), ("b", b))]
+        return QuestionAwareDetector(DEFAULT_CONFIG, fake_embed).check_pair(*views, "")
+
     def test_a_scan_reads_common_opening_words_as_no_subject(self):
-        a = ["Customers may return items within 30 days of purchase."]
+        a = "Customers may return items within 30 days of purchase."
         for opening in ("Effective May 2024, customers", "Effective immediately, customers"):
-            b = [f"{opening} may return items within 14 days of purchase."]
-            self.assertEqual(compare_answers("", a, b).kind, "value", opening)  # no question: a corpus scan
-        self.assertIsNone(compare_answers("", ["Ormoor reported $620M."], ["Ortrimi reported $810M."]))
+            b = f"{opening} may return items within 14 days of purchase."
+            self.assertEqual(self.scanned(a, b).kind, "value", opening)
+        self.assertIsNone(self.scanned("Ormoor reported $620M.", "Ortrimi reported $810M."))
+        detector = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed)
+        views = [AnswerView((t,), 1.0, doc=doc(n, t)) for n, t in (("a", "Ormoor reported $620M."),
+                                                                   ("b", "Ortrimi reported $810M."))]
+        self.assertEqual(_subjects_veto(detector, *views, "").kind, "subjects")  # the veto's own finding
 
     def test_a_scan_reads_a_name_mid_sentence_though_the_other_side_lowercases_it(self):
-        scan = compare_answers("", ["In 2023, Target reported revenue of $6.8M."],
-                               ["In 2023, Walmart reported revenue of $4.2M, short of its target."])
+        scan = self.scanned("In 2023, Target reported revenue of $6.8M.",
+                            "In 2023, Walmart reported revenue of $4.2M, short of its target.")
         self.assertIsNone(scan)  # two subjects: no question, no comparison
+
+    def test_only_a_scan_vetoes_statements_about_different_subjects(self):
+        """With a question, retrieval and the question fix the subject: the same two texts are compared."""
+        views = [AnswerView((t,), 1.0, doc=doc(n, t)) for n, t in (("a", "Ormoor reported $620M."),
+                                                                   ("b", "Ortrimi reported $810M."))]
+        detector = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed)
+        self.assertEqual(detector.check_pair(*views, "What revenue was reported?").kind, "value")
+        judged = []
+
+        class Judge:  # an NLI model that would call anything a contradiction
+            def judge(self, a, b):
+                judged.append((a, b))
+                return Finding("nli", "fake", (a[0], b[0]))
+
+        scan = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed, nli=Judge())
+        self.assertIsNone(scan.check_pair(*views, ""))  # the veto ends the pair: NLI is not asked either
+        self.assertEqual(judged, [])
 
     def test_an_opening_sentence_is_no_title(self):
         q = "What was Acme's revenue in 2023?"
