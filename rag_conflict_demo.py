@@ -5789,7 +5789,7 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Evaluation on labelled pairs
+# Evaluation: labelled pairs (is a conflict detected?) and answered questions (is the response right?)
 
 EVAL_DECIMALS = 4  # decimals of --eval's scores
 EVAL_WINDOW = 16  # questions whose texts --eval on answered questions embeds in one pass, batched by length
