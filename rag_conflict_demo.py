@@ -3667,6 +3667,10 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     if marked is None and same_name and _marks_differ(sa.marks, sb.marks):
         why = (" ".join(sorted(sa.marks)), " ".join(sorted(sb.marks)))
         marked = Finding("subjects", f"different subjects named {sa.name}: {why[0]} vs {why[1]}", why)
+    # two names that share a word and differ in another the question does not use ("Christa Mayer" / "Constant
+    # Mayer" for "C. Mayer"): two namesakes; a name within the other ("Mayer" / "Christa Mayer") may be one
+    if marked is None and same_name and _marks_differ(*(_mark_words(s.name) - qwords for s in (sa, sb))):
+        marked = Finding("subjects", f"different names: {sa.name} vs {sb.name}", (sa.name, sb.name))
     # one text edited, its body too (edited_copies): its title, disambiguator or acronym may be what the edit
     # changed, so only a place or a year the question does not ask about still tells two subjects apart
     if marked and _edited_text(a.content, b.content, cfg.swap_min_ratio, qwords) is None:
@@ -9105,6 +9109,17 @@ class TestSubjects(unittest.TestCase):
         """The pair's finding in a corpus scan (no question): PAIR_STEPS, the subject veto first."""
         views = [AnswerView((text,), 1.0, doc=doc(name, text)) for name, text in (("a", a), ("b", b))]
         return QuestionAwareDetector(DEFAULT_CONFIG, fake_embed).check_pair(*views, "")
+
+    def test_two_names_sharing_a_word_are_two_subjects(self):
+        question = question_words("What is the profession of C. Mayer?")
+        singer = doc("a", "Christa Mayer is a German operatic mezzo-soprano who sings at Bayreuth.")
+        painter = doc("b", "Constant Mayer was a French painter of genre scenes who worked in New York.")
+        self.assertEqual(different_subjects_finding(singer, painter, question).kind, "subjects")
+        # near misses: a name within the other may be one subject; an edited copy is one subject, its name edited too
+        surname = doc("c", "Mayer is a German operatic mezzo-soprano who has sung at Bayreuth since 2008.")
+        self.assertIsNone(different_subjects_finding(singer, surname, question))
+        copy = doc("d", singer.content.replace("Christa", "Clara"))
+        self.assertIsNone(different_subjects_finding(singer, copy, question))
 
     def test_a_scan_reads_common_opening_words_as_no_subject(self):
         a = "Customers may return items within 30 days of purchase."
