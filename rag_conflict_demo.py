@@ -5530,7 +5530,7 @@ def answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg):
             readings = answering(query, disputed, read_alone)
             answers += [Reply(a.text, a.confidence, (sid,), group.name, True) for sid, a in readings.items()]
             continue
-        answer, cited = read_all(query, resolution.kept, read)
+        answer, cited = subject_answer(query, resolution.kept, read, read_alone)
         if answer.text:
             answers.append(Reply(answer.text, answer.confidence, cited, group.name))
     twice = same_titles(r.doc for r in retrieved)
@@ -5541,6 +5541,18 @@ def answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg):
                        context=tuple(context), report=report, clusters=tuple(clusters), warning=warning,
                        cited=tuple(dict.fromkeys(s for a in answers for s in a.sources)), label="AMBIGUOUS",
                        answers=tuple(answers), reader=reader_name(read))
+
+
+def subject_answer(query, kept, read, read_alone):
+    """(Answer, cited source_ids) of one subject: the own reading of its highest-ranked kept document that names
+    the subject, the one document known to be about it (the others joined its group by similarity only); when
+    none names it or that reading does not answer, the reader on all its kept documents."""
+    namer = next((r.doc for r in kept if names_subject(r.doc)), None)
+    if namer is not None:
+        own = read_alone(query, namer.content)
+        if own.fits and own.text:
+            return own, (namer.source_id,)
+    return read_all(query, kept, read)
 
 
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # C0, C1, bidi; not \t \n
@@ -9059,6 +9071,20 @@ class TestSubjects(unittest.TestCase):
                                                                             "12 rooms")])
         naive = run_query(question, found, read, ReadAlone(read), None, DEFAULT_CONFIG, False)
         self.assertEqual((naive.label, len(naive.answers)), ("ANSWERED", 1))
+
+    def test_a_subject_is_answered_by_the_document_that_names_it(self):
+        read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
+        question = "How many rooms does Mercury Lodge have?"
+        named = Document("n", "Mercury Lodge (Aspen, Colorado)", None, "Mercury Lodge is a ski hotel with 48 rooms.")
+        snippet = Document("s", "s", None, "How many rooms does a lodge need? The Mercury Lodge plan had 60 rooms.")
+        kept = [Retrieved(named, 0.5, 0), Retrieved(snippet, 0.9, 1)]
+        answer, cited = subject_answer(question, kept, read, ReadAlone(read))
+        self.assertEqual((answer.text, cited), ("48 rooms", ("n",)))
+        # near miss: no document names the subject, so the reader reads them all
+        unnamed = [Retrieved(Document("u", "u", None, "Guests of Mercury Lodge ski all winter; it has 48 rooms."), 0.5, 0),
+                   kept[1]]
+        self.assertFalse(names_subject(unnamed[0].doc))
+        self.assertEqual(subject_answer(question, unnamed, read, ReadAlone(read)), read_all(question, unnamed, read))
 
     def test_namesakes_are_not_compared(self):
         # namesakes are two articles, not one text with a year changed (that is an edited copy: TestEditedCopies)
