@@ -9081,8 +9081,8 @@ class TestSubjects(unittest.TestCase):
         answer, cited = subject_answer(question, kept, read, ReadAlone(read))
         self.assertEqual((answer.text, cited), ("48 rooms", ("n",)))
         # near miss: no document names the subject, so the reader reads them all
-        unnamed = [Retrieved(Document("u", "u", None, "Guests of Mercury Lodge ski all winter; it has 48 rooms."), 0.5, 0),
-                   kept[1]]
+        guests = Document("u", "u", None, "Guests of Mercury Lodge ski all winter; it has 48 rooms.")
+        unnamed = [Retrieved(guests, 0.5, 0), kept[1]]
         self.assertFalse(names_subject(unnamed[0].doc))
         self.assertEqual(subject_answer(question, unnamed, read, ReadAlone(read)), read_all(question, unnamed, read))
 
