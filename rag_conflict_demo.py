@@ -14,8 +14,8 @@ retrieved by its best one), then runs twice on the same retrieval:
                same-frame swaps; optionally the reader per document and an NLI model); documents about namesakes
                are answered subject by subject (AMBIGUOUS); in each subject the resolver keeps the newest document
                of each superseded cluster, sets aside what more documents contradict (outnumbered), and withholds
-               the answer (UNCERTAIN) where nothing settles it; the reader answers from what is left, saying what
-               was discarded and why.
+               the answer (UNCERTAIN) where nothing settles it; the reader answers from what is left (a subject
+               from the document that names it), saying what was discarded and why.
 
 The reader is the extractive QA model deepset/minilm-uncased-squad2 when it can be had (cached, or the hub
 answers), else the built-in sentence reader (--reader sentence): the sentence most similar to the question, then
@@ -5449,10 +5449,11 @@ def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None, a
 
     read answers from the context, read_alone (a ReadAlone of the same reader) from one document, nli (or None)
     also judges ConflictScore's claims. Resolved, documents about different subjects sharing a name are answered
-    subject by subject (AMBIGUOUS); in each, superseded documents are dropped, an undated dispute one answer clearly
-    outnumbers is settled by support, and any other dispute withholds the answer: the reader runs on each of its
-    documents alone and every candidate is reported (UNCERTAIN), so nothing is picked silently. announce: log each
-    conflict as a warning (an evaluation of many questions reports scores instead).
+    subject by subject (AMBIGUOUS, each from the document that names it: subject_answer); in each, superseded
+    documents are dropped, an undated dispute one answer clearly outnumbers is settled by support, and any other
+    dispute withholds the answer: the reader runs on each of its documents alone and every candidate is reported
+    (UNCERTAIN), so nothing is picked silently. announce: log each conflict as a warning (an evaluation of many
+    questions reports scores instead).
     """
     retrieved, report = found
     for c in report.conflicts if announce else ():
@@ -5518,8 +5519,8 @@ def subject_parts(query, retrieved, report, read_alone):
 
 
 def answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg):
-    """AMBIGUOUS: one answer per subject, each read from its own documents once its conflicts are resolved; a
-    subject whose documents stay disputed gives its candidates."""
+    """AMBIGUOUS: one answer per subject (subject_answer), once its conflicts are resolved; a subject whose
+    documents stay disputed gives its candidates."""
     answers, clusters = [], []
     for group, members in parts:
         inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
