@@ -3482,6 +3482,7 @@ _DESC_PLACE_RE = re.compile(r"\b(?:in|near|from)\s(?:the\s)?(?P<place>[A-Z][\w'â
 _YEAR_TOKEN_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
 _PARENTHETICAL_RE = re.compile(r"(?:(?<!\s)\s+)?\([^()]*\)")  # linear as _CHUNK_SEPARATOR_RE is
 _LEADING_ARTICLE_RE = re.compile(r"^(?:the|an?)\s+")  # "The Austin City Hall" repeats "Austin City Hall"
+_REPEAT_START_RE = re.compile(r"\s*(?:(?:the|an?)\s+)?", re.IGNORECASE)  # where a repeated name would start
 
 
 # A title line: a text that opens with its title, then repeats the title's first word to start its first sentence
@@ -3598,8 +3599,9 @@ def _parenthetical_marks(source: str, whole: bool) -> tuple[str, frozenset[str]]
     if not m or is_date_mark(m["mark"]):
         return "", frozenset()  # "Store guide (2023)": a version of the subject, not another subject
     name = m["name"].strip()
-    after = _LEADING_ARTICLE_RE.sub("", source[m.end():].lstrip().lower())
-    repeated = after.startswith(_LEADING_ARTICLE_RE.sub("", name.lower())[:20])
+    key = _LEADING_ARTICLE_RE.sub("", name.lower())[:20]
+    at = _REPEAT_START_RE.match(source, m.end()).end()  # read from there, not a copy of the whole rest of the text
+    repeated = source[at:at + 2 * len(key)].lower().startswith(key)
     marks = _mark_words(m["mark"]) if whole or repeated else frozenset(_YEAR_TOKEN_RE.findall(m["mark"]))
     return (name.lower(), marks) if marks else ("", frozenset())
 
