@@ -1748,7 +1748,8 @@ def extract_values(sentence: str) -> list[Value]:
     Value(kind='money', amount=4200000.0, unit='USD', period='Q3', entity='acme', text='$4.2M', high=None, written='')
     """
     markers, claimed = _period_markers(sentence)
-    breaks, mentions = _clause_breaks(sentence), _entity_mentions(sentence)
+    breaks = _clause_breaks(sentence) if markers else ([], [])  # read only to place a period marker
+    mentions = _entity_mentions(sentence)
     found: list[tuple[int, int, Value]] = []  # (start, end, value)
     for regex, build in _VALUE_RULES:
         for m in regex.finditer(sentence):
@@ -3727,7 +3728,6 @@ def _clean_side(sentences: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(s for s in (strip_snippet_date(x).strip() for x in sentences) if s)
 
 
-@functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # a corpus scan asks it of a pair twice: the signals, the copy check
 def _different_subjects(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     """With no question to name the subject (a corpus scan), two sides that name subjects and never the same one
     are statements about different things ("Ormoor reported $620M" vs "Ortrimi reported $810M"), not a conflict.
@@ -5551,11 +5551,8 @@ def subject_answer(query, kept, read, read_alone):
     the subject, the one document known to be about it (the others joined its group by similarity only); when
     none names it or that reading does not answer, the reader on all its kept documents."""
     namer = next((r.doc for r in kept if names_subject(r.doc)), None)
-    if namer is not None:
-        own = read_alone(query, namer.content)
-        if own.fits and own.text:
-            return own, (namer.source_id,)
-    return read_all(query, kept, read)
+    own = answering(query, [namer], read_alone).get(namer.source_id) if namer else None
+    return (own, (namer.source_id,)) if own else read_all(query, kept, read)
 
 
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # C0, C1, bidi; not \t \n
