@@ -3664,7 +3664,9 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
             marked = Finding("subjects", f"different subjects: {exp} vs {other[0]} ({acr.upper()})", (exp, other[0]))
             break
     same_name = bool(sa.name and sb.name) and _tokens_meet(sa.name.split(), sb.name.split())
-    if marked is None and _marks_differ(sa.title, sb.title):  # two title lines, neither within the other
+    # two title lines, one within the other too: a reference work titles each subject apart, a namesake by a longer
+    # title ("Shoreditch railway station" / "Shoreditch High Street railway station")
+    if marked is None and sa.title and sb.title and sa.title != sb.title:
         why = (" ".join(sorted(sa.title)), " ".join(sorted(sb.title)))
         marked = Finding("subjects", f"different titles: {why[0]} vs {why[1]}", why)
     if marked is None and same_name and _marks_differ(sa.marks, sb.marks):
@@ -3815,7 +3817,7 @@ def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
         kinds = MEASURE_KINDS if qtype == "quantity" else TEMPORAL_KINDS
         values = [v for v, _ in _side_values([sentence], qwords, cfg, kinds)]
         # stable sorts: sentence order among equals
-        values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v)))
+        values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _machine_date(v)))
         near = [v for v in values if _cached_anchor(sentence, v, cfg.value_anchor_window)[0] & preds]
         value = (near or ([] if anchored else values) or [None])[0]
         at = sentence.find(value.text) if value else -1  # a value's text is the match, as written
@@ -3872,6 +3874,11 @@ def _specificity(v: Value) -> int:
     if v.kind != "date":
         return 0
     return 2 if int(v.amount) % 100 else 1 if int(v.amount) // 100 % 100 else 0
+
+
+def _machine_date(v: Value) -> bool:
+    """A date written the machine's way ("1941-03-19"), which web pages print beside the date in words."""
+    return v.kind == "date" and not any(c.isalpha() for c in v.text)
 
 
 def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
@@ -4633,8 +4640,9 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
     """[(answer, [source_id, ...])]: the distinct answers of the readings, each with the answering documents that
     give it, most supported first; ties keep rank order. An answer is said in its fullest form ("9 February 1936"
     over "1936"). texts ({source_id: content}), when given, let an answering document also support every other
-    answer its text states word for word (holds): a reader that picked another sentence of a document does not take
-    that document's word away from the answer it states.
+    answer its text states word for word (holds), in the answer's shortest form unless that is a bare value ("6" is
+    in many texts): a reader that picked another sentence of a document does not take that document's word away from
+    the answer it states.
 
     >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
     [('18,000 seats', ['a', 'c']), ('81,000', ['b'])]
@@ -4643,15 +4651,18 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
     for sid, a in readings.items():
         home = next((g for g in groups if answers_agree(g[0], a.text, cfg)), None)
         if home is None:
-            groups.append([a.text, [sid]])
+            groups.append([a.text, [sid], a.text])
         else:
             home[1].append(sid)
             if holds(a.text, home[0]) and len(a.text) > len(home[0]):
                 home[0] = a.text
-    for text, sids in groups if texts else ():
-        sids += [sid for sid in readings if sid not in sids and holds(texts[sid], text)]
+            if holds(home[2], a.text) and len(a.text) < len(home[2]):
+                home[2] = a.text
+    for text, sids, core in groups if texts else ():
+        said = text if extract_values(core) else core
+        sids += [sid for sid in readings if sid not in sids and holds(texts[sid], said)]
     # subtle: sorted is stable, so equal support keeps rank order
-    return [(text, sids) for text, sids in sorted(groups, key=lambda g: -len(g[1]))]
+    return [(text, sids) for text, sids, _ in sorted(groups, key=lambda g: -len(g[1]))]
 
 
 def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG):
@@ -4850,7 +4861,8 @@ class SentenceReader:
     the question (the sentences and vectors the question-aware detector uses), then, inside it, the span of the type
     the question asks for (answer_span): an amount with its unit, a date or year, a name, a state with its negation;
     for other questions, or a sentence without such a span, the whole sentence. Among sentences at least as similar
-    as cfg.relevance_gate, the most similar one holding a span of the asked-for type is preferred.
+    as cfg.relevance_gate, the most similar one holding a span of the asked-for type is preferred; a bare year or a
+    lone surname is taken as the same document says it more fully (FULLER_FORMS).
 
     Confidence: the softmax, over every sentence of the context plus a "no answer" option scored at
     cfg.relevance_gate, of cfg.sentence_scale * cosine to the question, read at the chosen sentence; in [0, 1].
@@ -4878,10 +4890,14 @@ class SentenceReader:
         typed = ((i, answer_span(found[i][2], qtype, qwords, self.cfg, strict)) for strict in (True, False)
                  for i in relevant)
         i, span = next(((i, sp) for i, sp in typed if sp), (order[0], None))
+        fits = sims[i] >= self.cfg.relevance_gate and (span is not None or qtype == "other")
+        confidence = float(weights[i])  # the chosen sentence's, also when the answer is taken as said more fully
+        fuller = FULLER_FORMS.get(qtype)
+        if span and fuller:
+            i, span = fuller(found, i, span, relevant, context, qwords)
         _, at, sentence = found[i]
         start, end = (at + span[0], at + span[1]) if span else (at, at + len(sentence))
-        fits = sims[i] >= self.cfg.relevance_gate and (span is not None or qtype == "other")
-        return Answer(" ".join(context[start:end].split()), float(weights[i]), start, bool(fits))
+        return Answer(" ".join(context[start:end].split()), confidence, start, bool(fits))
 
     def scored_sentences(self, question, context):
         """Every sentence of every document in the context with its cosine to the question and its offset."""
@@ -4905,6 +4921,57 @@ class SentenceReader:
         if question not in self.questions:
             self.questions[question] = normalise(np.atleast_2d(self.embed([question])[0]))[0]
         return self.questions[question]
+
+
+def _same_document(found, i, candidates, context):
+    """The candidates (indices into found, a reader's scored sentences) in the document sentence i is in: no
+    document boundary of the context lies between them."""
+    at = found[i][1]
+    return [j for j in candidates if CONTEXT_SEPARATOR not in context[min(at, found[j][1]):max(at, found[j][1])]]
+
+
+def precise_date(found, i, span, candidates, context, qwords=frozenset()):
+    """(sentence index, span) of the same date said more precisely: when the span is a bare year, the first date in
+    that year with a month or a day in the candidate sentences (most similar first) of the same document, else the
+    span as it is. A title's "(2009 album)" or "(born 1891)" dates what its body dates fully ("released on June 30,
+    2009"), and a full date still holds its year.
+
+    >>> found = [(0.8, 0, "X (2009 album) is an album."), (0.5, 28, "It was released on June 30, 2009.")]
+    >>> precise_date(found, 0, (3, 7), [0, 1], "X (2009 album) is an album. It was released on June 30, 2009.")
+    (1, (19, 32))
+    """
+    values = _cached_values(found[i][2][span[0]:span[1]])
+    if len(values) != 1 or values[0].kind != "year":
+        return i, span
+    year = int(values[0].amount)
+    for j in _same_document(found, i, candidates, context):
+        sentence = found[j][2]
+        for v in sorted(_cached_values(sentence), key=_machine_date):
+            if v.kind == "date" and int(v.amount) // 10000 == year and _specificity(v) and v.text in sentence:
+                start = sentence.find(v.text)
+                return j, (start, start + len(v.text))
+    return i, span
+
+
+def fuller_name(found, i, span, candidates, context, qwords):
+    """(sentence index, span) of the same name said in full: when the span is one word, the first longer name
+    ending in it ("Joseph Haydn" for "Haydn") in the candidate sentences (most similar first) of the same document,
+    else the span as it is."""
+    words = _name_word(found[i][2][span[0]:span[1]]).split()
+    if len(words) != 1:
+        return i, span
+    for j in _same_document(found, i, candidates, context):
+        sentence = found[j][2]
+        for name in sorted(_cached_names(sentence, qwords)):
+            parts = name.split()
+            if len(parts) > 1 and parts[-1] == words[0]:
+                where = _surface(name, sentence)
+                if where:
+                    return j, where
+    return i, span
+
+
+FULLER_FORMS = {"date": precise_date, "name": fuller_name}  # the asked-for type -> the same answer said more fully
 
 
 class SentenceEmbedder:
@@ -9010,6 +9077,16 @@ class TestSupport(unittest.TestCase):
         self.assertEqual(support(readings, texts)[0], ("Blitzen Trapper", ["a", "b"]))
         self.assertEqual(support(readings)[0], ("Blitzen Trapper", ["a"]))  # without the texts: readings only
 
+    def test_a_document_supports_the_shortest_reading_of_an_answer(self):
+        readings = readings_of(a="Blitzen Trapper", b="Blitzen Trapper Eric Earley Brian Koch", c="Horseshack")
+        texts = {"a": "VII is an album by Blitzen Trapper.", "b": "Blitzen Trapper Eric Earley Brian Koch",
+                 "c": "Blitzen Trapper recorded at Horseshack."}
+        self.assertEqual(support(readings, texts)[0], ("Blitzen Trapper Eric Earley Brian Koch", ["a", "b", "c"]))
+        # near miss: a value is no such core: "6" said in a text does not support "1,415.6 people"
+        readings = readings_of(a="1,415.6 people", b="6", c="Main Street")
+        texts = {"a": "Density 1,415.6 people.", "b": "6", "c": "Main Street runs 6 miles."}
+        self.assertEqual(support(readings, texts)[0], ("1,415.6 people", ["a", "b"]))
+
     def test_answers_agree(self):
         self.assertTrue(answers_agree("$4.2M", "4.2 million dollars"))
         self.assertTrue(answers_agree("18,000", "18,000 spectators"))
@@ -9128,7 +9205,11 @@ class TestSubjects(unittest.TestCase):
         self.assertIsNone(different_subjects_finding(lyon, edited))
         fuller = doc("f", "David H. Jones House The David H. Jones House was built in 1912.")
         plain = doc("g", "David Jones House The house was built in 1913.")
-        self.assertIsNone(different_subjects_finding(fuller, plain))  # initials aside, one title holds the other
+        self.assertIsNone(different_subjects_finding(fuller, plain))  # initials aside, one title
+        # a title within a longer one names another subject: a reference work gives each subject a title of its own
+        station = doc("h", "Shoreditch railway station Shoreditch was a station. It opened in 1865.")
+        street = doc("i", "Shoreditch High Street railway station Shoreditch High Street is a station opened in 2010.")
+        self.assertEqual(different_subjects_finding(station, street).kind, "subjects")
 
     @staticmethod
     def scanned(a, b):
@@ -9223,6 +9304,25 @@ class TestAnswerSpans(unittest.TestCase):
     def test_the_fullest_date(self):
         self.assertEqual(self.span("Porush (born 1916; exact date 2 April 1916) was a rabbi.", "When was Porush born?"),
                          "2 April 1916")
+
+    def test_a_year_said_more_precisely_elsewhere_in_the_document(self):
+        read, question = SentenceReader(overlap_embed, DEFAULT_CONFIG), "When was the album Killswitch Engage released?"
+        album = "Killswitch Engage (2009 album) is an album by Killswitch Engage. It was released on June 30, 2009."
+        self.assertEqual(read(question, album).text, "June 30, 2009")
+        # near misses: a full date of another year, or one in another document, leaves the year as it is
+        self.assertEqual(read(question, album.replace("June 30, 2009", "June 30, 2012")).text, "2009")
+        apart = album.replace(" It was", CONTEXT_SEPARATOR + "It was")
+        self.assertEqual(read(question, apart).text, "2009")
+        self.assertEqual(self.span("Born ( 1941-03-19 ) 19 March 1941 in Whitburn.", "When was he born?"),
+                         "19 March 1941")  # the date in words, not the machine's copy printed beside it
+
+    def test_a_name_said_in_full_elsewhere_in_the_document(self):
+        read, question = SentenceReader(overlap_embed, DEFAULT_CONFIG), "Who composed the Symphony No. 38?"
+        work = "The Symphony No. 38 was composed by Haydn. Joseph Haydn composed the Symphony No. 38 in Vienna."
+        self.assertEqual(read(question, work).text, "Joseph Haydn")
+        # near misses: another name, or the full name in another document, leaves the name as it is
+        self.assertEqual(read(question, work.replace("Joseph Haydn", "Michael Jones")).text, "Haydn")
+        self.assertEqual(read(question, work.replace(" Joseph", CONTEXT_SEPARATOR + "Joseph")).text, "Haydn")
 
     def test_a_place_with_its_region(self):
         self.assertEqual(self.span("The paper is published in Searcy, Arkansas by Gray.", "Where is it published?"),
