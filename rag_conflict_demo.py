@@ -14,8 +14,9 @@ retrieved by its best one), then runs twice on the same retrieval:
                same-frame swaps; optionally the reader per document and an NLI model); documents about namesakes
                are answered subject by subject (AMBIGUOUS); in each subject the resolver keeps the newest document
                of each superseded cluster, sets aside what more documents contradict (outnumbered), and withholds
-               the answer (UNCERTAIN) where nothing settles it; the reader answers from what is left (a subject
-               from the document that names it), saying what was discarded and why.
+               the answer (UNCERTAIN) where nothing settles it; the reader answers from what is left (each
+               subject from the document that names it, the opening sentence for what the subject is), saying
+               what was discarded and why.
 
 The reader is the extractive QA model deepset/minilm-uncased-squad2 when it can be had (cached, or the hub
 answers), else the built-in sentence reader (--reader sentence): the sentence most similar to the question, then
@@ -4631,8 +4632,17 @@ def supersession_order(members):
 
 def answering(question, docs, read_alone):
     """{source_id: Answer} of the documents whose own reading answers the question (Answer.fits), in rank order;
-    a document that does not answer adds no candidate and no support."""
+    a document that does not answer adds no candidate and no support. A question of no typed answer (what a subject
+    is: its sport, its genre, its trade) is answered, by a document that names its subject, with its opening
+    sentence: the definition a reference text opens with ("Manic is a 2001 American drama film"), where the reading,
+    the sentence most like the question, may be about something else."""
     readings = {d.source_id: read_alone(question, d.content) for d in docs}
+    defining = question_type(question) == "other"
+    for d in docs if defining else ():
+        a = readings[d.source_id]
+        if a.fits and a.text and names_subject(d):
+            opening = (split_sentences(d.content) or [a.text])[0]
+            readings[d.source_id] = replace(a, text=" ".join(opening.split()), start=max(0, d.content.find(opening)))
     return {sid: a for sid, a in readings.items() if a.fits and a.text}
 
 
@@ -5517,12 +5527,12 @@ def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None, a
     """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
 
     read answers from the context, read_alone (a ReadAlone of the same reader) from one document, nli (or None)
-    also judges ConflictScore's claims. Resolved, documents about different subjects sharing a name are answered
-    subject by subject (AMBIGUOUS, each from the document that names it: subject_answer); in each, superseded
-    documents are dropped, an undated dispute one answer clearly outnumbers is settled by support, and any other
-    dispute withholds the answer: the reader runs on each of its documents alone and every candidate is reported
-    (UNCERTAIN), so nothing is picked silently. announce: log each conflict as a warning (an evaluation of many
-    questions reports scores instead).
+    also judges ConflictScore's claims. Resolved, a subject is answered from the document that names it
+    (subject_answer), and documents about different subjects sharing a name subject by subject (AMBIGUOUS); in
+    each, superseded documents are dropped, an undated dispute one answer clearly outnumbers is settled by support,
+    and any other dispute withholds the answer: the reader runs on each of its documents alone and every candidate
+    is reported (UNCERTAIN), so nothing is picked silently. announce: log each conflict as a warning (an evaluation
+    of many questions reports scores instead).
     """
     retrieved, report = found
     for c in report.conflicts if announce else ():
@@ -5536,7 +5546,7 @@ def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None, a
 
 
 def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, timings=None):
-    """One answer from the whole retrieval (naive), or from what resolution keeps of it."""
+    """One answer from the whole retrieval (naive), or from what resolution keeps of it (subject_answer)."""
     context, clusters = tuple(retrieved), ()
     if resolve and report.has_conflict:
         resolution = settled(query, retrieved, report, read_alone, cfg)
@@ -5553,8 +5563,9 @@ def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, t
         return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
                            candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
                                                                       disputed=True) for c in candidates), **common)
-    with timed(timings, "reading"):
-        answer, cited = read_all(query, context, read)
+    with timed(timings, "reading"):  # resolved, one subject is answered as each namesake is (subject_answer)
+        answer, cited = (subject_answer(query, context, read, read_alone) if resolve and read_alone is not None
+                         else read_all(query, context, read))
     score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli)
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
                        label="RESOLVED" if clusters else "ANSWERED", score=score,
@@ -9162,6 +9173,27 @@ class TestSubjects(unittest.TestCase):
         unnamed = [Retrieved(guests, 0.5, 0), kept[1]]
         self.assertFalse(names_subject(unnamed[0].doc))
         self.assertEqual(subject_answer(question, unnamed, read, ReadAlone(read)), read_all(question, unnamed, read))
+        # a subject alone is answered so too, once resolved; the naive phase gives the whole top-k to the reader
+        found = [kept[1], kept[0]]
+        resolved = answer_once(question, found, ConflictReport(), read, ReadAlone(read), None, DEFAULT_CONFIG, True)
+        self.assertEqual((resolved.label, resolved.answer, resolved.cited), ("ANSWERED", "48 rooms", ("n",)))
+        naive = answer_once(question, found, ConflictReport(), read, ReadAlone(read), None, DEFAULT_CONFIG, False)
+        self.assertEqual((naive.answer, naive.cited), ("60 rooms", ("s",)))
+
+    def test_a_subject_is_defined_by_the_opening_of_the_document_that_names_it(self):
+        read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
+        club = Document("c", "Oxford University Cycling Club", None, "The Oxford University Cycling Club is a "
+                        "cycling club. The OUCC was founded in 1873 as the primary club of the university.")
+        answer, cited = subject_answer("What is the primary activity of the OUCC?", [Retrieved(club, 0.9, 0)],
+                                       read, ReadAlone(read))
+        self.assertEqual((answer.text, cited), ("The Oxford University Cycling Club is a cycling club.", ("c",)))
+        # near misses: a question of a typed answer takes the reading, wherever it stands; so does a document
+        # that names no subject (a snippet from the middle of an article)
+        answer, _ = subject_answer("When was the OUCC founded?", [Retrieved(club, 0.9, 0)], read, ReadAlone(read))
+        self.assertEqual(answer.text, "1873")
+        snippet = Document("s", "s", None, "Rowing came later. The OUCC was founded in 1873 as the primary club.")
+        readings = answering("What is the primary activity of the OUCC?", [snippet], ReadAlone(read))
+        self.assertEqual(readings["s"].text, "The OUCC was founded in 1873 as the primary club.")
 
     def test_namesakes_are_not_compared(self):
         # namesakes are two articles, not one text with a year changed (that is an edited copy: TestEditedCopies)
