@@ -809,8 +809,9 @@ _Q_NAME_RE = re.compile(r"^(?:who|whom|whose|where)\b|^name\s"
                         r"|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)?\s+(?:the\s+|his\s+"
                         r"|her\s+|its\s+|their\s+)?names?\b|\bby\s*\?$")
 _Q_WHICH_RE = re.compile(r"^(?:which|what)\s+(?P<noun>\w+)")
-_Q_DATE_RE = re.compile(r"^when\b|^since\s+when\b|^(?:in\s+|on\s+|by\s+)?(?:what|which)\s+(?:year|date|day|month|decade"
-                        r"|century)\b|^what(?:'s|\s+is|\s+was)\s+the\s+date\b")
+# a date asked at the start, or in a phrase anywhere ("64th Division was formed in which year?")
+_Q_DATE_RE = re.compile(r"^when\b|^since\s+when\b|(?:^|\b(?:in|on|by)\s+)(?:what|which)\s+(?:year|date|day|month|decade"
+                        r"|century)\b|^what(?:'s|\s+is|\s+was)\s+(?:the|his|her|its|their)\s+(?:[a-z]+\s+)?date\b")
 _Q_QUANTITY_RE = re.compile(r"^how\s+(?:much|many|long|old|far|big|large|tall|high|fast|often|heavy|wide|deep)\b")
 
 
@@ -825,9 +826,14 @@ def _normalise_question(question: str) -> str:
 
 
 # A sentence that opens with a scene-setter ("In 2011, how many ...", "As of 2023, who ...") asks in the clause after
-# its comma that starts with a question word; elsewhere a comma clause is a relative one ("Curie, who won ...").
+# its comma that starts with a question word; so does one that puts its topic first and asks in the rest ("2nd Duke
+# of Newcastle, what year was he born?"); elsewhere a comma clause is a relative one ("Curie, who won ..., was").
 SCENE_SETTERS = frozenset("""
 in as on at after before since during considering given according if from for with by under until between among
+""".split())
+QUESTION_OPENERS = frozenset("""
+who whom whose what which when where why how is are was were do does did can could has have had will would should
+name list tell give
 """.split())
 _ASKING_CLAUSE_RE = re.compile(r",\s*((?:who|whom|whose|what|which|when|where|how|is|are|was|were|do|does|did|can"
                                r"|could|has|have|had|will|would)\b.*)", re.IGNORECASE | re.DOTALL)
@@ -851,7 +857,10 @@ def question_type(question: str) -> str:
                + [x for x in reversed(sentences) if not x.rstrip().endswith("?")] + [question])
     for sentence in ordered:
         opening = _WORD_RE.findall(sentence.lower())[:1]
-        clauses = [sentence] + (_ASKING_CLAUSE_RE.findall(sentence) if set(opening) & SCENE_SETTERS else [])
+        asking = _ASKING_CLAUSE_RE.findall(sentence)
+        if not set(opening) & SCENE_SETTERS:  # only a topic put first, the clause running to the end
+            asking = [c for c in asking if "," not in c and not set(opening) & QUESTION_OPENERS]
+        clauses = [sentence] + asking
         for clause in clauses:
             qtype = _clause_type(_normalise_question(clause))
             if qtype != "other":
@@ -871,7 +880,7 @@ def _clause_type(q: str) -> str:
         return "state"
     if _Q_NAME_RE.search(q) or (which and which["noun"] in NAME_ASKERS):
         return "name"
-    if _Q_DATE_RE.match(q):
+    if _Q_DATE_RE.search(q):
         return "date"
     if _Q_QUANTITY_RE.match(q) or (words[:1] in (["what"], ["which"]) and QUANTITY_NOUNS.intersection(words)):
         return "quantity"
@@ -8170,7 +8179,8 @@ class TestSentences(unittest.TestCase):
     def test_question_type(self):
         cases = {
             "When did the museum open?": "date", "What year was it founded?": "date",
-            "In what year did it end?": "date",
+            "In what year did it end?": "date", "64th Division was formed in which year?": "date",
+            "Which yearbook did he edit?": "other",
             "What is the date of the launch?": "date", "How much revenue did Acme report?": "quantity",
             "How many episodes are there?": "quantity", "How long is the warranty?": "quantity",
             "What is the price of a ticket?": "quantity", "What was Acme Corp's annual revenue for 2023?": "quantity",
@@ -8193,7 +8203,9 @@ class TestSentences(unittest.TestCase):
                  "In the city, the museum is big.": "other",
                  "When was Marina Baker born? She is a politician.": "date",  # the asking sentence, wherever
                  'Who wrote "Hello. Goodbye"?': "name", "Who is the CEO of Yahoo! Inc.?": "name",
-                 "Marie Curie, who won two Nobel prizes, was born in which year?": "other",  # a relative clause
+                 "Marie Curie, who won two Nobel prizes, was born in which year?": "date",  # not the relative who
+                 "2nd Duke of Newcastle, what year was he born?": "date",  # a topic put first
+                 "What is the birth date of Maurice Roche?": "date", "What is the birth name of Cher?": "other",
                  "What area does the park cover?": "other"}
         for question, expected in cases.items():
             self.assertEqual(question_type(question), expected, question)
