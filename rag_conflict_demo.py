@@ -809,9 +809,10 @@ _Q_NAME_RE = re.compile(r"^(?:who|whom|whose|where)\b|^name\s"
                         r"|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)?\s+(?:the\s+|his\s+"
                         r"|her\s+|its\s+|their\s+)?names?\b|\bby\s*\?$")
 _Q_WHICH_RE = re.compile(r"^(?:which|what)\s+(?P<noun>\w+)")
-# a date asked at the start, or in a phrase anywhere ("64th Division was formed in which year?")
-_Q_DATE_RE = re.compile(r"^when\b|^since\s+when\b|(?:^|\b(?:in|on|by)\s+)(?:what|which)\s+(?:year|date|day|month|decade"
-                        r"|century)\b|^what(?:'s|\s+is|\s+was)\s+(?:the|his|her|its|their)\s+(?:[a-z]+\s+)?date\b")
+_DATE_UNITS = r"(?:year|date|day|month|decade|century)(?![\w-])"
+_Q_DATE_RE = re.compile(rf"^when\b|^since\s+when\b|^(?:in\s+|on\s+|by\s+)?(?:what|which)\s+{_DATE_UNITS}"
+                        r"|^what(?:'s|\s+is|\s+was)\s+(?:the|his|her|its|their)\s+(?:[a-z]+\s+)?date\b")
+_Q_DATE_INSIDE_RE = re.compile(rf"\b(?:in|on|by)\s+(?:what|which)\s+{_DATE_UNITS}")  # "formed in which year?"
 _Q_QUANTITY_RE = re.compile(r"^how\s+(?:much|many|long|old|far|big|large|tall|high|fast|often|heavy|wide|deep)\b")
 
 
@@ -835,6 +836,10 @@ QUESTION_OPENERS = frozenset("""
 who whom whose what which when where why how is are was were do does did can could has have had will would should
 name list tell give
 """.split())
+# the question after a topic put first: a question word, at most one more word, then a verb that asks ("what year
+# was he born?", "when did it open?"), not a relative clause ("who won two prizes, was ...")
+_TOPIC_QUESTION_RE = re.compile(r"(?:who|whom|whose|what|which|when|where|how)(?:\s+\w+)?\s+(?:is|are|was|were|do|does"
+                                r"|did|can|could|has|have|had|will|would)\b[^,]*$", re.IGNORECASE)
 _ASKING_CLAUSE_RE = re.compile(r",\s*((?:who|whom|whose|what|which|when|where|how|is|are|was|were|do|does|did|can"
                                r"|could|has|have|had|will|would)\b.*)", re.IGNORECASE | re.DOTALL)
 
@@ -842,8 +847,9 @@ _ASKING_CLAUSE_RE = re.compile(r",\s*((?:who|whom|whose|what|which|when|where|ho
 @functools.lru_cache(maxsize=_FEATURE_CACHE)  # asked once per pair: read once per question
 def question_type(question: str) -> str:
     """Answer type asked for: 'date', 'quantity', 'name', 'state' or 'other', read from the asking clause: the
-    sentences from the last (those ending in "?" first), each whole and, when it opens with a scene-setter, from the
-    question word after its comma; the first that asks for a type wins.
+    sentences from the last (those ending in "?" first), each whole and, when it opens with a scene-setter or puts
+    its topic first ("2nd Duke of Newcastle, what year was he born?"), from the question word after its comma; the
+    first that asks for a type wins.
 
     >>> question_type("When did the museum open?")
     'date'
@@ -858,8 +864,9 @@ def question_type(question: str) -> str:
     for sentence in ordered:
         opening = _WORD_RE.findall(sentence.lower())[:1]
         asking = _ASKING_CLAUSE_RE.findall(sentence)
-        if not set(opening) & SCENE_SETTERS:  # only a topic put first, the clause running to the end
-            asking = [c for c in asking if "," not in c and not set(opening) & QUESTION_OPENERS]
+        if not set(opening) & SCENE_SETTERS:  # only a topic put first, asked in a question that runs to the end
+            asking = [c for c in asking if _TOPIC_QUESTION_RE.match(c) and sentence.rstrip().endswith("?")
+                      and not set(opening) & QUESTION_OPENERS]
         clauses = [sentence] + asking
         for clause in clauses:
             qtype = _clause_type(_normalise_question(clause))
@@ -880,10 +887,12 @@ def _clause_type(q: str) -> str:
         return "state"
     if _Q_NAME_RE.search(q) or (which and which["noun"] in NAME_ASKERS):
         return "name"
-    if _Q_DATE_RE.search(q):
+    if _Q_DATE_RE.match(q):
         return "date"
     if _Q_QUANTITY_RE.match(q) or (words[:1] in (["what"], ["which"]) and QUANTITY_NOUNS.intersection(words)):
         return "quantity"
+    if _Q_DATE_INSIDE_RE.search(q):  # after the types a question opens with: "How old was he in which year?"
+        return "date"
     if words and words[0] in AUX_VERBS:
         return "state"
     return "other"
@@ -3674,8 +3683,8 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
             marked = Finding("subjects", f"different subjects: {exp} vs {other[0]} ({acr.upper()})", (exp, other[0]))
             break
     same_name = bool(sa.name and sb.name) and _tokens_meet(sa.name.split(), sb.name.split())
-    # two title lines, one within the other too: a reference work titles each subject apart, a namesake by a longer
-    # title ("Shoreditch railway station" / "Shoreditch High Street railway station")
+    # two title lines that differ, whether or not one holds the other: a reference work titles each subject apart,
+    # a namesake by a longer title ("Shoreditch railway station" / "Shoreditch High Street railway station")
     if marked is None and sa.title and sb.title and sa.title != sb.title:
         why = (" ".join(sorted(sa.title)), " ".join(sorted(sb.title)))
         marked = Finding("subjects", f"different titles: {why[0]} vs {why[1]}", why)
@@ -3827,7 +3836,7 @@ def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
         kinds = MEASURE_KINDS if qtype == "quantity" else TEMPORAL_KINDS
         values = [v for v, _ in _side_values([sentence], qwords, cfg, kinds)]
         # stable sorts: sentence order among equals
-        values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _machine_date(v)))
+        values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _numeric_date(v)))
         near = [v for v in values if _cached_anchor(sentence, v, cfg.value_anchor_window)[0] & preds]
         value = (near or ([] if anchored else values) or [None])[0]
         at = sentence.find(value.text) if value else -1  # a value's text is the match, as written
@@ -3886,8 +3895,12 @@ def _specificity(v: Value) -> int:
     return 2 if int(v.amount) % 100 else 1 if int(v.amount) // 100 % 100 else 0
 
 
-def _machine_date(v: Value) -> bool:
-    """A date written the machine's way ("1941-03-19"), which web pages print beside the date in words."""
+def _numeric_date(v: Value) -> bool:
+    """A date written in digits only ("1941-03-19"), the copy web pages print beside the date in words.
+
+    >>> [_numeric_date(extract_values(t)[0]) for t in ("1941-03-19", "19 March 1941")]
+    [True, False]
+    """
     return v.kind == "date" and not any(c.isalpha() for c in v.text)
 
 
@@ -4639,18 +4652,21 @@ def supersession_order(members):
 
 # --- Support: an undated dispute settled by how many documents give each answer
 
+OPENING_CHARS = 2000  # a document's opening sentence is read from this much of its start, however long it is
+
+
 def answering(question, docs, read_alone):
     """{source_id: Answer} of the documents whose own reading answers the question (Answer.fits), in rank order;
-    a document that does not answer adds no candidate and no support. A question of no typed answer (what a subject
-    is: its sport, its genre, its trade) is answered, by a document that names its subject, with its opening
-    sentence: the definition a reference text opens with ("Manic is a 2001 American drama film"), where the reading,
-    the sentence most like the question, may be about something else."""
+    a document that does not answer adds no candidate and no support. A question of no typed answer that asks what
+    a subject is (its sport, its genre, its trade; not why or how) is answered, by a document that names its
+    subject, with its opening sentence: the definition a reference text opens with ("Manic is a 2001 American drama
+    film"), where the reading, the sentence most like the question, may be about something else."""
     readings = {d.source_id: read_alone(question, d.content) for d in docs}
-    defining = question_type(question) == "other"
+    defining = question_type(question) == "other" and not set(_WORD_RE.findall(question.lower())[:1]) & {"why", "how"}
     for d in docs if defining else ():
         a = readings[d.source_id]
         if a.fits and a.text and names_subject(d):
-            opening = (split_sentences(d.content) or [a.text])[0]
+            opening = (split_sentences(d.content[:OPENING_CHARS]) or [a.text])[0]
             readings[d.source_id] = replace(a, text=" ".join(opening.split()), start=max(0, d.content.find(opening)))
     return {sid: a for sid, a in readings.items() if a.fits and a.text}
 
@@ -4659,9 +4675,9 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
     """[(answer, [source_id, ...])]: the distinct answers of the readings, each with the answering documents that
     give it, most supported first; ties keep rank order. An answer is said in its fullest form ("9 February 1936"
     over "1936"). texts ({source_id: content}), when given, let an answering document also support every other
-    answer its text states word for word (holds), in the answer's shortest form unless that is a bare value ("6" is
-    in many texts): a reader that picked another sentence of a document does not take that document's word away from
-    the answer it states.
+    answer its text states word for word (holds), in the answer's shortest form unless that states a value ("6" is
+    in many texts) or another answer holds it ("Haydn", said of Michael, is in every text on Joseph Haydn): a reader
+    that picked another sentence of a document does not take that document's word away from the answer it states.
 
     >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
     [('18,000 seats', ['a', 'c']), ('81,000', ['b'])]
@@ -4677,8 +4693,10 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
                 home[0] = a.text
             if holds(home[2], a.text) and len(a.text) < len(home[2]):
                 home[2] = a.text
-    for text, sids, core in groups if texts else ():
-        said = text if extract_values(core) else core
+    for group in groups if texts else ():
+        text, sids, core = group
+        shared = any(holds(other[0], core) for other in groups if other is not group)
+        said = text if extract_values(core) or shared else core
         sids += [sid for sid in readings if sid not in sids and holds(texts[sid], said)]
     # subtle: sorted is stable, so equal support keeps rank order
     return [(text, sids) for text, sids, _ in sorted(groups, key=lambda g: -len(g[1]))]
@@ -4944,12 +4962,17 @@ class SentenceReader:
 
 def _same_document(found, i, candidates, context):
     """The candidates (indices into found, a reader's scored sentences) in the document sentence i is in: no
-    document boundary of the context lies between them."""
+    document boundary of the context lies between them.
+
+    >>> found = [(0.9, 0, "A."), (0.8, 3, "B."), (0.7, 7, "C.")]
+    >>> _same_document(found, 0, [0, 1, 2], "A. B." + CONTEXT_SEPARATOR + "C.")
+    [0, 1]
+    """
     at = found[i][1]
     return [j for j in candidates if CONTEXT_SEPARATOR not in context[min(at, found[j][1]):max(at, found[j][1])]]
 
 
-def precise_date(found, i, span, candidates, context, qwords=frozenset()):
+def precise_date(found, i, span, candidates, context, qwords=frozenset()):  # qwords: FULLER_FORMS' one signature
     """(sentence index, span) of the same date said more precisely: when the span is a bare year, the first date in
     that year with a month or a day in the candidate sentences (most similar first) of the same document, else the
     span as it is. A title's "(2009 album)" or "(born 1891)" dates what its body dates fully ("released on June 30,
@@ -4965,7 +4988,7 @@ def precise_date(found, i, span, candidates, context, qwords=frozenset()):
     year = int(values[0].amount)
     for j in _same_document(found, i, candidates, context):
         sentence = found[j][2]
-        for v in sorted(_cached_values(sentence), key=_machine_date):
+        for v in sorted(_cached_values(sentence), key=_numeric_date):
             if v.kind == "date" and int(v.amount) // 10000 == year and _specificity(v) and v.text in sentence:
                 start = sentence.find(v.text)
                 return j, (start, start + len(v.text))
@@ -4973,21 +4996,28 @@ def precise_date(found, i, span, candidates, context, qwords=frozenset()):
 
 
 def fuller_name(found, i, span, candidates, context, qwords):
-    """(sentence index, span) of the same name said in full: when the span is one word, the first longer name
-    ending in it ("Joseph Haydn" for "Haydn") in the candidate sentences (most similar first) of the same document,
-    else the span as it is."""
+    """(sentence index, span) of the same person named in full: for a question about a person (who, whom, whose),
+    when the span is one word, the first longer name ending in it ("Joseph Haydn" for "Haydn") in the candidate
+    sentences (most similar first, each in its order) of the same document, else the span as it is. A place is
+    left as it is: "West Springfield" is not Springfield said in full.
+
+    >>> found = [(0.9, 0, "The symphony is by Haydn."), (0.6, 26, "Joseph Haydn wrote it.")]
+    >>> fuller_name(found, 0, (19, 24), [0, 1], "The symphony is by Haydn. Joseph Haydn wrote it.", frozenset({"who"}))
+    (1, (0, 12))
+    """
     words = _name_word(found[i][2][span[0]:span[1]]).split()
-    if len(words) != 1:
+    if len(words) != 1 or not qwords & PERSON_ASKERS:
         return i, span
     for j in _same_document(found, i, candidates, context):
         sentence = found[j][2]
-        for name in sorted(_cached_names(sentence, qwords)):
-            parts = name.split()
-            if len(parts) > 1 and parts[-1] == words[0]:
-                where = _surface(name, sentence)
-                if where:
-                    return j, where
+        fuller = [n for n in _cached_names(sentence, qwords) if len(n.split()) > 1 and n.split()[-1] == words[0]]
+        spans = sorted(filter(None, (_surface(n, sentence) for n in fuller)))
+        if spans:
+            return j, spans[0]
     return i, span
+
+
+PERSON_ASKERS = frozenset({"who", "whom", "whose"})
 
 
 FULLER_FORMS = {"date": precise_date, "name": fuller_name}  # the asked-for type -> the same answer said more fully
@@ -5536,12 +5566,12 @@ def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None, a
     """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
 
     read answers from the context, read_alone (a ReadAlone of the same reader) from one document, nli (or None)
-    also judges ConflictScore's claims. Resolved, a subject is answered from the document that names it
-    (subject_answer), and documents about different subjects sharing a name subject by subject (AMBIGUOUS); in
-    each, superseded documents are dropped, an undated dispute one answer clearly outnumbers is settled by support,
-    and any other dispute withholds the answer: the reader runs on each of its documents alone and every candidate
-    is reported (UNCERTAIN), so nothing is picked silently. announce: log each conflict as a warning (an evaluation
-    of many questions reports scores instead).
+    also judges ConflictScore's claims. Resolved, documents about different subjects sharing a name are answered
+    subject by subject (AMBIGUOUS), each from the document that names it (subject_answer), as is a lone subject
+    whose conflicts were settled; in each, superseded documents are dropped, an undated dispute one answer clearly
+    outnumbers is settled by support, and any other dispute withholds the answer: the reader runs on each of its
+    documents alone and every candidate is reported (UNCERTAIN), so nothing is picked silently. announce: log each
+    conflict as a warning (an evaluation of many questions reports scores instead).
     """
     retrieved, report = found
     for c in report.conflicts if announce else ():
@@ -5555,7 +5585,8 @@ def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None, a
 
 
 def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, timings=None):
-    """One answer from the whole retrieval (naive), or from what resolution keeps of it (subject_answer)."""
+    """One answer from the whole retrieval, or, once resolution has settled its conflicts, from what it keeps
+    (subject_answer); with no conflict both phases read the same."""
     context, clusters = tuple(retrieved), ()
     if resolve and report.has_conflict:
         resolution = settled(query, retrieved, report, read_alone, cfg)
@@ -5572,8 +5603,8 @@ def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, t
         return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
                            candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
                                                                       disputed=True) for c in candidates), **common)
-    with timed(timings, "reading"):  # resolved, one subject is answered as each namesake is (subject_answer)
-        answer, cited = (subject_answer(query, context, read, read_alone) if resolve and read_alone is not None
+    with timed(timings, "reading"):
+        answer, cited = (subject_answer(query, context, read, read_alone) if clusters and read_alone is not None
                          else read_all(query, context, read))
     score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli)
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
@@ -8205,6 +8236,8 @@ class TestSentences(unittest.TestCase):
                  'Who wrote "Hello. Goodbye"?': "name", "Who is the CEO of Yahoo! Inc.?": "name",
                  "Marie Curie, who won two Nobel prizes, was born in which year?": "date",  # not the relative who
                  "2nd Duke of Newcastle, what year was he born?": "date",  # a topic put first
+                 "Mozart, who wrote many symphonies. What is his legacy?": "other",  # no topic put first
+                 "How old was he in which year?": "quantity", "Which award is given in which year-end gala?": "other",
                  "What is the birth date of Maurice Roche?": "date", "What is the birth name of Cher?": "other",
                  "What area does the park cover?": "other"}
         for question, expected in cases.items():
@@ -9109,6 +9142,10 @@ class TestSupport(unittest.TestCase):
         readings = readings_of(a="1,415.6 people", b="6", c="Main Street")
         texts = {"a": "Density 1,415.6 people.", "b": "6", "c": "Main Street runs 6 miles."}
         self.assertEqual(support(readings, texts)[0], ("1,415.6 people", ["a", "b"]))
+        # nor is a form another answer holds: "Haydn" said of Michael is also in every text on Joseph Haydn
+        readings = readings_of(a="Michael Haydn", b="Haydn", c="Joseph Haydn", d="Joseph Haydn")
+        texts = {sid: f"It is by {a.text}." for sid, a in readings.items()}
+        self.assertEqual(support(readings, texts), [("Michael Haydn", ["a", "b"]), ("Joseph Haydn", ["c", "d"])])
 
     def test_answers_agree(self):
         self.assertTrue(answers_agree("$4.2M", "4.2 million dollars"))
@@ -9185,12 +9222,17 @@ class TestSubjects(unittest.TestCase):
         unnamed = [Retrieved(guests, 0.5, 0), kept[1]]
         self.assertFalse(names_subject(unnamed[0].doc))
         self.assertEqual(subject_answer(question, unnamed, read, ReadAlone(read)), read_all(question, unnamed, read))
-        # a subject alone is answered so too, once resolved; the naive phase gives the whole top-k to the reader
-        found = [kept[1], kept[0]]
-        resolved = answer_once(question, found, ConflictReport(), read, ReadAlone(read), None, DEFAULT_CONFIG, True)
-        self.assertEqual((resolved.label, resolved.answer, resolved.cited), ("ANSWERED", "48 rooms", ("n",)))
-        naive = answer_once(question, found, ConflictReport(), read, ReadAlone(read), None, DEFAULT_CONFIG, False)
-        self.assertEqual((naive.answer, naive.cited), ("60 rooms", ("s",)))
+        # a subject alone is answered so too once resolution has acted; with no conflict, as in the naive phase, the
+        # whole retrieval goes to the reader
+        old = Document("o", "o", "2019-01-01", "Mercury Lodge had 30 rooms before it was rebuilt.")
+        named = replace(named, date="2024-01-01")
+        found = [kept[1], Retrieved(named, 0.5, 1), Retrieved(old, 0.4, 2)]
+        report = ConflictReport((Conflict(named, old, "value", "different counts", 0.9, (("48",), ("30",))),))
+        resolved = answer_once(question, found, report, read, ReadAlone(read), None, DEFAULT_CONFIG, True)
+        self.assertEqual((resolved.label, resolved.answer, resolved.cited), ("RESOLVED", "48 rooms", ("n",)))
+        calm = [answer_once(question, found[:2], ConflictReport(), read, ReadAlone(read), None, DEFAULT_CONFIG, phase)
+                for phase in (False, True)]
+        self.assertEqual([(r.label, r.answer, r.cited) for r in calm], [("ANSWERED", "60 rooms", ("s",))] * 2)
 
     def test_a_subject_is_defined_by_the_opening_of_the_document_that_names_it(self):
         read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
@@ -9206,6 +9248,8 @@ class TestSubjects(unittest.TestCase):
         snippet = Document("s", "s", None, "Rowing came later. The OUCC was founded in 1873 as the primary club.")
         readings = answering("What is the primary activity of the OUCC?", [snippet], ReadAlone(read))
         self.assertEqual(readings["s"].text, "The OUCC was founded in 1873 as the primary club.")
+        how = answering("How was the OUCC founded in 1873?", [club], ReadAlone(read))  # asks no definition
+        self.assertEqual(how["c"].text, "The OUCC was founded in 1873 as the primary club of the university.")
 
     def test_namesakes_are_not_compared(self):
         # namesakes are two articles, not one text with a year changed (that is an edited copy: TestEditedCopies)
