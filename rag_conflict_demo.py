@@ -832,10 +832,7 @@ def _normalise_question(question: str) -> str:
 SCENE_SETTERS = frozenset("""
 in as on at after before since during considering given according if from for with by under until between among
 """.split())
-QUESTION_OPENERS = frozenset("""
-who whom whose what which when where why how is are was were do does did can could has have had will would should
-name list tell give
-""".split())
+QUESTION_OPENERS = frozenset("who whom whose what which when where why how name list tell give".split()) | AUX_VERBS
 # the question after a topic put first: a question word, at most one more word, then a verb that asks ("what year
 # was he born?", "when did it open?"), not a relative clause ("who won two prizes, was ...")
 _TOPIC_QUESTION_RE = re.compile(r"(?:who|whom|whose|what|which|when|where|how)(?:\s+\w+)?\s+(?:is|are|was|were|do|does"
@@ -865,8 +862,8 @@ def question_type(question: str) -> str:
         opening = _WORD_RE.findall(sentence.lower())[:1]
         asking = _ASKING_CLAUSE_RE.findall(sentence)
         if not set(opening) & SCENE_SETTERS:  # only a topic put first, asked in a question that runs to the end
-            asking = [c for c in asking if _TOPIC_QUESTION_RE.match(c) and sentence.rstrip().endswith("?")
-                      and not set(opening) & QUESTION_OPENERS]
+            topic_first = sentence.rstrip().endswith("?") and not set(opening) & QUESTION_OPENERS
+            asking = [c for c in asking if topic_first and _TOPIC_QUESTION_RE.match(c)]
         clauses = [sentence] + asking
         for clause in clauses:
             qtype = _clause_type(_normalise_question(clause))
@@ -4655,19 +4652,36 @@ def supersession_order(members):
 OPENING_CHARS = 2000  # a document's opening sentence is read from this much of its start, however long it is
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def asks_definition(question):
+    """Whether a question of no typed answer asks what its subject is (its sport, its genre, its trade), not why or
+    how.
+
+    >>> asks_definition("What sport is Bobby Carpenter associated with?"), asks_definition("How did revenue change?")
+    (True, False)
+    """
+    return question_type(question) == "other" and not set(_WORD_RE.findall(question.lower())[:1]) & {"why", "how"}
+
+
+@functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # asked of each naming document at every reading of a question
+def opening_sentence(text):
+    """(sentence, its offset in text) of the sentence a text opens with, read from its first OPENING_CHARS; None
+    when it has none."""
+    first = split_sentences(text[:OPENING_CHARS])[:1]
+    return (" ".join(first[0].split()), max(0, text.find(first[0]))) if first else None
+
+
 def answering(question, docs, read_alone):
     """{source_id: Answer} of the documents whose own reading answers the question (Answer.fits), in rank order;
-    a document that does not answer adds no candidate and no support. A question of no typed answer that asks what
-    a subject is (its sport, its genre, its trade; not why or how) is answered, by a document that names its
-    subject, with its opening sentence: the definition a reference text opens with ("Manic is a 2001 American drama
-    film"), where the reading, the sentence most like the question, may be about something else."""
+    a document that does not answer adds no candidate and no support. A question that asks what its subject is
+    (asks_definition) is answered, by a document that names its subject, with its opening sentence: the definition
+    a reference text opens with ("Manic is a 2001 American drama film"), where the reading, the sentence most like
+    the question, may be about something else."""
     readings = {d.source_id: read_alone(question, d.content) for d in docs}
-    defining = question_type(question) == "other" and not set(_WORD_RE.findall(question.lower())[:1]) & {"why", "how"}
-    for d in docs if defining else ():
-        a = readings[d.source_id]
-        if a.fits and a.text and names_subject(d):
-            opening = (split_sentences(d.content[:OPENING_CHARS]) or [a.text])[0]
-            readings[d.source_id] = replace(a, text=" ".join(opening.split()), start=max(0, d.content.find(opening)))
+    for d in docs if asks_definition(question) else ():
+        a, opening = readings[d.source_id], opening_sentence(d.content)
+        if a.fits and a.text and opening and names_subject(d):
+            readings[d.source_id] = replace(a, text=opening[0], start=opening[1])
     return {sid: a for sid, a in readings.items() if a.fits and a.text}
 
 
@@ -4989,8 +5003,8 @@ def precise_date(found, i, span, candidates, context, qwords=frozenset()):  # qw
     for j in _same_document(found, i, candidates, context):
         sentence = found[j][2]
         for v in sorted(_cached_values(sentence), key=_numeric_date):
-            if v.kind == "date" and int(v.amount) // 10000 == year and _specificity(v) and v.text in sentence:
-                start = sentence.find(v.text)
+            start = sentence.find(v.text)
+            if v.kind == "date" and int(v.amount) // 10000 == year and _specificity(v) and start >= 0:
                 return j, (start, start + len(v.text))
     return i, span
 
@@ -5010,7 +5024,7 @@ def fuller_name(found, i, span, candidates, context, qwords):
         return i, span
     for j in _same_document(found, i, candidates, context):
         sentence = found[j][2]
-        fuller = [n for n in _cached_names(sentence, qwords) if len(n.split()) > 1 and n.split()[-1] == words[0]]
+        fuller = [n for n in _cached_names(sentence, qwords) if n.endswith(" " + words[0])]
         spans = sorted(filter(None, (_surface(n, sentence) for n in fuller)))
         if spans:
             return j, spans[0]
