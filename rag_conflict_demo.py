@@ -3339,6 +3339,60 @@ def _copy_edits(x: str, y: str, min_ratio: float) -> tuple[tuple[str, int, int, 
     return tuple(op for op in matcher.get_opcodes() if op[0] != "equal")
 
 
+OVERLAP_MIN_TOKENS = 30  # a passage two texts share, edits inside it included: about two sentences
+OVERLAP_GAP = 3  # tokens an edit inside a shared passage may change on either side ("academy" / "university")
+OVERLAP_RUN_MIN = 4  # tokens a run of function words must share to extend the passage past an edit ("in the")
+
+
+@functools.lru_cache(maxsize=_DOCUMENT_CACHE)
+def _overlap_edits(x: str, y: str, min_ratio: float) -> tuple[tuple[str, int, int, int, int], ...] | None:
+    """The non-equal opcodes, inside the passage two texts share, of two excerpts of one text where one edited it:
+    the longest run of tokens they share, grown over each neighbouring run that an edit of at most OVERLAP_GAP
+    tokens on each side separates from it and that holds a content word (or OVERLAP_RUN_MIN function words), at
+    least OVERLAP_MIN_TOKENS long on both sides and aligned at min_ratio or more. Two windows of one article ("...
+    colleges. Founded in 1954, the academy takes its name ..." / "Founded in 1954, the university takes its name
+    ... In Boston ...") start and end apart, so _copy_edits, which aligns them whole, sees no copy. Where two texts
+    part after a passage they quote, a function word they happen to share after it ("the", "in") is no passage.
+    None when they share no such passage, or share it unedited. One alignment of the two texts' tokens (at most
+    COPY_MAX_TOKENS each) a pair: asked of a question's retrieved documents, not of every pair of a corpus scan."""
+    tx, ty = _copy_tokens(x), _copy_tokens(y)
+    cx, cy = tx.canon, ty.canon
+    if not cx or not cy or cx == cy or _shared_count(tx.counts, ty.counts) < min_ratio * OVERLAP_MIN_TOKENS:
+        return None  # fewer shared tokens than any such passage holds
+    runs = [m for m in difflib.SequenceMatcher(None, cx, cy, autojunk=False).get_matching_blocks() if m.size]
+    if not runs:
+        return None
+
+    def context(run):  # shared text, not a function word met by chance ("the", "in")
+        return run.size >= OVERLAP_RUN_MIN or any(t not in STOPWORDS for t in cx[run.a:run.a + run.size])
+
+    def near(left, right):  # right follows left across an edit of at most OVERLAP_GAP tokens on each side
+        return (context(left) and context(right) and right.a - left.a - left.size <= OVERLAP_GAP
+                and right.b - left.b - left.size <= OVERLAP_GAP)
+
+    lo = hi = max(range(len(runs)), key=lambda i: runs[i].size)
+    while lo > 0 and near(runs[lo - 1], runs[lo]):
+        lo -= 1
+    while hi + 1 < len(runs) and near(runs[hi], runs[hi + 1]):
+        hi += 1
+    i0, j0, i1, j1 = runs[lo].a, runs[lo].b, runs[hi].a + runs[hi].size, runs[hi].b + runs[hi].size
+    if min(i1 - i0, j1 - j0) < OVERLAP_MIN_TOKENS:
+        return None
+    shared = difflib.SequenceMatcher(None, cx[i0:i1], cy[j0:j1], autojunk=False)
+    if shared.ratio() < min_ratio:
+        return None
+    edits = tuple((tag, a1 + i0, a2 + i0, b1 + j0, b2 + j0) for tag, a1, a2, b1, b2 in shared.get_opcodes()
+                  if tag != "equal")
+    return edits or None
+
+
+def _shared_edits(x: str, y: str, min_ratio: float,
+                  excerpts: bool) -> tuple[tuple[str, int, int, int, int], ...] | None:
+    """The edits of two copies of one text (_copy_edits), or, when excerpts, of two excerpts of it that share an
+    edited passage (_overlap_edits); None when neither."""
+    return _copy_edits(x, y, min_ratio) or (_overlap_edits(x, y, min_ratio) if excerpts else None)
+
+
 def edited_copies(x: str, y: str, min_ratio: float = DEFAULT_CONFIG.swap_min_ratio) -> bool:
     """Two texts that are one text edited: their tokens align at min_ratio or more (difflib ratio), not identical.
 
@@ -3349,8 +3403,9 @@ def edited_copies(x: str, y: str, min_ratio: float = DEFAULT_CONFIG.swap_min_rat
     return _copy_edits(x, y, min_ratio) is not None
 
 
-def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = frozenset()) -> bool:
-    """Copies (edited_copies) that are one template filled in for two namesakes: an edit in what names the subject
+def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = frozenset(),
+                     excerpts: bool = False) -> bool:
+    """Copies (_shared_edits) that are one template filled in for two namesakes: an edit in what names the subject
     (the disambiguator after its opening name, the expansion of an acronym both define) that no edit of the body
     repeats. "John Sparke (died 1566)" / "(died 1680)", the rest the same, are two men; "(Marina Prior album) ... by
     Marina Prior" / "(Elton John album) ... by Elton John" is one text edited, its title with it. A question about a
@@ -3370,7 +3425,7 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
     naming_y = ty.mark.union(*(ty.acronyms[a] for a in shared))
     dates = qwords & DATE_ASKERS
     naming, body = set(), set()
-    for _, i1, i2, j1, j2 in _copy_edits(x, y, min_ratio) or ():
+    for _, i1, i2, j1, j2 in _shared_edits(x, y, min_ratio, excerpts) or ():
         sx, sy = set(range(i1, i2)) - tx.cited, set(range(j1, j2)) - ty.cited
         if not sx and not sy:
             continue  # a citation marker
@@ -3382,11 +3437,13 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
     return bool(naming) and not naming <= body
 
 
-def _edited_text(x: str, y: str, min_ratio: float, qwords: frozenset[str] = frozenset()):
-    """The edits (_copy_edits) of two copies that are one text edited, not one template filled in for two namesakes
-    (_namesake_copies); None when they are neither copies nor one subject."""
-    edits = _copy_edits(x, y, min_ratio)
-    return None if edits is None or _namesake_copies(x, y, min_ratio, qwords) else edits
+def _edited_text(x: str, y: str, min_ratio: float, qwords: frozenset[str] = frozenset(), excerpts: bool = False):
+    """The edits (_shared_edits) of two copies that are one text edited, not one template filled in for two
+    namesakes (_namesake_copies); None when they are neither copies nor one subject. excerpts: two excerpts that
+    share an edited passage count as copies too (they cannot say whether the edit touched the title: the subject
+    check asks for whole copies)."""
+    edits = _shared_edits(x, y, min_ratio, excerpts)
+    return None if edits is None or _namesake_copies(x, y, min_ratio, qwords, excerpts) else edits
 
 
 def _page_metadata(tokens: tuple[str, ...], start: int, end: int) -> bool:
@@ -3426,16 +3483,17 @@ def _copy_run_text(text: str, start: int, end: int) -> str:
 
 def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
                         qwords: frozenset[str] | None = None) -> Finding | None:
-    """The first span one copy of a text changed, when the two documents are copies (edited_copies); None else.
+    """The first span one copy of a text changed, when the two documents are copies of it (_shared_edits: whole,
+    or, for a question, excerpts that share an edited passage); None else.
     qwords: the question's words, None for a corpus scan (where the subject veto of PAIR_STEPS has already set
-    aside texts about differently named subjects). With a question, a changed span the question names on one side
-    is its subject against another one.
+    aside texts about differently named subjects, and only whole copies are compared). With a question, a changed
+    span the question names on one side is its subject against another one.
 
     >>> edited_copy_finding(Document("a", "a", None, "Gary Bennett is a former footballer. Position(s) Defender."),
     ...                     Document("b", "b", None, "Gary Bennett is a former footballer. Position(s) Forward.")).evidence
     ('Defender', 'Forward')
     """
-    edits = _edited_text(a.content, b.content, cfg.swap_min_ratio, qwords or frozenset())
+    edits = _edited_text(a.content, b.content, cfg.swap_min_ratio, qwords or frozenset(), qwords is not None)
     if edits is None:
         return None
     ta, tb = _copy_tokens(a.content), _copy_tokens(b.content)
@@ -3819,6 +3877,12 @@ POLARITY_GROUP_WORDS = {group: frozenset(w for phrase, (g, _) in POLARITY_LEXICO
                         for group, _ in POLARITY_LEXICON.values()}
 
 
+# A measure the question names, as a count says it: "What is the population?" is answered by "3,559 people".
+COUNTED_AS = {_stem(noun): frozenset(units.split()) for noun, units in {
+    "population": "people persons inhabitants residents",
+}.items()}
+
+
 def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
                 cfg: Config = DEFAULT_CONFIG, anchored: bool = False) -> tuple[int, int] | None:
     """(start, end) in the sentence of the span of the asked-for type, None when it holds none: for 'quantity' an
@@ -3834,7 +3898,9 @@ def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
         values = [v for v, _ in _side_values([sentence], qwords, cfg, kinds)]
         # stable sorts: sentence order among equals
         values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _numeric_date(v)))
-        near = [v for v in values if _cached_anchor(sentence, v, cfg.value_anchor_window)[0] & preds]
+        counted = frozenset().union(*(COUNTED_AS.get(p, ()) for p in preds))
+        near = [v for v in values if _cached_anchor(sentence, v, cfg.value_anchor_window)[0] & preds
+                or v.unit and _plural(v.unit) in counted]
         value = (near or ([] if anchored else values) or [None])[0]
         at = sentence.find(value.text) if value else -1  # a value's text is the match, as written
         return (at, at + len(value.text)) if at >= 0 else None
@@ -4558,7 +4624,7 @@ class Cluster:
     discarded: tuple
     kind: str = "superseded"  # 'superseded' (ordered), 'outnumbered' (settled by support) or 'disputed'
     basis: str | None = "date"  # what settled it: 'date', 'version', 'cue', 'support'; 'rank' (recency tie); None
-    support: tuple = ()  # 'outnumbered': (answer, source_ids that give it) per answer, most supported first
+    support: tuple = ()  # 'outnumbered': (answer or swapped span, source_ids that give it) per side, most first
 
 
 @dataclass(frozen=True)
@@ -4737,11 +4803,44 @@ def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG):
                    tuple((text, tuple(sids)) for text, sids in contested))
 
 
-def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG):
-    """The Resolution with its disputed clusters settled by support where one answer outnumbers the others."""
+def settle_by_claims(cluster, conflicts, readings, texts, cfg=DEFAULT_CONFIG):
+    """A disputed cluster whose swaps (one span of a shared text changed: "the academy" / "the university") all
+    name one pair of spans, settled when the answering documents (readings) whose text states one side and not the
+    other outnumber those stating the other by cfg.outnumber_margin: the two spans are the claims in contention,
+    however each reader's sentence words them. Looser conflicts in the cluster (names in an answer slot, values)
+    do not stop it: a swap says exactly what one copy changed. Else the cluster unchanged.
+
+    [A "academy", B "university", C "academy" (not in the cluster)] -> kept A, discarded B
+    """
+    members = {d.source_id for d in cluster.members}
+    swaps = {c.evidence for c in conflicts if c.kind == "swap" and {c.a.source_id, c.b.source_id} <= members}
+    claims = {frozenset(side[0] for side in pair) for pair in swaps if all(len(side) == 1 for side in pair)}
+    if len(claims) != 1 or len(next(iter(claims))) != 2:
+        return cluster
+    sides = {claim: [] for claim in sorted(next(iter(claims)))}
+    for sid in readings:
+        stated = [claim for claim in sides if holds(texts[sid], claim)]
+        if len(stated) == 1:
+            sides[stated[0]].append(sid)
+    (win, winners), (lose, losers) = sorted(sides.items(), key=lambda side: -len(side[1]))
+    kept = next((d for d in cluster.members if d.source_id in winners), None)
+    if kept is None or len(winners) - len(losers) < cfg.outnumber_margin:
+        return cluster
+    discarded = tuple(d for d in cluster.members if d.source_id in losers)
+    return Cluster(cluster.members, kept, discarded, "outnumbered", "support", ((win, tuple(winners)),
+                                                                               (lose, tuple(losers))))
+
+
+def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG, conflicts=()):
+    """The Resolution with its disputed clusters settled by support where one answer outnumbers the others, by
+    answers (settle_by_support), else by the two sides of a swap (settle_by_claims; conflicts: the report's)."""
     texts = {r.doc.source_id: r.doc.content for r in retrieved}
-    clusters = tuple(settle_by_support(c, readings, texts, cfg) if c.kind == "disputed" else c
-                     for c in resolution.clusters)
+
+    def settle(c):
+        c = settle_by_support(c, readings, texts, cfg)
+        return settle_by_claims(c, conflicts, readings, texts, cfg) if c.kind == "disputed" else c
+
+    clusters = tuple(settle(c) if c.kind == "disputed" else c for c in resolution.clusters)
     dropped = {d.source_id for c in clusters for d in c.discarded}
     return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), clusters)
 
@@ -5638,7 +5737,7 @@ def settled(query, retrieved, report, read_alone, cfg):
     if cfg.strategy != "kind" or not any(c.kind == "disputed" for c in resolution.clusters) or read_alone is None:
         return resolution
     readings = answering(query, [r.doc for r in retrieved], read_alone)
-    return settle_disputes(retrieved, resolution, readings, cfg)
+    return settle_disputes(retrieved, resolution, readings, cfg, report.conflicts)
 
 
 def subject_parts(query, retrieved, report, read_alone):
@@ -8513,6 +8612,40 @@ class TestEditedCopies(unittest.TestCase):
         self.assertIsNone(different_subjects_finding(x, y))
         self.assertEqual(edited_copy_finding(x, y).evidence, ("Marina Prior", "Elton John"))
 
+    def test_excerpts_of_one_text_that_share_an_edited_passage(self):
+        """Two windows of one article, one of them edited inside the passage both hold: compared as copies."""
+        shared = ("Founded in 1954, the {} takes its name from Mother St. John Fontbonne, who re-established the "
+                  "congregation in France after its suppression during the French Revolution. Under her leadership, "
+                  "the first Sisters came to the United States and opened schools in many cities.")
+        a = doc("a", "The school has a seven-acre campus with science, technology and language labs, and a new "
+                     "building with energy-saving improvements. " + shared.format("academy"))
+        boston = " In Boston, the congregation taught in archdiocesan parochial schools and founded its own ministries."
+        b = doc("b", shared.format("university") + boston)
+        asked = question_words("What type of institution is Fontbonne?")
+        self.assertIsNone(_copy_edits(a.content, b.content, DEFAULT_CONFIG.swap_min_ratio))  # not copies whole
+        self.assertEqual(edited_copy_finding(a, b, qwords=asked).evidence, ("academy", "university"))
+        self.assertIsNone(edited_copy_finding(a, b))  # a corpus scan compares whole copies only
+        # near misses: the passage unedited, too short a passage to say the texts are one, or two texts that part
+        # after the passage they quote and happen to share a function word
+        self.assertIsNone(edited_copy_finding(a, replace(b, content=b.content.replace("university", "academy")),
+                                              qwords=asked))
+        short = "Founded in 1954, the {} grew quickly."
+        self.assertIsNone(edited_copy_finding(doc("x", "The campus has labs. " + short.format("academy")),
+                                              doc("y", short.format("university") + " It taught in Boston."),
+                                              qwords=asked))
+        parted = (replace(a, content=a.content + " Sister Anne ran the school."),
+                  replace(b, content=shared.format("academy") + " Bishop Cheverus sold the land." + boston))
+        self.assertIsNone(edited_copy_finding(*parted, qwords=asked))
+        # namesakes whose articles share a passage keep the subject veto: the passage cannot say which is which
+        sparke = ("He sat for Plymouth in {} and served as mayor of the town twice, and he was a merchant trading with "
+                  "Spain and France through the port for many years before he retired to his estate in Devon.")
+        x = doc("x", "John Sparke (died 1566) was an English politician and merchant whose family came from "
+                     "Cornwall and held land near Saltash and Looe for three generations. " + sparke.format("1553"))
+        y = doc("y", "John Sparke (died 1680) was an English landowner. " + sparke.format("1654") + " His son sold "
+                     "the estate in 1702 and the family papers went to the county record office, where they remain.")
+        self.assertIsNone(_copy_edits(x.content, y.content, DEFAULT_CONFIG.swap_min_ratio))
+        self.assertIsNotNone(different_subjects_finding(x, y, question_words("Who was John Sparke?")))
+
     def test_one_value_written_two_ways_is_no_edit(self):
         text = "Lake Mills is a city in Winnebago County, Iowa. The revenue was {} at the 2010 census, up from 2000."
         fmt = lambda x, y: (doc("a", text.format(x)), doc("b", text.format(y)))  # noqa: E731
@@ -9161,6 +9294,31 @@ class TestSupport(unittest.TestCase):
         texts = {sid: f"It is by {a.text}." for sid, a in readings.items()}
         self.assertEqual(support(readings, texts), [("Michael Haydn", ["a", "b"]), ("Joseph Haydn", ["c", "d"])])
 
+    def test_the_two_sides_of_a_swap_are_counted(self):
+        a, b, c = (doc(sid, text, None) for sid, text in (
+            ("a", "Fontbonne Academy boasts a 100% college acceptance rate. Founded in 1954, the academy grew."),
+            ("b", "Founded in 1954, the university grew. In Boston, the congregation taught in parochial schools."),
+            ("c", "Fontbonne College as the academy name referred to the high school.")))
+        swap = Conflict(a, b, "swap", "copies of one text, one span changed", 1.0, (("academy",), ("university",)))
+        readings = readings_of(a="Fontbonne Academy boasts a 100% college acceptance rate.",
+                               b="In Boston, the congregation taught in parochial schools.",
+                               c="Fontbonne College as the academy name referred to the high school.")
+        texts = {d.source_id: d.content for d in (a, b, c)}
+        cluster = Cluster((a, b), None, (), "disputed", None)
+        self.assertIs(settle_by_support(cluster, readings, texts), cluster)  # three readings, none agrees
+        settled = settle_by_claims(cluster, (swap,), readings, texts)
+        self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
+        self.assertEqual(settled.support, (("academy", ("a", "c")), ("university", ("b",))))
+        resolution = settle_disputes([Retrieved(d, 1.0, i) for i, d in enumerate((a, b, c))],
+                                     Resolution((), (cluster,)), readings, conflicts=(swap,))
+        self.assertEqual([d.source_id for d in resolution.clusters[0].discarded], ["b"])
+        # near misses: one against one stays disputed; so does a cluster of two different swaps
+        del readings["c"]
+        self.assertIs(settle_by_claims(cluster, (swap,), readings, texts), cluster)
+        readings["c"] = Answer("x", 0.5)
+        other = replace(swap, evidence=(("1954",), ("1955",)))
+        self.assertIs(settle_by_claims(cluster, (swap, other), readings, texts), cluster)
+
     def test_answers_agree(self):
         self.assertTrue(answers_agree("$4.2M", "4.2 million dollars"))
         self.assertTrue(answers_agree("18,000", "18,000 spectators"))
@@ -9402,6 +9560,20 @@ class TestAnswerSpans(unittest.TestCase):
         self.assertEqual(self.span(sentence, "What is the median income?"), "$15,553")
         self.assertEqual(self.span("As of the 2010 census the town had 681 residents.", "What is the population?"),
                          "681 residents")
+
+    def test_a_population_is_a_count_of_people(self):
+        read, question = SentenceReader(overlap_embed, DEFAULT_CONFIG), "What is the population of Broken Bow?"
+        town = ("Broken Bow lies 10 miles north. As of the census of 2010, there were 3,559 people, 1,575 households "
+                "and 909 families in Broken Bow.")
+        self.assertEqual(read(question, town).text, "3,559 people")  # not the more similar sentence's distance
+        sentence = "As of the census of 2010, there were 3,559 people and 1,575 households."
+        found = answer_span(sentence, "quantity", question_words(question), anchored=True)
+        self.assertEqual(sentence[found[0]:found[1]], "3,559 people")
+        # near misses: a question about another measure, or a count of something else, is not anchored so
+        self.assertIsNone(answer_span(sentence, "quantity", question_words("What is the area of Broken Bow?"),
+                                      anchored=True))
+        self.assertIsNone(answer_span("There were 1,575 households.", "quantity", question_words(question),
+                                      anchored=True))
 
     def test_the_fullest_date(self):
         self.assertEqual(self.span("Porush (born 1916; exact date 2 April 1916) was a rabbi.", "When was Porush born?"),
