@@ -11080,9 +11080,11 @@ class TestSignals(unittest.TestCase):
         fifo = os.path.join(self.tmp, "kb.jsonl")
         os.mkfifo(fifo)
         env = {k: v for k, v in os.environ.items() if k not in CALLER_VARIABLES}
+        # a suite run as a background job (nohup, "&") ignores SIGINT, and the script rightly keeps an ignored SIGINT
+        # ignored: the child starts with the default disposition, as a process that Ctrl-C can reach does
         run = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--kb", fifo, "--question", "q"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
-                               text=True)
+                               text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.addCleanup(run.kill)
         deadline = time.monotonic() + 60
         while True:  # the write end opens once the script has opened the read end
