@@ -627,8 +627,8 @@ def check_text(text, where):
 #   slot name the name beside the question's verb, not every capitalised word
 # and subject identity, which keeps documents about namesakes (John Sparke (died 1566) / (died 1680)) apart. The
 # kinds their Findings carry are FINDING_KINDS. What runs on a pair of documents beyond this registry (the subject
-# and period vetoes, edited copies of a whole text, the reader, NLI) is the detection section's PAIR_STEPS.
-# Calibrated on QACC train and the built-in set; checked on QACC dev, RAMDocs and WikiContradict (see README).
+# and period vetoes, edited copies of a text, the reader, NLI) is the detection section's PAIR_STEPS. Calibrated on
+# QACC train, the built-in set and the RAMDocs tune questions; checked on the dev files (see README).
 # To add a signal: in its concept's block, a function NAME_finding(sentences_a, sentences_b, qwords, cfg) -> Finding
 # | None; its row(s) in CHECKS; its thresholds in Config; a test that fires and its near miss that must not.
 
