@@ -3877,6 +3877,39 @@ POLARITY_GROUP_WORDS = {group: frozenset(w for phrase, (g, _) in POLARITY_LEXICO
                         for group, _ in POLARITY_LEXICON.values()}
 
 
+# A life's dates in the parenthetical after a name, birth first: "Sir Montagu Stopford (11 November 1798 - 10 November
+# 1864) was ..."; a leading gloss before a semicolon aside ("(Hebrew: ...; 1850-1898)"). A parenthetical this long at
+# most is read (a bound that keeps the search linear in the sentence's length).
+LIFESPAN_CHARS = 120
+_PARENTHESES_RE = re.compile(rf"\(([^()]{{1,{LIFESPAN_CHARS}}})\)")
+_LIFESPAN_RE = re.compile(r"^(?:[^;]*;\s*)?(?P<born>[^;–—]+?)(?:\s[–—-]\s|\s?[–—]\s?)(?P<died>[^;–—]+)$")
+BIRTH_ASKERS = frozenset({"born", "birth", "birthday", "birthdate"})
+DEATH_ASKERS = frozenset({"die", "died", "death", "dies"})
+LIFESPAN_WORDS = frozenset("born b died d c ca circa baptised baptized bap".split())  # all a lifespan's side may add
+
+
+def _lifespan(sentence: str, qwords: frozenset[str]) -> tuple[int, int] | None:
+    """(start, end) of the birth date (a question about a birth) or the death date (about a death) that a lifespan
+    parenthetical gives, each side one date or year and nothing else ("c. 1850", "born 3 May 1901" are dates; "served
+    2001 - 2005" is a term); None when the question asks neither or the sentence has none.
+
+    >>> s = "Sir Montagu Stopford (11 November 1798 – 10 November 1864) was an officer."
+    >>> [s[slice(*_lifespan(s, frozenset(q.split())))] for q in ("when born", "when died")]
+    ['11 November 1798', '10 November 1864']
+    """
+    side = "born" if qwords & BIRTH_ASKERS else "died" if qwords & DEATH_ASKERS else None
+    for paren in _PARENTHESES_RE.finditer(sentence) if side else ():
+        m = _LIFESPAN_RE.match(paren[1])
+        values = [_cached_values(m[part].strip()) for part in ("born", "died")] if m else ()
+        if m and all(len(v) == 1 and v[0].kind in TEMPORAL_KINDS for v in values) and all(
+                set(_WORD_RE.findall(m[part].replace(v[0].text, " ").lower())) <= LIFESPAN_WORDS
+                for part, v in zip(("born", "died"), values)):
+            said = values[0 if side == "born" else 1][0].text
+            at = sentence.find(said, paren.start(1) + m.start(side))
+            return (at, at + len(said)) if at >= 0 else None
+    return None
+
+
 # A measure the question names, as a count says it: "What is the population?" is answered by "3,559 people".
 COUNTED_AS = {_stem(noun): frozenset(units.split()) for noun, units in {
     "population": "people persons inhabitants residents",
@@ -3893,6 +3926,9 @@ def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
     (18, 41)
     """
     preds = predicate_words([sentence], qwords)  # the question's predicate: an answer sits next to it
+    lived = _lifespan(sentence, qwords) if qtype == "date" else None
+    if lived:
+        return lived
     if qtype in ("quantity", "date"):
         kinds = MEASURE_KINDS if qtype == "quantity" else TEMPORAL_KINDS
         values = [v for v, _ in _side_values([sentence], qwords, cfg, kinds)]
@@ -9574,6 +9610,17 @@ class TestAnswerSpans(unittest.TestCase):
                                       anchored=True))
         self.assertIsNone(answer_span("There were 1,575 households.", "quantity", question_words(question),
                                       anchored=True))
+
+    def test_a_life_in_parentheses_gives_birth_then_death(self):
+        officer = "Sir Montagu Stopford KCB (11 November 1798 – 10 November 1864) was an officer in the Royal Navy."
+        self.assertEqual(self.span(officer, "When was Admiral Stopford born?"), "11 November 1798")
+        self.assertEqual(self.span(officer, "When did Admiral Stopford die?"), "10 November 1864")
+        self.assertEqual(self.span("Shlomo Zalman Porush (Hebrew: Porush; 1850–1898) founded a fund.",
+                                   "When was Porush born?"), "1850")
+        # near misses: a term of office is no lifespan, nor does a question about something else ask for one
+        self.assertEqual(self.span("Governor Smith (served 2001 – 2005) was born on 3 May 1950.",
+                                   "When was Smith born?"), "3 May 1950")
+        self.assertIsNone(_lifespan(officer, question_words("When was the ship launched?")))
 
     def test_the_fullest_date(self):
         self.assertEqual(self.span("Porush (born 1916; exact date 2 April 1916) was a rabbi.", "When was Porush born?"),
