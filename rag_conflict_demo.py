@@ -3375,14 +3375,17 @@ def _overlap_edits(x: str, y: str, min_ratio: float) -> tuple[tuple[str, int, in
         lo -= 1
     while hi + 1 < len(runs) and near(runs[hi], runs[hi + 1]):
         hi += 1
-    i0, j0, i1, j1 = runs[lo].a, runs[lo].b, runs[hi].a + runs[hi].size, runs[hi].b + runs[hi].size
-    if min(i1 - i0, j1 - j0) < OVERLAP_MIN_TOKENS:
+    passage = runs[lo:hi + 1]
+    length_a = passage[-1].a + passage[-1].size - passage[0].a
+    length_b = passage[-1].b + passage[-1].size - passage[0].b
+    if min(length_a, length_b) < OVERLAP_MIN_TOKENS:
         return None
-    shared = difflib.SequenceMatcher(None, cx[i0:i1], cy[j0:j1], autojunk=False)
-    if shared.ratio() < min_ratio:
-        return None
-    edits = tuple((tag, a1 + i0, a2 + i0, b1 + j0, b2 + j0) for tag, a1, a2, b1, b2 in shared.get_opcodes()
-                  if tag != "equal")
+    if 2 * sum(run.size for run in passage) < min_ratio * (length_a + length_b):
+        return None  # difflib's ratio of the passage, read off the runs that make it up
+    # the edits are the gaps between the passage's runs (the opcodes difflib gives for them)
+    edits = tuple(("replace" if a1 < a2 and b1 < b2 else "delete" if a1 < a2 else "insert", a1, a2, b1, b2)
+                  for left, right in zip(passage, passage[1:])
+                  for a1, a2, b1, b2 in [(left.a + left.size, right.a, left.b + left.size, right.b)])
     return edits or None
 
 
@@ -4826,17 +4829,24 @@ def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG):
     [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
     """
     members = {d.source_id for d in cluster.members}
-    contested = [g for g in support(readings, texts, cfg) if members & set(g[1])]
-    if not contested:
+    return outnumbered(cluster, [g for g in support(readings, texts, cfg) if members & set(g[1])], cfg)
+
+
+def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG):
+    """The cluster settled by sides ([(answer, [source_id, ...])], most given first) when the first is given by
+    cfg.outnumber_margin documents more than the next and by one of the cluster's members, which is kept; the
+    members that give another side are discarded. Else the cluster unchanged."""
+    if not sides:
         return cluster
-    runner_up = len(contested[1][1]) if len(contested) > 1 else 0
-    if len(contested[0][1]) - runner_up < cfg.outnumber_margin:
+    winners = set(sides[0][1])
+    runner_up = len(sides[1][1]) if len(sides) > 1 else 0
+    kept = next((d for d in cluster.members if d.source_id in winners), None)
+    if kept is None or len(winners) - runner_up < cfg.outnumber_margin:
         return cluster
-    losers = {sid for _, sids in contested[1:] for sid in sids} - set(contested[0][1])
-    kept = next(d for d in cluster.members if d.source_id in contested[0][1])
+    losers = {sid for _, sids in sides[1:] for sid in sids} - winners
     discarded = tuple(d for d in cluster.members if d.source_id in losers)
     return Cluster(cluster.members, kept, discarded, "outnumbered", "support",
-                   tuple((text, tuple(sids)) for text, sids in contested))
+                   tuple((text, tuple(sids)) for text, sids in sides))
 
 
 def settle_by_claims(cluster, conflicts, readings, texts, cfg=DEFAULT_CONFIG):
@@ -4858,13 +4868,7 @@ def settle_by_claims(cluster, conflicts, readings, texts, cfg=DEFAULT_CONFIG):
         stated = [claim for claim in sides if holds(texts[sid], claim)]
         if len(stated) == 1:
             sides[stated[0]].append(sid)
-    (win, winners), (lose, losers) = sorted(sides.items(), key=lambda side: -len(side[1]))
-    kept = next((d for d in cluster.members if d.source_id in winners), None)
-    if kept is None or len(winners) - len(losers) < cfg.outnumber_margin:
-        return cluster
-    discarded = tuple(d for d in cluster.members if d.source_id in losers)
-    return Cluster(cluster.members, kept, discarded, "outnumbered", "support", ((win, tuple(winners)),
-                                                                               (lose, tuple(losers))))
+    return outnumbered(cluster, sorted(sides.items(), key=lambda side: -len(side[1])), cfg)
 
 
 def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG, conflicts=()):
