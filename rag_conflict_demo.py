@@ -3606,6 +3606,18 @@ def title_line(text: str) -> frozenset[str]:
     return frozenset()
 
 
+# A US place is titled with its state's postal code as often as with its name ("Keyes, CA" / "Keyes, California")
+US_STATE_CODES = dict(zip(
+    "AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK OR "
+    "PA RI SC SD TN TX UT VT VA WA WV WI WY DC".split(),
+    "Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|Georgia|Hawaii|Idaho|Illinois|"
+    "Indiana|Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|Massachusetts|Michigan|Minnesota|Mississippi|Missouri|"
+    "Montana|Nebraska|Nevada|New Hampshire|New Jersey|New Mexico|New York|North Carolina|North Dakota|Ohio|Oklahoma|"
+    "Oregon|Pennsylvania|Rhode Island|South Carolina|South Dakota|Tennessee|Texas|Utah|Vermont|Virginia|Washington|"
+    "West Virginia|Wisconsin|Wyoming|District of Columbia".split("|")))
+_STATE_CODE_RE = re.compile(r"(,\s*)([A-Z]{2})\b")  # the code after a place's name and its comma
+
+
 def _checked_title(head: list[str], rest: str) -> frozenset[str]:
     """The title's words when head reads as a title of the sentence rest opens: no lowercase verb like "was" in it
     ("What Is Love" may be a title), no amount of money or percentage, no last word like "and" or "in"; and either
@@ -3621,6 +3633,7 @@ def _checked_title(head: list[str], rest: str) -> frozenset[str]:
     if set(head) & TITLE_VERBS or head[-1].lower().strip(_TITLE_PUNCTUATION) in STOPWORDS or any(
             v.kind in ("money", "percent") for v in _cached_values(text)):
         return frozenset()  # "Acme reported revenue of $4.2M in 2023, and Acme is ...": a sentence, not a title
+    text = _STATE_CODE_RE.sub(lambda m: m[1] + US_STATE_CODES.get(m[2], m[2]), text)  # "Keyes, CA": California
     undated = _PARENTHETICAL_RE.sub(lambda m: "" if is_date_mark(m[0].strip(" ()")) else m[0], text)
     title = frozenset(w for w in _mark_words(undated) if len(w) > 1)  # initials aside; a version's date aside
     named = frozenset(w for w in _mark_words(_PARENTHETICAL_RE.sub("", text)) if len(w) > 1)
@@ -9510,6 +9523,16 @@ class TestSubjects(unittest.TestCase):
         station = doc("h", "Shoreditch railway station Shoreditch was a station. It opened in 1865.")
         street = doc("i", "Shoreditch High Street railway station Shoreditch High Street is a station opened in 2010.")
         self.assertEqual(different_subjects_finding(station, street).kind, "subjects")
+
+    def test_a_state_title_by_its_postal_code_is_one_subject(self):
+        named = doc("a", "Keyes, California Keyes is a census-designated place. The population was 5,601 in 2010.")
+        coded = doc("b", "Keyes, CA Keyes is a census-designated place in Stanislaus County. It has 5,601 people.")
+        self.assertEqual(title_line(coded.content), title_line(named.content))
+        self.assertIsNone(different_subjects_finding(named, coded))
+        # near misses: another state's code is another subject; capitals that are no state's code stay as written
+        other = doc("c", "Keyes, OK Keyes is a town in Cimarron County. The population was 324 in 2010.")
+        self.assertEqual(different_subjects_finding(named, other).kind, "subjects")
+        self.assertEqual(title_line("Kingston, QX Kingston is a town."), {"kingston", "qx"})
 
     @staticmethod
     def scanned(a, b):
