@@ -4841,19 +4841,25 @@ def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG):
 
     [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
     """
-    members = {d.source_id for d in cluster.members}
-    return outnumbered(cluster, [g for g in support(readings, texts, cfg) if members & set(g[1])], cfg)
+    # the sides are the members' own answers: a member's text may name another document's answer in passing
+    # ("born in 1975" edited into a text that also says "1993-94"), which makes no side of that answer
+    givers = {sid for sid in readings if sid in {d.source_id for d in cluster.members}}
+    sides = [(text, sids) for text, sids in support(readings, texts, cfg)
+             if any(sid in givers and answers_agree(readings[sid].text, text, cfg) for sid in sids)]
+    own = {sid for sid in givers if sides and answers_agree(readings[sid].text, sides[0][0], cfg)}
+    return outnumbered(cluster, sides, cfg, own)
 
 
-def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG):
+def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None):
     """The cluster settled by sides ([(answer, [source_id, ...])], most given first) when the first is given by
-    cfg.outnumber_margin documents more than the next and by one of the cluster's members, which is kept; the
-    members that give another side are discarded. Else the cluster unchanged."""
+    cfg.outnumber_margin documents more than the next and by one of the cluster's members (among keepable, when
+    given), which is kept; the members that give another side are discarded. Else the cluster unchanged."""
     if not sides:
         return cluster
     winners = set(sides[0][1])
     runner_up = len(sides[1][1]) if len(sides) > 1 else 0
-    kept = next((d for d in cluster.members if d.source_id in winners), None)
+    kept = next((d for d in cluster.members if d.source_id in winners & (winners if keepable is None else keepable)),
+                None)
     if kept is None or len(winners) - runner_up < cfg.outnumber_margin:
         return cluster
     losers = {sid for _, sids in sides[1:] for sid in sids} - winners
