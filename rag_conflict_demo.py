@@ -3880,6 +3880,8 @@ def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
         return None  # word for word the same (a mirror, a duplicate): every signal compares a side with itself
     qwords = question_words(question)
     for check in CHECKS[question_type(question)]:
+        if check is _ALL_VALUES and asks_kind(question):
+            continue  # the subject's kind is asked: its documents' amounts and dates answer other questions
         finding = check(a, b, qwords, cfg)
         if finding:
             return finding
@@ -4789,6 +4791,26 @@ def opening_sentence(text):
     return (" ".join(first[0].split()), max(0, text.find(first[0]))) if first else None
 
 
+# What a question asks when it asks which kind of thing its subject is: "What sport ...?", "What is the profession
+# of ...?", "What political party ...?"
+KIND_NOUNS = frozenset("""
+sport sports profession occupation job trade career genre medium type kind sort category party gender language
+position function role religion nationality format style breed species instrument discipline
+""".split())
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def asks_kind(question):
+    """Whether a question asks which kind its subject is, a kind noun among the words after its "what" or "which":
+    answered by a word for a kind, never by an amount or a date.
+
+    >>> asks_kind("What is the profession of Peter Jacobs?"), asks_kind("What is the maximum firing range?")
+    (True, False)
+    """
+    words = _WORD_RE.findall(question.lower())
+    return asks_definition(question) and words[:1] in (["what"], ["which"]) and bool(set(words[1:5]) & KIND_NOUNS)
+
+
 def answering(question, docs, read_alone):
     """{source_id: Answer} of the documents whose own reading answers the question (Answer.fits), in rank order;
     a document that does not answer adds no candidate and no support. A question that asks what its subject is
@@ -4837,12 +4859,12 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
 def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG):
     """A disputed cluster settled when one of its members' answers is given by cfg.outnumber_margin documents more
     than any other (readings: every answering document of the subject, members or not); else the cluster unchanged.
-    The outnumbered members are discarded; members that give no answer stay.
+    The outnumbered members are discarded; members that give no answer stay. The sides are the members' own answers,
+    and the member kept gives the winning one itself: a member's text may name another answer in passing ("born in
+    1975" edited into a text that also says "1993-94"), which makes that answer no side and that member no winner.
 
     [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
     """
-    # the sides are the members' own answers: a member's text may name another document's answer in passing
-    # ("born in 1975" edited into a text that also says "1993-94"), which makes no side of that answer
     givers = {sid for sid in readings if sid in {d.source_id for d in cluster.members}}
     sides = [(text, sids) for text, sids in support(readings, texts, cfg)
              if any(sid in givers and answers_agree(readings[sid].text, text, cfg) for sid in sids)]
@@ -8621,6 +8643,20 @@ class TestSwaps(unittest.TestCase):
                             ["He played as a Forward for the club until 1990."])
         self.assertEqual((f.kind, f.evidence), ("slot", ("Defender", "Forward")))
 
+    def test_a_kind_question_compares_no_amounts(self):
+        a = ["Vestri is a football club in Isafjordur with 4 senior teams and 120 members."]
+        b = ["Vestri is a football club in Isafjordur with 9 senior teams and 300 members."]
+        for question in ("What sport is Vestri associated with?", "What is the profession of C. Mayer?",
+                         "What political party is Senator Tate a member of?"):
+            self.assertTrue(asks_kind(question), question)
+        self.assertIsNone(compare_answers("What sport is Vestri associated with?", a, b))
+        # near misses: a question that asks no kind still compares them, and a kind question its kinds
+        self.assertFalse(asks_kind("What is the maximum firing range of the Blaster?"))
+        self.assertFalse(asks_kind("What caused the oil crisis of 1974?"))
+        self.assertEqual(compare_answers("What is Vestri known for?", a, b).kind, "value")
+        f = compare_answers("What sport is Vestri associated with?", a, [a[0].replace("football", "basketball")])
+        self.assertEqual((f.kind, f.evidence), ("swap", ("football", "basketball")))
+
     def test_what_is_no_swap(self):
         same = "Pellucid Labs raised {} in seed funding this year."
         self.assertIsNone(swap_finding([same.format("$4.2M")], [same.format("4.2 million dollars")]))
@@ -9338,6 +9374,30 @@ class TestSupport(unittest.TestCase):
                  "c": "VII is an album by The Beatles."}
         self.assertEqual(support(readings, texts)[0], ("Blitzen Trapper", ["a", "b"]))
         self.assertEqual(support(readings)[0], ("Blitzen Trapper", ["a"]))  # without the texts: readings only
+
+    def test_the_sides_are_the_members_own_answers(self):
+        # b's text names c's answer in passing, so c and b "support" 1993-94, which no member of the dispute gives:
+        # that is no side, and one against one stays disputed rather than kept by rank
+        a = doc("a", "Fitzgerald was born on 28 April 1948.")
+        b = doc("b", "In 1993-94 Fitzgerald, born in 1975, played.")
+        texts = {"a": a.content, "b": b.content, "c": "He played 20 games in 1993-94."}
+        cluster = self.disputed(b, a)
+        self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1993-94"), texts), cluster)
+        # near miss: a third document giving b's own answer settles it, b kept as the member that gives it
+        settled = settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1975"), texts)
+        self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", b, (a,)))
+        # the member kept gives the winning answer itself: c's text only quotes it, ranked first or not
+        c = doc("c", "Some say 28 April 1948; Fitzgerald was born in 1975.")
+        texts = {"a": a.content, "c": c.content, "d": "He was born on 28 April 1948."}
+        settled = settle_by_support(self.disputed(c, a), readings_of(a="28 April 1948", c="1975", d="28 April 1948"),
+                                    texts)
+        self.assertEqual((settled.kind, settled.kept), ("outnumbered", a))
+        # nor does an answer no member gives outnumber the members' own: "Main Street" is no side of this dispute
+        x, y = doc("x", "The arena on Main Street seats 18,000."), doc("y", "The arena seats 81,000.")
+        texts = {"x": x.content, "y": y.content, "z": "It seats 18,000.", "m": "Main Street", "n": "Main Street"}
+        readings = readings_of(x="18,000", y="81,000", z="18,000", m="Main Street", n="Main Street")
+        settled = settle_by_support(self.disputed(x, y), readings, texts)
+        self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", x, (y,)))
 
     def test_a_document_supports_the_shortest_reading_of_an_answer(self):
         readings = readings_of(a="Blitzen Trapper", b="Blitzen Trapper Eric Earley Brian Koch", c="Horseshack")
