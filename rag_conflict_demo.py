@@ -3615,7 +3615,9 @@ US_STATE_CODES = dict(zip(
     "Montana|Nebraska|Nevada|New Hampshire|New Jersey|New Mexico|New York|North Carolina|North Dakota|Ohio|Oklahoma|"
     "Oregon|Pennsylvania|Rhode Island|South Carolina|South Dakota|Tennessee|Texas|Utah|Vermont|Virginia|Washington|"
     "West Virginia|Wisconsin|Wyoming|District of Columbia".split("|")))
-_STATE_CODE_RE = re.compile(r"(,\s*)([A-Z]{2})\b")  # the code after a place's name and its comma
+# the code after a place's name and its comma, ending the title (or before its parenthetical): "Keyes, CA", not
+# "Love, IN Bloom"; a code that is also an abbreviation ("Smith, MD") reads as the state too
+_STATE_CODE_RE = re.compile(r"(,\s*)([A-Z]{2})(?=\W*$|\s*\()")
 
 
 def _checked_title(head: list[str], rest: str) -> frozenset[str]:
@@ -3629,14 +3631,14 @@ def _checked_title(head: list[str], rest: str) -> frozenset[str]:
     >>> _checked_title("Acme reported revenue of $4.2M in 2023, and".split(), "Acme is profitable.")
     frozenset()
     """
-    text = " ".join(head)
-    if set(head) & TITLE_VERBS or head[-1].lower().strip(_TITLE_PUNCTUATION) in STOPWORDS or any(
+    said = " ".join(head)
+    text = _STATE_CODE_RE.sub(lambda m: m[1] + US_STATE_CODES.get(m[2], m[2]), said)  # "Keyes, CA": California
+    if set(head) & TITLE_VERBS or text.split()[-1].lower().strip(_TITLE_PUNCTUATION) in STOPWORDS or any(
             v.kind in ("money", "percent") for v in _cached_values(text)):
         return frozenset()  # "Acme reported revenue of $4.2M in 2023, and Acme is ...": a sentence, not a title
-    text = _STATE_CODE_RE.sub(lambda m: m[1] + US_STATE_CODES.get(m[2], m[2]), text)  # "Keyes, CA": California
     undated = _PARENTHETICAL_RE.sub(lambda m: "" if is_date_mark(m[0].strip(" ()")) else m[0], text)
     title = frozenset(w for w in _mark_words(undated) if len(w) > 1)  # initials aside; a version's date aside
-    named = frozenset(w for w in _mark_words(_PARENTHETICAL_RE.sub("", text)) if len(w) > 1)
+    named = frozenset(w for w in _mark_words(_PARENTHETICAL_RE.sub("", said)) if len(w) > 1)  # as the text says it
     sentence = (split_sentences(rest) or [rest])[0]
     copula = set(_PARENTHETICAL_RE.sub("", sentence).split()[:TITLE_LINE_MAX_WORDS]) & TITLE_VERBS
     return title if 2 * len(named & _mark_words(sentence)) >= len(named) or copula else frozenset()
@@ -4797,18 +4799,24 @@ KIND_NOUNS = frozenset("""
 sport sports profession occupation job trade career genre medium type kind sort category party gender language
 position function role religion nationality format style breed species instrument discipline
 """.split())
+KIND_FOLLOWERS = frozenset("is was are were does did do has had of".split())  # after the noun that heads the ask
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
 def asks_kind(question):
-    """Whether a question asks which kind its subject is, a kind noun among the words after its "what" or "which":
-    answered by a word for a kind, never by an amount or a date.
+    """Whether a question asks which kind its subject is: a kind noun among the four words after its "what" or
+    "which" heads what is asked, a verb, "of" or the question's end after it ("What sport is ...", "What is the
+    profession of ...", "What was X's occupation?"), not a noun it qualifies ("What was the trade deficit?"). Such a
+    question is answered by a word for a kind, not by an amount or a date.
 
     >>> asks_kind("What is the profession of Peter Jacobs?"), asks_kind("What is the maximum firing range?")
     (True, False)
     """
     words = _WORD_RE.findall(question.lower())
-    return asks_definition(question) and words[:1] in (["what"], ["which"]) and bool(set(words[1:5]) & KIND_NOUNS)
+    if words[:1] not in (["what"], ["which"]) or not asks_definition(question):
+        return False
+    head = next((i for i, w in enumerate(words[1:5], 1) if w in KIND_NOUNS), None)
+    return head is not None and (head + 1 == len(words) or words[head + 1] in KIND_FOLLOWERS)
 
 
 def answering(question, docs, read_alone):
