@@ -895,6 +895,43 @@ def _clause_type(q: str) -> str:
     return "other"
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def asks_definition(question):
+    """Whether a question of no typed answer asks what its subject is (its sport, its genre, its trade), not why or
+    how.
+
+    >>> asks_definition("What sport is Bobby Carpenter associated with?"), asks_definition("How did revenue change?")
+    (True, False)
+    """
+    return question_type(question) == "other" and not set(_WORD_RE.findall(question.lower())[:1]) & {"why", "how"}
+
+
+# What a question asks when it asks which kind of thing its subject is: "What sport ...?", "What is the profession
+# of ...?", "What political party ...?"
+KIND_NOUNS = frozenset("""
+sport sports profession occupation job trade career genre medium type kind sort category party gender language
+position function role religion nationality format style breed species instrument discipline
+""".split())
+KIND_FOLLOWERS = frozenset("is was are were does did do has had of".split())  # after the noun that heads the ask
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def asks_kind(question):
+    """Whether a question asks which kind its subject is: a kind noun among the four words after its "what" or
+    "which" heads what is asked, a verb, "of" or the question's end after it ("What sport is ...", "What is the
+    profession of ...", "What was X's occupation?"), not a noun it qualifies ("What was the trade deficit?"). Such a
+    question is answered by a word for a kind, not by an amount or a date.
+
+    >>> asks_kind("What is the profession of Peter Jacobs?"), asks_kind("What is the maximum firing range?")
+    (True, False)
+    """
+    words = _WORD_RE.findall(question.lower())
+    if words[:1] not in (["what"], ["which"]) or not asks_definition(question):
+        return False
+    head = next((i for i, w in enumerate(words[1:5], 1) if w in KIND_NOUNS), None)
+    return head is not None and (head + 1 == len(words) or words[head + 1] in KIND_FOLLOWERS)
+
+
 @functools.lru_cache(maxsize=_FEATURE_CACHE)  # asked once per pair: read once per question
 def question_words(question: str) -> frozenset[str]:
     """Lowercased question tokens without possessive "'s"; the answer is what the question does not say.
@@ -3857,7 +3894,8 @@ def _side_common(sentences: tuple[str, ...]) -> frozenset[str]:
 _MEASURES = functools.partial(anchored_value_finding, kinds=MEASURE_KINDS, event_years=False)
 _TEMPORAL = functools.partial(anchored_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
 _ALL_VALUES = functools.partial(anchored_value_finding, kinds=ALL_KINDS, event_years=True)
-# Checks per question type, first finding wins; polarity counts for every type.
+# Checks per question type ("kind": an "other" question that asks its subject's kind), first finding wins; polarity
+# counts for every type.
 # swap_finding closes every type's list: a swapped span conflicts whatever the question asks;
 # who-questions read the name in the answer slot (slot_name_finding, which falls back to name_finding);
 # yes/no questions also compare anchored values.
@@ -3868,6 +3906,7 @@ CHECKS = {
     "state": (polarity_finding, asked_polarity_finding, state_slot_finding, _ALL_VALUES, _TEMPORAL, _MEASURES,
               swap_finding, asked_swap_finding),
     "other": (polarity_finding, _ALL_VALUES, slot_finding, swap_finding),
+    "kind": (polarity_finding, slot_finding, swap_finding),  # asks_kind: amounts and dates answer other questions
 }
 
 
@@ -3882,9 +3921,7 @@ def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
     if not a or not b or a == b:
         return None  # word for word the same (a mirror, a duplicate): every signal compares a side with itself
     qwords = question_words(question)
-    for check in CHECKS[question_type(question)]:
-        if check is _ALL_VALUES and asks_kind(question):
-            continue  # the subject's kind is asked: its documents' amounts and dates answer other questions
+    for check in CHECKS["kind" if asks_kind(question) else question_type(question)]:
         finding = check(a, b, qwords, cfg)
         if finding:
             return finding
@@ -4775,49 +4812,12 @@ def supersession_order(members):
 OPENING_CHARS = 2000  # a document's opening sentence is read from this much of its start, however long it is
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def asks_definition(question):
-    """Whether a question of no typed answer asks what its subject is (its sport, its genre, its trade), not why or
-    how.
-
-    >>> asks_definition("What sport is Bobby Carpenter associated with?"), asks_definition("How did revenue change?")
-    (True, False)
-    """
-    return question_type(question) == "other" and not set(_WORD_RE.findall(question.lower())[:1]) & {"why", "how"}
-
-
 @functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # asked of each naming document at every reading of a question
 def opening_sentence(text):
     """(sentence, its offset in text) of the sentence a text opens with, read from its first OPENING_CHARS; None
     when it has none."""
     first = split_sentences(text[:OPENING_CHARS])[:1]
     return (" ".join(first[0].split()), max(0, text.find(first[0]))) if first else None
-
-
-# What a question asks when it asks which kind of thing its subject is: "What sport ...?", "What is the profession
-# of ...?", "What political party ...?"
-KIND_NOUNS = frozenset("""
-sport sports profession occupation job trade career genre medium type kind sort category party gender language
-position function role religion nationality format style breed species instrument discipline
-""".split())
-KIND_FOLLOWERS = frozenset("is was are were does did do has had of".split())  # after the noun that heads the ask
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def asks_kind(question):
-    """Whether a question asks which kind its subject is: a kind noun among the four words after its "what" or
-    "which" heads what is asked, a verb, "of" or the question's end after it ("What sport is ...", "What is the
-    profession of ...", "What was X's occupation?"), not a noun it qualifies ("What was the trade deficit?"). Such a
-    question is answered by a word for a kind, not by an amount or a date.
-
-    >>> asks_kind("What is the profession of Peter Jacobs?"), asks_kind("What is the maximum firing range?")
-    (True, False)
-    """
-    words = _WORD_RE.findall(question.lower())
-    if words[:1] not in (["what"], ["which"]) or not asks_definition(question):
-        return False
-    head = next((i for i, w in enumerate(words[1:5], 1) if w in KIND_NOUNS), None)
-    return head is not None and (head + 1 == len(words) or words[head + 1] in KIND_FOLLOWERS)
 
 
 def answering(question, docs, read_alone):
@@ -4875,7 +4875,7 @@ def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG):
 
     [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
     """
-    givers = {sid for sid in readings if sid in {d.source_id for d in cluster.members}}
+    givers = {d.source_id for d in cluster.members} & readings.keys()
     sides = [(text, sids) for text, sids in support(readings, texts, cfg)
              if any(sid in givers and answers_agree(readings[sid].text, text, cfg) for sid in sids)]
     own = {sid for sid in givers if sides and answers_agree(readings[sid].text, sides[0][0], cfg)}
@@ -4890,8 +4890,8 @@ def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None):
         return cluster
     winners = set(sides[0][1])
     runner_up = len(sides[1][1]) if len(sides) > 1 else 0
-    kept = next((d for d in cluster.members if d.source_id in winners & (winners if keepable is None else keepable)),
-                None)
+    eligible = winners if keepable is None else winners & keepable
+    kept = next((d for d in cluster.members if d.source_id in eligible), None)
     if kept is None or len(winners) - runner_up < cfg.outnumber_margin:
         return cluster
     losers = {sid for _, sids in sides[1:] for sid in sids} - winners
