@@ -4616,8 +4616,11 @@ class QuestionAwareDetector(ConflictDetector):
 
     def gate(self, sims, views):
         """The relevance gate: both documents bear on the question (relevance >= cfg.relevance_gate), and are not
-        unrelated to each other (cosine >= cfg.pair_gate)."""
+        unrelated to each other (cosine >= cfg.pair_gate). When none bears on it (a vague question: "What is it?"),
+        every pair is compared: the reader still answers such a question from one of them."""
         relevant = np.array([v.relevance >= self.cfg.relevance_gate for v in views])
+        if not relevant.any():
+            relevant[:] = True
         return (sims >= self.cfg.pair_gate) & relevant[:, None] & relevant[None, :]
 
     def check_pair(self, fa, fb, question=""):
@@ -4716,7 +4719,9 @@ class Cluster:
     members: tuple  # Documents connected by conflicts, in rank order
     kept: Document | None  # None when the cluster is disputed: nothing says which document is current
     discarded: tuple
-    kind: str = "superseded"  # 'superseded' (ordered), 'outnumbered' (settled by support) or 'disputed'
+    # 'superseded' (ordered), 'outnumbered' (settled by support), 'disputed', or 'aside' (the members disagree on
+    # something other than what was asked: nothing discarded, the answer stands); only the first two discard
+    kind: str = "superseded"
     basis: str | None = "date"  # what settled it: 'date', 'version', 'cue', 'support'; 'rank' (recency tie); None
     support: tuple = ()  # 'outnumbered': (answer or swapped span, source_ids that give it) per side, most first
 
@@ -4865,13 +4870,15 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
     return [(text, sids) for text, sids, _ in sorted(groups, key=lambda g: -len(g[1]))]
 
 
-def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG):
+def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG, conflicts=None):
     """A disputed cluster settled when one of its members' answers is given by cfg.outnumber_margin documents more
     than any other (readings: every answering document of the subject, members or not); else the cluster unchanged.
-    The outnumbered members are discarded; members that give no answer stay. The sides are the members' own answers,
-    and the member kept gives the winning one itself: a member's text may name another answer in passing ("born in
-    1975" edited into a text that also says "1993-94"), which makes that answer no side and that member no winner,
-    though its text still counts for the side of an answer it states (support).
+    The sides are the members' own answers, and the member kept gives the winning one itself: a member's text may
+    name another answer in passing ("born in 1975" edited into a text that also says "1993-94"), which makes that
+    answer no side and that member no winner, though its text still counts for the side of an answer it states
+    (support). A member is set aside only for an answer that disagrees with the kept one's and, when conflicts (the
+    detector's) are given, only when the detector found it in conflict with the kept member: two documents the
+    detector found agreeing are never split by their readings.
 
     [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
     """
@@ -4879,13 +4886,15 @@ def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG):
     sides = [(text, sids) for text, sids in support(readings, texts, cfg)
              if any(sid in givers and answers_agree(readings[sid].text, text, cfg) for sid in sids)]
     own = {sid for sid in givers if sides and answers_agree(readings[sid].text, sides[0][0], cfg)}
-    return outnumbered(cluster, sides, cfg, own)
+    return outnumbered(cluster, sides, cfg, own, conflicts)
 
 
-def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None):
+def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None, conflicts=None):
     """The cluster settled by sides ([(answer, [source_id, ...])], most given first) when the first is given by
     cfg.outnumber_margin documents more than the next and by one of the cluster's members (among keepable, when
-    given), which is kept; the members that give another side are discarded. Else the cluster unchanged."""
+    given), which is kept; the members that give another side are discarded (with conflicts given, those of them
+    in a detected conflict with the member kept). Else, and whenever that would discard nothing, the cluster
+    unchanged: a settlement always sets a document aside."""
     if not sides:
         return cluster
     winners = set(sides[0][1])
@@ -4895,41 +4904,113 @@ def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None):
     if kept is None or len(winners) - runner_up < cfg.outnumber_margin:
         return cluster
     losers = {sid for _, sids in sides[1:] for sid in sids} - winners
+    if conflicts is not None:
+        losers &= {c.b.source_id if c.a is kept else c.a.source_id for c in conflicts if kept in (c.a, c.b)}
     discarded = tuple(d for d in cluster.members if d.source_id in losers)
+    if not discarded:
+        return cluster
     return Cluster(cluster.members, kept, discarded, "outnumbered", "support",
                    tuple((text, tuple(sids)) for text, sids in sides))
 
 
-def settle_by_claims(cluster, conflicts, readings, texts, cfg=DEFAULT_CONFIG):
-    """A disputed cluster whose swaps (one span of a shared text changed: "the academy" / "the university") all
-    name one pair of spans, settled when the answering documents (readings) whose text states one side and not the
-    other outnumber those stating the other by cfg.outnumber_margin: the two spans are the claims in contention,
-    however each reader's sentence words them. Looser conflicts in the cluster (names in an answer slot, values)
-    do not stop it: a swap says exactly what one copy changed. Else the cluster unchanged.
+def evidence_sides(cluster, conflicts):
+    """The two values in contention when every conflict inside the cluster (every swap, when there are swaps) names
+    the same pair (its evidence: ("27 degrees",) vs ("32 degrees",)), each side a tuple of strings; None when they
+    name several pairs or a side is empty (a negation on one side only states nothing the other side could be counted by).
 
-    [A "academy", B "university", C "academy" (not in the cluster)] -> kept A, discarded B
+    >>> a, b = Document("a", "a", None, "27 degrees"), Document("b", "b", None, "32 degrees")
+    >>> evidence_sides(Cluster((a, b), None, ()), [Conflict(a, b, "value", "", 1.0, (("27 degrees",), ("32 degrees",)))])
+    (('27 degrees',), ('32 degrees',))
     """
     members = {d.source_id for d in cluster.members}
-    swaps = {c.evidence for c in conflicts if c.kind == "swap" and {c.a.source_id, c.b.source_id} <= members}
-    claims = {frozenset(side[0] for side in pair) for pair in swaps if all(len(side) == 1 for side in pair)}
-    if len(claims) != 1 or len(next(iter(claims))) != 2:
+    inside = [c for c in conflicts if {c.a.source_id, c.b.source_id} <= members]
+    # subtle: a swap says exactly what one copy changed, so looser conflicts beside it (values, names) do not count
+    pairs = {frozenset(c.evidence) for c in [c for c in inside if c.kind == "swap"] or inside}
+    if len(pairs) != 1:
+        return None
+    pair = next(iter(pairs))
+    if len(pair) != 2 or not all(side and all(map(normalise_answer, side)) for side in pair):
+        return None
+    return tuple(sorted(pair))
+
+
+def states(text, side):
+    """Whether text states every string of an evidence side (holds)."""
+    return all(holds(text, s) for s in side)
+
+
+def settle_by_evidence(cluster, conflicts, texts, cfg=DEFAULT_CONFIG):
+    """A disputed cluster settled on the values in contention (evidence_sides): each document of the subject
+    (texts: {source_id: content}) whose text states one side and not the other votes for it, and a side with
+    cfg.outnumber_margin votes more than the other keeps its highest-ranked member and sets aside the members that
+    state the other side. The readings play no part: a reader that picked another sentence, or the same span in
+    every document, neither adds a vote nor takes one away. Else the cluster unchanged.
+
+    [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "27", B "32"] -> disputed
+    """
+    pair = evidence_sides(cluster, conflicts)
+    if pair is None:
         return cluster
-    sides = {claim: [] for claim in sorted(next(iter(claims)))}
-    for sid in readings:
-        stated = [claim for claim in sides if holds(texts[sid], claim)]
+    votes = {side: [] for side in pair}
+    for sid, text in texts.items():
+        stated = [side for side in pair if states(text, side)]
         if len(stated) == 1:
-            sides[stated[0]].append(sid)
-    return outnumbered(cluster, sorted(sides.items(), key=lambda side: -len(side[1])), cfg)
+            votes[stated[0]].append(sid)
+    sides = sorted(((", ".join(side), sids) for side, sids in votes.items()), key=lambda side: -len(side[1]))
+    return outnumbered(cluster, sides, cfg)
 
 
-def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG, conflicts=()):
-    """The Resolution with its disputed clusters settled by support where one answer outnumbers the others, by
-    answers (settle_by_support), else by the two sides of a swap (settle_by_claims; conflicts: the report's)."""
+def answer_stands(question, cluster, readings, conflicts, texts, cfg=DEFAULT_CONFIG):
+    """A disputed cluster whose disagreement is not about what was asked: every member reads one answer, its text
+    states that answer, and neither the sentence the answer is read from nor, when the question asks a type of
+    value, any span of that type is among the member's side of its conflicts (the documents name the same
+    threshold-setter and differ on the threshold). Kind 'aside': nothing is discarded, the answer stands. Else the
+    cluster unchanged.
+    """
+    answers = [readings.get(d.source_id) for d in cluster.members]
+    if None in answers or not all(answers_agree(answers[0].text, a.text, cfg) for a in answers):
+        return cluster
+    qtype, qwords = question_type(question), question_words(question)
+    for d, a in zip(cluster.members, answers):
+        sentence = sentence_at(as_context(texts[d.source_id]), a.start)
+        if not holds(texts[d.source_id], a.text) or sentence is None:
+            return cluster
+        sides = [s for c in conflicts if d in (c.a, c.b) for s in c.evidence[0 if d is c.a else 1]]
+        if any(holds(sentence, s) or qtype != "other" and answer_span(s, qtype, qwords, cfg) for s in sides):
+            return cluster
+    return Cluster(cluster.members, None, (), "aside", None)
+
+
+def sentence_at(text, start):
+    """The sentence of text that holds offset start; None for no offset.
+
+    >>> sentence_at("It is red. It is 27 degrees.", 12)
+    'It is 27 degrees.'
+    """
+    if start < 0:
+        return None
+    at = 0
+    for sentence in split_sentences(text) or [text]:
+        at = text.find(sentence, at)
+        if at <= start < at + len(sentence):
+            return sentence
+        at += len(sentence)
+    return None
+
+
+def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG, conflicts=(), question=""):
+    """The Resolution with its disputed clusters settled where the documents outnumber each other: by the members'
+    answers (settle_by_support), else by the values in contention (settle_by_evidence; conflicts: the report's);
+    a dispute about something other than what was asked lets the answer stand (answer_stands)."""
     texts = {r.doc.source_id: r.doc.content for r in retrieved}
 
     def settle(c):
-        c = settle_by_support(c, readings, texts, cfg)
-        return settle_by_claims(c, conflicts, readings, texts, cfg) if c.kind == "disputed" else c
+        for step in (lambda c: settle_by_support(c, readings, texts, cfg, conflicts),
+                     lambda c: settle_by_evidence(c, conflicts, texts, cfg),
+                     lambda c: answer_stands(question, c, readings, conflicts, texts, cfg)):
+            if c.kind == "disputed":
+                c = step(c)
+        return c
 
     clusters = tuple(settle(c) if c.kind == "disputed" else c for c in resolution.clusters)
     dropped = {d.source_id for c in clusters for d in c.discarded}
@@ -5801,9 +5882,8 @@ def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, t
     common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
                   clusters=clusters, warning=warning, reader=reader_name(read))
     if disputed:
-        readings = answering(query, disputed, read_alone)
-        candidates = tuple(Candidate(d, readings[d.source_id].text, readings[d.source_id].confidence)
-                           for d in disputed if d.source_id in readings)
+        candidates = tuple(c for cl in clusters if cl.kind == "disputed"
+                           for c in dispute_candidates(query, cl.members, read_alone, report))
         return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
                            candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
                                                                       disputed=True) for c in candidates), **common)
@@ -5812,8 +5892,31 @@ def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, t
                          else read_all(query, context, read))
     score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli)
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
-                       label="RESOLVED" if clusters else "ANSWERED", score=score,
+                       label="RESOLVED" if any(c.discarded for c in clusters) else "ANSWERED", score=score,
                        answers=(Reply(answer.text, answer.confidence, cited),) if answer.text else (), **common)
+
+
+def dispute_candidates(query, members, read_alone, report):
+    """[Candidate], one per member of a dispute: its own reading where the members read differently; its side of
+    its conflicts inside the dispute (said) where it has no reading (a yes/no question) or every member reads the
+    same span, which then says nothing about the dispute, when that side is one value or span (a list of the names
+    a text holds is no answer). A member with neither gives no candidate.
+
+    readings "18,000" / "81,000" -> those; readings "Celsius" / "Celsius" on 27 vs 32 degrees -> "27", "32"
+    """
+    readings = answering(query, members, read_alone) if read_alone else {}
+    ids = {d.source_id for d in members}
+    report = ConflictReport(tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= ids))
+    given = [readings[d.source_id].text for d in members if d.source_id in readings]
+    same = len(given) > 1 and all(answers_agree(given[0], t) for t in given)
+    candidates = []
+    for d in members:
+        a, side = readings.get(d.source_id), said(d, report)
+        if len(side) == 1 and (same or not a):
+            candidates.append(Candidate(d, side[0], a.confidence if a else 0.0))
+        elif a:
+            candidates.append(Candidate(d, a.text, a.confidence))
+    return candidates
 
 
 def read_all(query, context, read):
@@ -5828,7 +5931,7 @@ def settled(query, retrieved, report, read_alone, cfg):
     if cfg.strategy != "kind" or not any(c.kind == "disputed" for c in resolution.clusters) or read_alone is None:
         return resolution
     readings = answering(query, [r.doc for r in retrieved], read_alone)
-    return settle_disputes(retrieved, resolution, readings, cfg, report.conflicts)
+    return settle_disputes(retrieved, resolution, readings, cfg, report.conflicts, query)
 
 
 def subject_parts(query, retrieved, report, read_alone):
@@ -5850,10 +5953,10 @@ def answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg):
         inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
         resolution = settled(query, members, ConflictReport(inside), read_alone, cfg)
         clusters += resolution.clusters
-        disputed = [d for c in resolution.clusters if c.kind == "disputed" for d in c.members]
+        disputed = [c for cl in resolution.clusters if cl.kind == "disputed"
+                    for c in dispute_candidates(query, cl.members, read_alone, report)]
         if disputed:
-            readings = answering(query, disputed, read_alone)
-            answers += [Reply(a.text, a.confidence, (sid,), group.name, True) for sid, a in readings.items()]
+            answers += [Reply(c.answer, c.confidence, (c.doc.source_id,), group.name, True) for c in disputed]
             continue
         answer, cited = subject_answer(query, resolution.kept, read, read_alone)
         if answer.text:
@@ -5998,13 +6101,18 @@ def describe(report, clusters, resolved, twice=frozenset(), subjects=()):
             names = ", ".join(name(d) for d in c.members)
             told.append(f"{names} disagree and nothing says which is current, so no answer was picked: every "
                         f"candidate answer is reported and all of them are cited")
+        elif c.kind == "aside":
+            names = ", ".join(name(d) for d in c.members)
+            told.append(f"{names} give the same answer and disagree only on something else, so the answer stands "
+                        f"and nothing was discarded")
         elif c.kind == "outnumbered":
             votes = " against ".join(f"{len(sids)} giving {text}" for text, sids in c.support)
-            gone = ", ".join(name(d) for d in c.discarded) or "none"
+            gone = ", ".join(name(d) for d in c.discarded)
             told.append(f"nothing dates them, but the documents outnumber each other ({votes}): kept {name(c.kept)}, "
                         f"discarded the outnumbered {gone}")
         else:
-            gone = ", ".join(f"{name(d)} ({stamp(d)}), which said {said(d, report)}" for d in c.discarded)
+            gone = ", ".join(f"{name(d)} ({stamp(d)}), which said {', '.join(said(d, report)) or 'something else'}"
+                             for d in c.discarded)
             told.append(f"kept {name(c.kept)} ({stamp(c.kept)}, {BASIS_WORDS[c.basis]}), discarded {gone}")
     return "; ".join(told) + "."
 
@@ -6037,12 +6145,13 @@ def doc_label(doc, twice):
 
 
 def said(doc, report):
-    """What a document said in the first conflict it is part of: its side of the evidence."""
+    """What a document said in the first conflict it is part of: its side of the evidence, a tuple of strings; ()
+    when it has none."""
     for c in report.conflicts:
         for side, d in enumerate((c.a, c.b)):
             if d is doc and c.evidence[side]:
-                return ", ".join(map(str, c.evidence[side]))
-    return "something else"
+                return tuple(map(str, c.evidence[side]))
+    return ()
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -6279,34 +6388,31 @@ def eval_question(record, where):
                         answer_list(record, "gold_answers", where, 1), answer_list(record, "wrong_answers", where, 0))
 
 
-def answer_holds(text, target, cfg=DEFAULT_CONFIG):
-    """Whether a response's answer holds a benchmark answer: its normalised words stand together in the answer's
-    (holds), or the target states values and each agrees with a value of the answer ("8 February 1900" holds
-    "February 8, 1900").
+_BENCHMARK_PUNCTUATION_RE = re.compile(r"[!-/:-@\[-`{-~]")  # ASCII punctuation, Python's string.punctuation
 
-    >>> answer_holds("3,559 people lived there", "3559 people"), answer_holds("8 February 1900", "February 8, 1900")
-    (True, True)
-    >>> answer_holds("1900", "February 8, 1900"), answer_holds("American football", "Baseball")
-    (False, False)
+
+def benchmark_normal(text):
+    """A response or an answer as RAMDocs' exact match reads it: lowercase, commas dropped, other ASCII punctuation
+    a space, a/an/the dropped.
+
+    >>> benchmark_normal("The U.S. Navy: 3,559 people")
+    'u s navy 3559 people'
     """
-    if holds(text, target):
-        return True
-    wanted, said = extract_values(target), extract_values(text)
-    return bool(wanted and said) and all(any(_values_agree(w, v, cfg) and w.kind == v.kind for v in said)
-                                         for w in wanted)
+    text = _BENCHMARK_PUNCTUATION_RE.sub(" ", text.lower().replace(",", ""))
+    return " ".join(w for w in text.split() if w not in ANSWER_ARTICLES)
 
 
-def judge_answers(answers, gold, wrong, cfg=DEFAULT_CONFIG):
-    """{"exact_match", "gold_found", "wrong_held"} of a response's answers (texts): exact match when they hold
-    every gold answer and no wrong one. A wrong answer inside a gold one ("Football" in "American football") counts
-    only where no gold answer that holds it is held by the same answer.
+def judge_answers(answers, gold, wrong):
+    """{"exact_match", "gold_found", "wrong_held"} of a response's answers (texts), by RAMDocs' rule: the answers
+    joined and normalised (benchmark_normal) are right when they hold every gold answer and no wrong one, each as a
+    substring (an answer that normalises to nothing is never held).
 
-    >>> judge_answers(["American football", "Baseball"], ["Baseball", "American football"], ["Football"])
+    >>> judge_answers(["American football", "Baseball"], ["Baseball", "American football"], ["Cricket"])
     {'exact_match': True, 'gold_found': 2, 'wrong_held': 0}
     """
-    found = [g for g in gold if any(answer_holds(a, g, cfg) for a in answers)]
-    held = [w for w in wrong if any(answer_holds(a, w, cfg) and not any(answer_holds(a, g, cfg) and holds(g, w)
-                                                                         for g in gold) for a in answers)]
+    text = benchmark_normal(" ; ".join(answers))
+    found = [g for g in gold if benchmark_normal(g) and benchmark_normal(g) in text]
+    held = [w for w in wrong if benchmark_normal(w) and benchmark_normal(w) in text]
     return {"exact_match": len(found) == len(gold) and not held, "gold_found": len(found), "wrong_held": len(held)}
 
 
@@ -6315,9 +6421,12 @@ LABELS = ("ANSWERED", "RESOLVED", "UNCERTAIN", "AMBIGUOUS")
 
 def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=None, progress=None, on_question=None):
     """Both phases on each question over its own documents (top_k of them, all when None), scored against its gold
-    and wrong answers: exact match, gold-answer recall, the share of responses holding a wrong answer, the labels.
+    and wrong answers: exact match, gold-answer recall, the share of responses holding a wrong answer anywhere
+    (listed as a disputed candidate or asserted) and the share asserting one (as the answer or a subject's), the
+    labels.
 
-    on_question(question, naive, resolved, judged) is called as each question is done (--json, --log-conflicts).
+    on_question(question, naive, resolved, judged, readings) is called as each question is done (--json,
+    --log-conflicts); readings: {source_id: Answer} of every document of the question read alone.
     """
     stage = progress("eval: questions") if progress else None
     rows = {"naive": [], "resolved": []}
@@ -6337,10 +6446,13 @@ def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=No
                                       announce=False) for phase in rows}
         judged = {}
         for phase, resp in responses.items():
-            judged[phase] = judge_answers([a.text for a in resp.answers], q.gold, q.wrong, cfg)
+            judged[phase] = judge_answers([a.text for a in resp.answers], q.gold, q.wrong)
+            firm = judge_answers([a.text for a in resp.answers if not a.disputed], q.gold, q.wrong)
+            judged[phase]["wrong_asserted"] = firm["wrong_held"]
             rows[phase].append((judged[phase], len(q.gold), resp.label))
         if on_question:
-            on_question(q, responses["naive"], responses["resolved"], judged)
+            readings = {d.source_id: read_alone(q.question, d.content) for d in q.docs} if read_alone else {}
+            on_question(q, responses["naive"], responses["resolved"], judged, readings)
         if stage:
             stage(n, len(questions))
     return {"questions": len(questions), **{phase: answer_scores(r) for phase, r in rows.items()}}
@@ -6350,7 +6462,8 @@ def answer_scores(rows):
     """Scores of one phase from [(judged, gold count, label)], each with its 95% bootstrap interval over questions."""
     measures = {"exact_match": [float(j["exact_match"]) for j, _, _ in rows],
                 "gold_recall": [j["gold_found"] / n for j, n, _ in rows],
-                "wrong_share": [float(j["wrong_held"] > 0) for j, _, _ in rows]}
+                "wrong_share": [float(j["wrong_held"] > 0) for j, _, _ in rows],
+                "wrong_asserted": [float(j["wrong_asserted"] > 0) for j, _, _ in rows]}
     labels = collections.Counter(label for _, _, label in rows)
     return {**{k: round(float(np.mean(v)), EVAL_DECIMALS) for k, v in measures.items()},
             "interval": {k: mean_interval(v) for k, v in measures.items()},
@@ -6372,12 +6485,14 @@ def mean_interval(values, resamples=EVAL_RESAMPLES, seed=0):
     return [round(float(q), EVAL_DECIMALS) for q in np.percentile(means, tails)]
 
 
-def question_json(q, naive, resolved, judged):
-    """--eval --json on answered questions: one line per question."""
+def question_json(q, naive, resolved, judged, readings=None):
+    """--eval --json on answered questions: one line per question; readings ({source_id: Answer}, every document
+    read alone) let anyone measure the reader against their own labels ("fits": whether it counts as an answer)."""
     def phase(resp, j):
         return {"label": resp.label, "answers": [{"text": a.text, "source_ids": list(a.sources), "subject": a.subject,
                                                   "disputed": a.disputed} for a in resp.answers], **j}
-    return {"id": q.record_id, "naive": phase(naive, judged["naive"]), "resolved": phase(resolved, judged["resolved"])}
+    return {"id": q.record_id, "naive": phase(naive, judged["naive"]), "resolved": phase(resolved, judged["resolved"]),
+            "readings": [{"source_id": sid, "text": a.text, "fits": a.fits} for sid, a in (readings or {}).items()]}
 
 
 CELLS = ("tp", "fp", "fn", "tn")
@@ -6867,6 +6982,10 @@ def block_conflicts(resp, paint, name):
             names = " and ".join(f"'{name(d)}'" for d in cl.members)
             lines.append(paint(f"  Conflict cluster disputed: {names} disagree and nothing says which is current; "
                                f"kept all, picked none.", "uncertain"))
+        elif cl.kind == "aside":
+            names = " and ".join(f"'{name(d)}'" for d in cl.members)
+            lines.append(paint(f"  Conflict cluster aside: {names} give the same answer and disagree on something "
+                               f"else; kept all, the answer stands.", "resolved"))
         elif cl.kind == "outnumbered":
             votes = " vs ".join(f"{text} ({len(sids)})" for text, sids in cl.support)
             lines.append(paint(f"  Conflict cluster outnumbered: {votes} documents; kept '{name(cl.kept)}', "
@@ -6975,6 +7094,8 @@ def what_changed(naive, resolved):
         return "no conflict; same context", "ok"
     if resolved.candidates:
         return f"answer withheld: {len(resolved.candidates)} sources disagree, none is newer", "uncertain"
+    if not any(c.discarded for c in resolved.clusters):
+        return "same answer; the sources disagree on something else", "ok"
     twice = same_titles(r.doc for r in resolved.sources)
     dropped = ", ".join(doc_label(d, twice) for c in resolved.clusters for d in c.discarded)
     verb = "answer changed" if naive.answer != resolved.answer else "same answer"
@@ -7089,7 +7210,7 @@ TYPE_WIDTH = 26  # the --eval table's type column ("correct_vs_correct_other_ent
 def render_answer_eval(result, label):
     """The --eval table on answered questions: naive and resolved side by side, each score with its interval."""
     names = {"exact_match": "exact match", "gold_recall": "gold-answer recall",
-             "wrong_share": "responses holding a wrong answer"}
+             "wrong_share": "wrong answer listed or asserted", "wrong_asserted": "wrong answer asserted"}
     lines = [f"{printable(label)}: {result['questions']} questions",
              f"{'':<34} {'naive':<24} resolved"]
     for key, name in names.items():
@@ -7471,10 +7592,10 @@ def run_answer_eval(questions, embed, read, read_alone, detector, cfg, args):
     """--eval on answered questions: both phases per question; with --json a line per question as soon as it is
     done, then the summary line."""
     with conflict_log(args.log_conflicts) as append_log:
-        def done(q, naive, resolved, judged):
+        def done(q, naive, resolved, judged, readings):
             append_log(resolved)
             if args.json:
-                emit(json.dumps(question_json(q, naive, resolved, judged)))
+                emit(json.dumps(question_json(q, naive, resolved, judged, readings)))
 
         result = evaluate_answers(questions, embed, read, read_alone, detector, cfg, args.top_k,
                                   None if args.quiet else Progress, done)
@@ -9376,8 +9497,55 @@ class TestSupport(unittest.TestCase):
     def test_documents_that_do_not_answer_add_nothing(self):
         a, b, c = self.ARENA  # b's reading does not fit: it is left out of the readings, so a stands alone
         self.assertEqual(answering("q", [a], lambda q, t: Answer("x", 0.5, fits=False)), {})
-        settled = settle_by_support(self.disputed(a, b), readings_of(a="18,000"))
-        self.assertEqual((settled.kind, settled.discarded), ("outnumbered", ()))
+        cluster = self.disputed(a, b)
+        self.assertIs(settle_by_support(cluster, readings_of(a="18,000")), cluster)  # nothing to set aside
+
+    def test_a_settlement_always_sets_a_document_aside(self):
+        a, b, c = self.ARENA
+        cluster = self.disputed(a, b)
+        # both read one span: no side outnumbers another, whatever the count
+        self.assertIs(settle_by_support(cluster, readings_of(a="Celsius", b="Celsius")), cluster)
+        # the detector found a and c agreeing (no conflict between them): c is not set aside for its reading
+        conflicts = (Conflict(a, b, "value", "", 1.0, (("18,000",), ("81,000",))),
+                     Conflict(b, c, "value", "", 1.0, (("81,000",), ("18,000",))))
+        three = self.disputed(a, b, c)
+        readings = readings_of(a="concerts and ice", b="concerts and ice", c="18,000")
+        self.assertIs(settle_by_support(three, readings, conflicts=conflicts), three)
+
+    def test_the_values_in_contention_decide(self):
+        a, b, c = self.ARENA
+        conflicts = (Conflict(a, b, "value", "", 1.0, (("18,000",), ("81,000",))),
+                     Conflict(b, c, "value", "", 1.0, (("81,000",), ("18,000",))))
+        texts = {d.source_id: d.content for d in self.ARENA}
+        settled = settle_by_evidence(self.disputed(a, b, c), conflicts, texts)
+        self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
+        self.assertEqual(settled.support, (("18,000", ("a", "c")), ("81,000", ("b",))))
+        # one against one never settles; nor do conflicts that name several pairs of values
+        pair = {sid: texts[sid] for sid in "ab"}
+        self.assertEqual(settle_by_evidence(self.disputed(a, b), conflicts[:1], pair).kind, "disputed")
+        other = (conflicts[0], Conflict(b, c, "value", "", 1.0, (("81,000",), ("9,000",))))
+        self.assertEqual(settle_by_evidence(self.disputed(a, b, c), other, texts).kind, "disputed")
+        # a text that states both sides votes for neither
+        texts["c"] = "It seats 18,000, not 81,000."
+        self.assertEqual(settle_by_evidence(self.disputed(a, b, c), conflicts, texts).kind, "disputed")
+
+    def test_an_answer_the_dispute_is_not_about_stands(self):
+        a = doc("a", "The alarm threshold was set by the facilities team. It is 27 degrees.", None)
+        b = doc("b", "The alarm threshold was set by the facilities team. It is 32 degrees.", None)
+        conflicts = (Conflict(a, b, "value", "", 1.0, (("27 degrees",), ("32 degrees",))),)
+        readings = {d.source_id: Answer("the facilities team", 0.9, d.content.index("the facilities")) for d in (a, b)}
+        texts = {d.source_id: d.content for d in (a, b)}
+        question = "Who set the alarm threshold?"
+        self.assertEqual(answer_stands(question, self.disputed(a, b), readings, conflicts, texts).kind, "aside")
+        # near misses: the answer's own sentence holds the disputed value; the answers differ; the question asks
+        # the disputed type of value
+        said = {sid: Answer("27 degrees" if sid == "a" else "32 degrees", 0.9, texts[sid].index("It is") + 6)
+                for sid in texts}
+        self.assertEqual(answer_stands(question, self.disputed(a, b), said, conflicts, texts).kind, "disputed")
+        inside = {sid: Answer("It", 0.9, texts[sid].index("It is")) for sid in texts}
+        self.assertEqual(answer_stands(question, self.disputed(a, b), inside, conflicts, texts).kind, "disputed")
+        asked = "How many degrees is the alarm threshold?"
+        self.assertEqual(answer_stands(asked, self.disputed(a, b), readings, conflicts, texts).kind, "disputed")
 
     def test_a_document_supports_what_its_text_states(self):
         readings = readings_of(a="Blitzen Trapper", b="Horseshack", c="The Beatles")
@@ -9397,12 +9565,12 @@ class TestSupport(unittest.TestCase):
         # near miss: a third document giving b's own answer settles it, b kept as the member that gives it
         settled = settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1975"), texts)
         self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", b, (a,)))
-        # the member kept gives the winning answer itself: c's text only quotes it, ranked first or not
+        # c's text states the winning answer too: c is no loser, nothing is set aside, and the dispute stands
         c = doc("c", "Some say 28 April 1948; Fitzgerald was born in 1975.")
         texts = {"a": a.content, "c": c.content, "d": "He was born on 28 April 1948."}
-        settled = settle_by_support(self.disputed(c, a), readings_of(a="28 April 1948", c="1975", d="28 April 1948"),
-                                    texts)
-        self.assertEqual((settled.kind, settled.kept), ("outnumbered", a))
+        cluster = self.disputed(c, a)
+        self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", c="1975", d="28 April 1948"), texts),
+                      cluster)
         # nor does an answer no member gives outnumber the members' own: "Main Street" is no side of this dispute
         x, y = doc("x", "The arena on Main Street seats 18,000."), doc("y", "The arena seats 81,000.")
         texts = {"x": x.content, "y": y.content, "z": "It seats 18,000.", "m": "Main Street"}
@@ -9436,18 +9604,18 @@ class TestSupport(unittest.TestCase):
         texts = {d.source_id: d.content for d in (a, b, c)}
         cluster = Cluster((a, b), None, (), "disputed", None)
         self.assertIs(settle_by_support(cluster, readings, texts), cluster)  # three readings, none agrees
-        settled = settle_by_claims(cluster, (swap,), readings, texts)
+        settled = settle_by_evidence(cluster, (swap,), texts)
         self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
         self.assertEqual(settled.support, (("academy", ("a", "c")), ("university", ("b",))))
         resolution = settle_disputes([Retrieved(d, 1.0, i) for i, d in enumerate((a, b, c))],
                                      Resolution((), (cluster,)), readings, conflicts=(swap,))
         self.assertEqual([d.source_id for d in resolution.clusters[0].discarded], ["b"])
         # near misses: one against one stays disputed; so does a cluster of two different swaps
-        del readings["c"]
-        self.assertIs(settle_by_claims(cluster, (swap,), readings, texts), cluster)
-        readings["c"] = Answer("x", 0.5)
+        del texts["c"]
+        self.assertIs(settle_by_evidence(cluster, (swap,), texts), cluster)
+        texts["c"] = c.content
         other = replace(swap, evidence=(("1954",), ("1955",)))
-        self.assertIs(settle_by_claims(cluster, (swap, other), readings, texts), cluster)
+        self.assertIs(settle_by_evidence(cluster, (swap, other), texts), cluster)
 
     def test_answers_agree(self):
         self.assertTrue(answers_agree("$4.2M", "4.2 million dollars"))
@@ -9809,17 +9977,17 @@ class TestAnswerMatching(unittest.TestCase):
         self.assertFalse(holds("Baseball", "base"))
         self.assertFalse(holds("anything", ""))
 
-    def test_values_match_as_values(self):
-        self.assertTrue(answer_holds("born 8 February 1900", "February 8, 1900"))
-        self.assertFalse(answer_holds("born 8 February 1901", "February 8, 1900"))
-        self.assertFalse(answer_holds("1900", "February 8, 1900"))
-
-    def test_exact_match_needs_every_gold_and_no_wrong(self):
+    def test_exact_match_is_the_benchmarks_rule(self):
+        # RAMDocs' rule: substrings of the joined, normalised answers; a wrong answer inside a gold one counts
         self.assertTrue(judge_answers(["Baseball", "American football"], ["Baseball", "American football"],
-                                      ["Football"])["exact_match"])
+                                      ["Cricket"])["exact_match"])
+        self.assertFalse(judge_answers(["American football"], ["American football"], ["Football"])["exact_match"])
         self.assertFalse(judge_answers(["Baseball"], ["Baseball", "American football"], [])["exact_match"])
         judged = judge_answers(["Baseball", "Basketball"], ["Baseball"], ["Basketball"])
         self.assertEqual(judged, {"exact_match": False, "gold_found": 1, "wrong_held": 1})
+        self.assertTrue(judge_answers(["3,559 people"], ["3559"], [])["exact_match"])  # commas dropped, substrings
+        self.assertFalse(judge_answers(["born 8 February 1900"], ["February 8, 1900"], [])["exact_match"])
+        self.assertEqual(judge_answers(["x"], ["!!!"], ["..."])["gold_found"], 0)  # normalises to nothing: never held
 
 
 QUESTION_RECORDS = [
@@ -10131,6 +10299,91 @@ class TestMain(unittest.TestCase):
         with unittest.mock.patch.dict(os.environ, {"NO_COLOR": ""}):  # set but empty: no-color.org says ignore it
             self.assertTrue(colour_wanted(False, Tty()))
         self.assertFalse(colour_wanted(True, Tty()))
+
+
+def same_span_read(question, context):
+    """A stub reader that reads one span, found in no document, from every context: the adversary of any rule that
+    counts readings."""
+    return Answer("concerts and ice", 0.5)
+
+
+same_span_read.name = "stub"
+
+
+def first_words_read(question, context):
+    """A stub reader that reads each context's first three words, whatever the question: spans unrelated to it."""
+    words = context.split()[:3]
+    return Answer(" ".join(words), 0.5, 0 if words else -1)
+
+
+first_words_read.name = "stub"
+
+
+class TestNoLabelLies(unittest.TestCase):
+    """Whatever a reader reads, RESOLVED names what it discarded, UNCERTAIN lists candidates and cites every side,
+    and the conflicts reported agree with the answer's conflict score."""
+
+    THRESHOLD = [{"source_id": "a", "title": "a", "content": "The server room alarm threshold is 27 degrees Celsius."},
+                 {"source_id": "b", "title": "b", "content": "The server room alarm threshold is 32 degrees Celsius."}]
+
+    def check_labels(self, result):
+        resolved = result["resolved"]
+        discarded = [sid for c in resolved["clusters"] for sid in c["discarded"]]
+        if resolved["label"] == "RESOLVED":
+            self.assertTrue(discarded, resolved["warning"])
+        if resolved["label"] == "UNCERTAIN":
+            self.assertTrue(resolved["candidates"], resolved["warning"])
+        for c in resolved["clusters"]:
+            self.assertEqual(c["kind"] in ("superseded", "outnumbered"), bool(c["discarded"]), c)
+        if resolved["conflict_score"]["cs_c"] > 0:
+            self.assertTrue(resolved["conflicts"], resolved["conflict_score"])
+        return resolved
+
+    def walkthrough(self, read):
+        code, out, err = run_main(["--json", "--quiet"], embed=overlap_embed, read=read)
+        self.assertEqual(code, 0, err)
+        return [self.check_labels(json.loads(line)) for line in out.splitlines()]
+
+    def test_a_reader_that_reads_one_span_everywhere_settles_nothing_by_it(self):
+        for read in (same_span_read, first_words_read):
+            with self.subTest(read.__name__):
+                results = self.walkthrough(read)
+                beacon, arena = results[3], results[5]
+                self.assertEqual(beacon["label"], "UNCERTAIN")
+                self.assertEqual(sorted(beacon["cited_source_ids"]), ["ops-001", "ops-002"])
+                self.assertLessEqual({sid for c in arena["clusters"] for sid in c["discarded"]}, {"arena-003"})
+
+    def ask(self, question, documents=None, read=None):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(documents or self.THRESHOLD, f)
+            models = {"read": read} if read else {"read": None}
+            code, out, err = run_main(["--kb", path, "--question", question, "--json", "--quiet", "--reader",
+                                       "sentence"], embed=overlap_embed, **models)
+        self.assertEqual(code, 0, err)
+        return self.check_labels(json.loads(out))
+
+    def test_an_undated_one_against_one_dispute_stays_uncertain_whatever_is_asked(self):
+        for question in ("What is the server room alarm threshold?", "Who set the server room alarm threshold?",
+                         "Where is the server room alarm threshold documented?"):
+            with self.subTest(question):
+                resolved = self.ask(question)
+                self.assertEqual(resolved["label"], "UNCERTAIN")
+                self.assertEqual(sorted(resolved["cited_source_ids"]), ["a", "b"])
+
+    def test_a_yes_no_question_lists_the_sides_of_the_dispute(self):
+        resolved = self.ask("Is the server room alarm threshold 27 degrees Celsius?")
+        self.assertEqual(resolved["label"], "UNCERTAIN")
+        self.assertEqual(sorted(c["source_id"] for c in resolved["candidates"]), ["a", "b"])
+        self.assertTrue(all(c["answer"] for c in resolved["candidates"]))
+
+    def test_a_vague_question_is_not_answered_from_one_side(self):
+        for question in ("Tell me the number.", "What is it?"):
+            with self.subTest(question):
+                resolved = self.ask(question)
+                self.assertTrue(resolved["conflicts"])
+                self.assertEqual(resolved["label"], "UNCERTAIN")
 
 
 class TestWhatTheOutputShows(unittest.TestCase):
