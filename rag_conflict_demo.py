@@ -331,8 +331,8 @@ KNOWLEDGE_BASE = (
     Document("inn-001", "Mercury Lodge (Aspen, Colorado)", "2023-05-01",
              "Mercury Lodge is a ski hotel in Aspen, Colorado, opened in 1962. The lodge has 48 rooms and a "
              "heated outdoor pool."),
-    Document("inn-002", "Mercury Lodge (Bar Harbor, Maine)", "2024-02-10",
-             "Mercury Lodge is a seaside inn in Bar Harbor, Maine, opened in 1987. The lodge has 12 rooms and "
+    Document("inn-002", "Mercury Lodge (Quarry Harbor, Maine)", "2024-02-10",
+             "Mercury Lodge is a seaside inn in Quarry Harbor, Maine, opened in 1987. The lodge has 12 rooms and "
              "a terrace over the harbor."),
     Document("arena-001", "Lakeside-Arena-Visitor-Guide", None,
              "Lakeside Arena seats 18,000 spectators for concerts and is home to the city's ice hockey team."),
@@ -922,7 +922,7 @@ def asks_kind(question):
     profession of ...", "What was X's occupation?"), not a noun it qualifies ("What was the trade deficit?"). Such a
     question is answered by a word for a kind, not by an amount or a date.
 
-    >>> asks_kind("What is the profession of Peter Jacobs?"), asks_kind("What is the maximum firing range?")
+    >>> asks_kind("What is the profession of Tomas Velder?"), asks_kind("What is the maximum firing range?")
     (True, False)
     """
     words = _WORD_RE.findall(question.lower())
@@ -2635,9 +2635,9 @@ def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
     return None
 
 
-# A yes/no question states its own answer: "Do Jamshedpur FC play their home games at Birsa Munda Stadium?". Two
+# A yes/no question states its own answer: "Do Tarnwick FC play their home games at Orlo Brandt Stadium?". Two
 # sentences that share their frame and differ in one span that holds a word of the question the other sentence lacks
-# give two answers to it, whatever the span's length ("JRD Tata Sports Complex Stadium" vs "Birsa Munda Stadium").
+# give two answers to it, whatever the span's length ("Calder Finch Sports Complex Stadium" vs "Orlo Brandt Stadium").
 
 def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
     """The two spans of sentences alike but for one replaced run that holds an asked stem the other lacks.
@@ -2671,9 +2671,9 @@ def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
                        cfg: Config = DEFAULT_CONFIG) -> Finding | None:
     """A yes/no question's asked-about span said on one side and swapped for another on the other.
 
-    >>> asked_swap_finding(["Jamshedpur FC play their home games at JRD Tata Sports Complex Stadium."],
-    ...                    ["Jamshedpur FC play their home games at Birsa Munda Football Stadium."],
-    ...                    question_words("Do Jamshedpur FC play home games at Birsa Munda Football Stadium?")).kind
+    >>> asked_swap_finding(["Tarnwick FC play their home games at Calder Finch Sports Complex Stadium."],
+    ...                    ["Tarnwick FC play their home games at Orlo Brandt Football Stadium."],
+    ...                    question_words("Do Tarnwick FC play home games at Orlo Brandt Football Stadium?")).kind
     'swap'
     """
     asked = frozenset(_stem(w) for w in qwords - SWAP_FILLER - AUX_VERBS)
@@ -3314,8 +3314,8 @@ def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str
 # metadata ("Retrieved 12 March 2021", "last modified on 3 May 2023", "Page 1 of 3", "[12]"). Copies that differ
 # only in what names their subject (a parenthetical, an acronym's expansion: "John Sparke (died 1566)" / "(died
 # 1680)", the rest one template) are namesakes; copies whose body was edited too are one subject, so its marks do not
-# keep them apart ("Both Sides Now (Marina Prior album) ... by Australian singer Marina Prior" edited to "(Elton John
-# album) ... by British singer Elton John"); _edited_text tells the two apart.
+# keep them apart ("Paper Lanterns (Tessa Vane album) ... by Australian singer Tessa Vane" edited to "(Rufus Kell
+# album) ... by British singer Rufus Kell"); _edited_text tells the two apart.
 
 COPY_MAX_TOKENS = 1000  # a longer document is compared on its first 1,000 tokens (the matcher is quadratic at worst)
 # A word just before a changed number or date that makes it the page's metadata, not a claim ("Retrieved 12 March
@@ -3447,16 +3447,16 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
                      excerpts: bool = False) -> bool:
     """Copies (_shared_edits) that are one template filled in for two namesakes: an edit in what names the subject
     (the disambiguator after its opening name, the expansion of an acronym both define) that no edit of the body
-    repeats. "John Sparke (died 1566)" / "(died 1680)", the rest the same, are two men; "(Marina Prior album) ... by
-    Marina Prior" / "(Elton John album) ... by Elton John" is one text edited, its title with it. A question about a
+    repeats. "John Sparke (died 1566)" / "(died 1680)", the rest the same, are two men; "(Tessa Vane album) ... by
+    Tessa Vane" / "(Rufus Kell album) ... by Rufus Kell" is one text edited, its title with it. A question about a
     date or an age asks for what the disambiguator's dates say ("When was Porush born?"), one naming the acronym for
     its expansion ("What does RBI stand for?"): then they are the answer.
 
     >>> _namesake_copies("John Sparke (died 1566) was an MP for Plymouth.",
     ...                  "John Sparke (died 1680) was an MP for Plymouth.", 0.8)
     True
-    >>> _namesake_copies("Sides (Marina Prior album) is by Marina Prior.",
-    ...                  "Sides (Elton John album) is by Elton John.", 0.8)
+    >>> album = "Lanterns ({0} album) is the fourth studio album by singer {0}, released in 2010 on a small label."
+    >>> _namesake_copies(album.format("Tessa Vane"), album.format("Rufus Kell"), 0.8)
     False
     """
     tx, ty = _copy_tokens(x), _copy_tokens(y)
@@ -3569,7 +3569,7 @@ def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
 
 
 # --- Subject identity: documents about different subjects that share a name are not compared
-# "John Sparke (died 1566)" vs "John Sparke (died 1680)"; "Familiar Stranger (Bob Evans album)" vs "(Mark Wills
+# "John Sparke (died 1566)" vs "John Sparke (died 1680)"; "Glass Orchard (Nell Ashby album)" vs "(Corin Dale
 # album)"; "Lake County Library System (LCLS)" vs "Lakeland Cooperative Library System (LCLS)". What says which
 # subject a document is about: a parenthetical disambiguator after its title or leading name, the expansion of an
 # acronym it defines, and the place or year in the description its first sentence gives ("X is a city in Custer
@@ -3596,7 +3596,7 @@ _LEAD_DESCRIPTION_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^.;:]{0,100}?)\s(?:is|
 _DESC_PLACE_RE = re.compile(r"\b(?:in|near|from)\s(?:the\s)?(?P<place>[A-Z][\w'’-]*(?:,?\s[A-Z][\w'’-]*)*)")
 _YEAR_TOKEN_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
 _PARENTHETICAL_RE = re.compile(r"(?:(?<!\s)\s+)?\([^()]*\)")  # linear as _CHUNK_SEPARATOR_RE is
-_LEADING_ARTICLE_RE = re.compile(r"^(?:the|an?)\s+")  # "The Austin City Hall" repeats "Austin City Hall"
+_LEADING_ARTICLE_RE = re.compile(r"^(?:the|an?)\s+")  # "The Corval City Hall" repeats "Corval City Hall"
 _REPEAT_START_RE = re.compile(r"\s*(?:(?:the|an?)\s+)?", re.IGNORECASE)  # where a repeated name would start
 
 
@@ -3694,8 +3694,8 @@ def is_date_mark(mark: str) -> bool:
 
 def _mark_words(text: str) -> frozenset[str]:
     """
-    >>> sorted(_mark_words("Bob Evans album"))
-    ['album', 'bob', 'evans']
+    >>> sorted(_mark_words("Nell Ashby album"))
+    ['album', 'ashby', 'nell']
     """
     return frozenset(w for w in (w.lower() for w in _WORD_RE.findall(text)) if w not in SUBJECT_MARK_NOISE)
 
@@ -3718,13 +3718,13 @@ def _acronym_definitions(text: str) -> tuple[tuple[str, str], ...]:
 def _parenthetical_marks(source: str, whole: bool) -> tuple[str, frozenset[str]]:
     """(name, marks) of a "Name (disambiguator)" opening; a parenthetical inside a sentence may be a translation or
     a pronunciation, so there (whole=False) only its years count, unless the text repeats the name after it as
-    a title line does, with or without an article ("Lahu (1979 film) Lahu is a ...", "Austin City Hall (Austin,
-    Nevada) The Austin City Hall ...").
+    a title line does, with or without an article ("Lahu (1979 film) Lahu is a ...", "Corval City Hall (Corval,
+    Nevada) The Corval City Hall ...").
 
     >>> _parenthetical_marks("John Sparke (died 1566) was an MP.", False)
     ('john sparke', frozenset({'1566'}))
-    >>> sorted(_parenthetical_marks("Austin City Hall (Austin, Nevada) The Austin City Hall was built.", False)[1])
-    ['austin', 'nevada']
+    >>> sorted(_parenthetical_marks("Corval City Hall (Corval, Nevada) The Corval City Hall was built.", False)[1])
+    ['corval', 'nevada']
     """
     m = _SUBJECT_PAREN_RE.match(source)
     if not m or is_date_mark(m["mark"]):
@@ -3765,7 +3765,7 @@ def _cached_subject(title: str | None, text: str) -> Subject:
 
 def _marks_differ(x: frozenset[str], y: frozenset[str]) -> bool:
     """Both sides mark their subject and neither holds the other's marks: "(1979 film)" vs "(1997 film)" differ;
-    "(album)" vs "(Mark Wills album)" may be one subject said more or less precisely.
+    "(album)" vs "(Corin Dale album)" may be one subject said more or less precisely.
 
     >>> _marks_differ(frozenset({"1979", "film"}), frozenset({"1997", "film"}))
     True
@@ -3783,7 +3783,7 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     'subjects'
 
     Two copies of one text whose body was edited too (edited_copies) are one subject, whatever else the edit changed:
-    "(Marina Prior album) ... by Marina Prior" edited to "(Elton John album) ... by Elton John" is a conflict
+    "(Tessa Vane album) ... by Tessa Vane" edited to "(Rufus Kell album) ... by Rufus Kell" is a conflict
     (edited_copy_finding), not two namesakes. Copies that differ only in the parenthetical are two namesakes.
     """
     sa, sb = (_cached_subject(d.title if d.title != d.source_id else None, d.content) for d in (a, b))
@@ -8552,12 +8552,12 @@ class TestSentences(unittest.TestCase):
             self.assertEqual(question_type(question), expected, question)
 
     def test_question_type_reads_the_asking_clause(self):
-        cases = {"Marina Baker is an English politician. When was Marina Baker born?": "date",
+        cases = {"Odile Brannock is an English politician. When was Odile Brannock born?": "date",
                  "In 2011, how many stores were at fuel stations?": "quantity",
                  "As of 2023, who leads the party?": "name",
                  "Considering that he left in 1193, was he less than 36?": "state",
                  "In the city, the museum is big.": "other",
-                 "When was Marina Baker born? She is a politician.": "date",  # the asking sentence, wherever
+                 "When was Odile Brannock born? She is a politician.": "date",  # the asking sentence, wherever
                  'Who wrote "Hello. Goodbye"?': "name", "Who is the CEO of Yahoo! Inc.?": "name",
                  "Marie Curie, who won two Nobel prizes, was born in which year?": "date",  # not the relative who
                  "2nd Duke of Newcastle, what year was he born?": "date",  # a topic put first
@@ -8778,7 +8778,7 @@ class TestSwaps(unittest.TestCase):
         a = ["Vestri is a football club in Isafjordur with 4 senior teams and 120 members."]
         b = ["Vestri is a football club in Isafjordur with 9 senior teams and 300 members."]
         for question in ("What sport is Vestri associated with?", "What is the profession of C. Mayer?",
-                         "What political party is Senator Tate a member of?"):
+                         "What political party is Senator Pellow a member of?"):
             self.assertTrue(asks_kind(question), question)
         self.assertIsNone(compare_answers("What sport is Vestri associated with?", a, b))
         # near misses: a question that asks no kind still compares them, and a kind question its kinds
@@ -8800,20 +8800,20 @@ class TestSwaps(unittest.TestCase):
         self.assertIsNone(swap_finding(["The median age was 45.7 years."], ["The median income was $45,700 a year."]))
 
     def test_a_yes_no_questions_asked_span_swapped(self):
-        q = "Do Jamshedpur FC play their home games at Birsa Munda Football Stadium?"
-        home = "Jamshedpur FC play their home games at {}."
-        a, b = [home.format("JRD Tata Sports Complex Stadium")], [home.format("Birsa Munda Football Stadium")]
+        q = "Do Tarnwick FC play their home games at Orlo Brandt Football Stadium?"
+        home = "Tarnwick FC play their home games at {}."
+        a, b = [home.format("Calder Finch Sports Complex Stadium")], [home.format("Orlo Brandt Football Stadium")]
         f = compare_answers(q, a, b)
-        self.assertEqual((f.kind, f.evidence), ("swap", ("JRD Tata Sports Complex", "Birsa Munda Football")))
+        self.assertEqual((f.kind, f.evidence), ("swap", ("Calder Finch Sports Complex", "Orlo Brandt Football")))
         self.assertIsNone(swap_finding(a, b))  # four words against three: too long for a plain swap
 
     def test_what_is_no_asked_swap(self):
         q = "Can developers still use the Fernway v1 API?"  # "still" is filler, not what is asked
         self.assertIsNone(compare_answers(q, ["The Fernway v1 API is not recommended for new projects."],
                                           ["The Fernway v1 API is still available to existing clients."]))
-        q = "Do Jamshedpur FC play their home games at Birsa Munda Football Stadium?"
-        a = ["Jamshedpur FC play their home games at the Birsa Munda Football Stadium."]
-        b = ["Jamshedpur FC play their home games at Birsa Munda Stadium, Ranchi."]
+        q = "Do Tarnwick FC play their home games at Orlo Brandt Football Stadium?"
+        a = ["Tarnwick FC play their home games at the Orlo Brandt Football Stadium."]
+        b = ["Tarnwick FC play their home games at Orlo Brandt Stadium, Daleford."]
         self.assertIsNone(asked_swap_finding(a, b, question_words(q)))  # both say the asked stadium
 
 
@@ -8834,10 +8834,10 @@ class TestEditedCopies(unittest.TestCase):
         f = detector.check_pair(*views, "What position did Gary Bennett play?")
         self.assertEqual((f.kind, f.evidence), ("swap", ("Defender", "Forward")))
         # an edit of the disambiguating title is the edit, not two namesakes
-        title = "Both Sides Now ({} album) Both Sides Now is the fourth studio album by singer {}. It was released in 2010."
-        x, y = doc("x", title.format("Marina Prior", "Marina Prior")), doc("y", title.format("Elton John", "Elton John"))
+        title = "Paper Lanterns ({} album) Paper Lanterns is the fourth studio album by singer {}. It was released in 2010."
+        x, y = doc("x", title.format("Tessa Vane", "Tessa Vane")), doc("y", title.format("Rufus Kell", "Rufus Kell"))
         self.assertIsNone(different_subjects_finding(x, y))
-        self.assertEqual(edited_copy_finding(x, y).evidence, ("Marina Prior", "Elton John"))
+        self.assertEqual(edited_copy_finding(x, y).evidence, ("Tessa Vane", "Rufus Kell"))
 
     def test_excerpts_of_one_text_that_share_an_edited_passage(self):
         """Two windows of one article, one of them edited inside the passage both hold: compared as copies."""
@@ -8874,7 +8874,7 @@ class TestEditedCopies(unittest.TestCase):
         self.assertIsNotNone(different_subjects_finding(x, y, question_words("Who was John Sparke?")))
 
     def test_one_value_written_two_ways_is_no_edit(self):
-        text = "Lake Mills is a city in Winnebago County, Iowa. The revenue was {} at the 2010 census, up from 2000."
+        text = "Alder Mills is a city in Marrow County, Iowa. The revenue was {} at the 2010 census, up from 2000."
         fmt = lambda x, y: (doc("a", text.format(x)), doc("b", text.format(y)))  # noqa: E731
         self.assertIsNone(edited_copy_finding(*fmt("$4.2M", "4.2 million dollars")))  # one value written two ways
         self.assertIsNone(edited_copy_finding(*fmt("3rd", "third")))
@@ -9641,7 +9641,7 @@ class TestSupport(unittest.TestCase):
 class TestSubjects(unittest.TestCase):
     # two texts different enough not to be one edited copy (an edited copy is one subject, whatever its title says)
     INNS = (Document("m1", "Mercury Lodge (Aspen, Colorado)", None, "Mercury Lodge is a ski hotel with 48 rooms."),
-            Document("m2", "Mercury Lodge (Bar Harbor, Maine)", None,
+            Document("m2", "Mercury Lodge (Quarry Harbor, Maine)", None,
                      "Opened in 1987 by a fishing family, Mercury Lodge has 12 rooms and a terrace over the harbor."),
             Document("m3", "m3", None, "Guests of Mercury Lodge in Aspen ski all winter; it has 48 rooms."))
 
@@ -9653,7 +9653,7 @@ class TestSubjects(unittest.TestCase):
         groups = self.groups(self.INNS)
         self.assertEqual([(g.name, g.members) for g in groups],
                          [("Mercury Lodge (Aspen, Colorado)", ("m1", "m3")),
-                          ("Mercury Lodge (Bar Harbor, Maine)", ("m2",))])
+                          ("Mercury Lodge (Quarry Harbor, Maine)", ("m2",))])
 
     def test_one_subject_is_no_split(self):
         same = (self.INNS[0], Document("m4", "Mercury Lodge (Aspen, Colorado)", None, "It has 50 rooms."))
@@ -9674,7 +9674,7 @@ class TestSubjects(unittest.TestCase):
         resp = run_query(question, found, read, ReadAlone(read), None, DEFAULT_CONFIG, True)
         self.assertEqual(resp.label, "AMBIGUOUS")
         self.assertEqual(sorted((a.subject, a.text) for a in resp.answers),
-                         [("Mercury Lodge (Aspen, Colorado)", "48 rooms"), ("Mercury Lodge (Bar Harbor, Maine)",
+                         [("Mercury Lodge (Aspen, Colorado)", "48 rooms"), ("Mercury Lodge (Quarry Harbor, Maine)",
                                                                             "12 rooms")])
         naive = run_query(question, found, read, ReadAlone(read), None, DEFAULT_CONFIG, False)
         self.assertEqual((naive.label, len(naive.answers)), ("ANSWERED", 1))
@@ -9731,8 +9731,8 @@ class TestSubjects(unittest.TestCase):
                   "The Lakeland Cooperative Library System (LCLS) has 12 branches."))
         for a, b in cases:
             self.assertEqual(different_subjects_finding(doc("a", a), doc("b", b)).kind, "subjects", a)
-        titled = (doc("a", "Familiar Stranger is the album's title track.", title="Familiar Stranger (Bob Evans album)"),
-                  doc("b", "Familiar Stranger is the album's title track.", title="Familiar Stranger (Mark Wills album)"))
+        titled = (doc("a", "Glass Orchard is the album's title track.", title="Glass Orchard (Nell Ashby album)"),
+                  doc("b", "Glass Orchard is the album's title track.", title="Glass Orchard (Corin Dale album)"))
         self.assertEqual(different_subjects_finding(*titled).kind, "subjects")
         detector = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed)
         a, b = doc("a", cases[1][0]), doc("b", cases[1][1])
@@ -9761,8 +9761,8 @@ class TestSubjects(unittest.TestCase):
         self.assertEqual(different_subjects_finding(village, town).kind, "subjects")
         edited = doc("e", lyon.content.replace("1852", "1871"))  # an edited copy: one title, one subject
         self.assertIsNone(different_subjects_finding(lyon, edited))
-        fuller = doc("f", "David H. Jones House The David H. Jones House was built in 1912.")
-        plain = doc("g", "David Jones House The house was built in 1913.")
+        fuller = doc("f", "Arthur P. Quill House The Arthur P. Quill House was built in 1912.")
+        plain = doc("g", "Arthur Quill House The house was built in 1913.")
         self.assertIsNone(different_subjects_finding(fuller, plain))  # initials aside, one title
         # a title within a longer one names another subject: a reference work gives each subject a title of its own
         station = doc("h", "Shoreditch railway station Shoreditch was a station. It opened in 1865.")
@@ -9901,8 +9901,8 @@ class TestAnswerSpans(unittest.TestCase):
                          "2 April 1916")
 
     def test_a_year_said_more_precisely_elsewhere_in_the_document(self):
-        read, question = SentenceReader(overlap_embed, DEFAULT_CONFIG), "When was the album Killswitch Engage released?"
-        album = "Killswitch Engage (2009 album) is an album by Killswitch Engage. It was released on June 30, 2009."
+        read, question = SentenceReader(overlap_embed, DEFAULT_CONFIG), "When was the album Velvet Pylon released?"
+        album = "Velvet Pylon (2009 album) is an album by Velvet Pylon. It was released on June 30, 2009."
         self.assertEqual(read(question, album).text, "June 30, 2009")
         # near misses: a full date of another year, or one in another document, leaves the year as it is
         self.assertEqual(read(question, album.replace("June 30, 2009", "June 30, 2012")).text, "2009")
@@ -9944,11 +9944,11 @@ class TestVersionsAndPeriods(unittest.TestCase):
         self.assertEqual([c.kind for c in self.detect(question, a, b).conflicts], ["value"])
 
     def test_a_title_said_again_after_an_article_marks_its_subject(self):
-        nevada = Document("a", "a", None, "Austin City Hall (Austin, Nevada) The Austin City Hall was built in 1866.")
-        texas = Document("b", "b", None, "Austin City Hall (Austin, Texas) Austin City Hall was completed in 2004.")
+        nevada = Document("a", "a", None, "Corval City Hall (Corval, Nevada) The Corval City Hall was built in 1866.")
+        texas = Document("b", "b", None, "Corval City Hall (Corval, Texas) Corval City Hall was completed in 2004.")
         self.assertEqual(different_subjects_finding(nevada, texas).kind, "subjects")
         # near miss: a parenthetical inside a sentence (a translation, a pronunciation) marks no subject
-        aside = "Austin City Hall (with a copper roof) was built in 1866."
+        aside = "Corval City Hall (with a copper roof) was built in 1866."
         self.assertEqual(document_subject(None, aside).marks, frozenset())
 
     def test_a_year_beside_a_kind_still_tells_subjects_apart(self):
