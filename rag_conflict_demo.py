@@ -6165,10 +6165,48 @@ class ScanReport:
     documents: int
     pairs_checked: int  # candidate pairs at or above the gate, each run through the detector once
     passages: int = 0  # rows embedded: more than documents when long documents were split
+    copies: tuple = ()  # (document compared, every document with its text) per text that documents share
+
+    @property
+    def copied(self):
+        """How many documents repeat another's text (and were not compared themselves)."""
+        return sum(len(same) - 1 for _, same in self.copies)
+
+
+def text_key(text):
+    r"""A text as its copies share it: NFKC, whitespace runs as one space, case kept (the detector reads capitals as
+    names and states, so texts that differ in case are compared).
+
+    >>> text_key("Refunds\u00a0take  30 days.\n") == text_key("Refunds take 30 days.")
+    True
+    """
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def distinct_texts(docs):
+    """[(document compared, every document with its text, in corpus order)] per distinct text (text_key), in corpus
+    order of the documents compared. Two copies of one text cannot conflict, and each finds the same conflicts with a
+    third, so a text is compared once, by its newest copy (date, then version; the first on a tie): a cluster is
+    ordered by its members' dates, and a text said again later stands from then.
+
+    >>> [(d.source_id, [c.source_id for c in same]) for d, same in distinct_texts([
+    ...     Document("a", "a", "2024-01-01", "Open at 9."), Document("b", "b", None, "Closed."),
+    ...     Document("c", "c", "2024-05-01", "Open  at 9.")])]
+    [('b', ['b']), ('c', ['a', 'c'])]
+    """
+    groups = {}
+    for d in docs:
+        groups.setdefault(text_key(d.content), []).append(d)
+    compared = {}
+    for same in groups.values():
+        newest = max(range(len(same)), key=lambda n: (date_key(same[n]), version_key(same[n]) or (), -n))
+        compared[id(same[newest])] = tuple(same)
+    return [(d, compared[id(d)]) for d in docs if id(d) in compared]
 
 
 def candidate_pairs(vectors, gate, chunk=DEFAULT_CONFIG.scan_chunk, starts=None):
-    """(i, j, cosine) for every pair of documents i < j with cosine >= gate, a block of chunk x chunk rows at a time.
+    """(i, j, cosine, covered) for every pair of documents i < j with cosine >= gate, a block of chunk x chunk rows
+    at a time; covered: the document pairs compared so far, through i's row of this block (of n * (n - 1) / 2).
 
     vectors holds one row per passage; document i's passages are rows starts[i]:starts[i + 1] (starts None: one row
     per document). Two documents are as similar as their most similar passages. Memory is a block, never n x n:
@@ -6176,16 +6214,21 @@ def candidate_pairs(vectors, gate, chunk=DEFAULT_CONFIG.scan_chunk, starts=None)
     """
     starts = np.arange(len(vectors) + 1) if starts is None else np.asarray(starts)
     blocks = document_blocks(starts, chunk)
+    covered = 0
     for n, (r0, r1) in enumerate(blocks):
         for c0, c1 in blocks[n:]:
             sims = vectors[starts[r0]:starts[r1]] @ vectors[starts[c0]:starts[c1]].T
             if starts[r1] - starts[r0] > r1 - r0 or starts[c1] - starts[c0] > c1 - c0:  # a document of passages
                 sims = np.maximum.reduceat(sims, starts[r0:r1] - starts[r0], axis=0)
                 sims = np.maximum.reduceat(sims, starts[c0:c1] - starts[c0], axis=1)  # (documents, documents)
+            # pairs of each row in this block: the whole width, or on the diagonal the columns after the row
+            width = np.arange(c1 - c0 - 1, c1 - c0 - 1 - (r1 - r0), -1) if c0 == r0 else np.full(r1 - r0, c1 - c0)
+            through = covered + np.cumsum(width)
             rows, cols = np.nonzero(sims >= gate)
             keep = cols + c0 > rows + r0  # each pair once, no self-pairs
             for r, c in zip(rows[keep], cols[keep]):
-                yield r0 + int(r), c0 + int(c), float(sims[r, c])
+                yield r0 + int(r), c0 + int(c), float(sims[r, c]), int(through[r])
+            covered = int(through[-1])
 
 
 SCAN_PROGRESS_EVERY = 2000  # candidate pairs between progress calls (a call reads the clock)
@@ -6207,14 +6250,17 @@ def document_blocks(starts, chunk):
     return blocks
 
 
-def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, progress=None, starts=None):
+def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, progress=None, starts=None,
+                texts=()):
     """Run the detector (with no question: every sentence counts) on every candidate pair of the corpus.
 
-    vectors: one row per document, or per passage with starts as in candidate_pairs.
+    vectors: one row per document, or per passage with starts as in candidate_pairs. progress(done, total) counts
+    document pairs compared by topic. texts: distinct_texts of a corpus whose copies docs leave out (a copy finds
+    what its text's document finds); the report names them.
     """
     docs, vectors = tuple(docs), normalise(vectors)
-    views, found, checked, reached = {}, [], 0, 0
-    for first, second, sim in candidate_pairs(vectors, gate, chunk, starts):
+    views, found, checked, total = {}, [], 0, len(docs) * (len(docs) - 1) // 2
+    for first, second, sim, covered in candidate_pairs(vectors, gate, chunk, starts):
         for n in (first, second):
             if n not in views:
                 views[n] = detector.features([docs[n]], "", None)[0]
@@ -6223,16 +6269,19 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
         finding = detector.check_pair(views[i], views[j], "")
         if finding:
             found.append(make_conflict(docs[i], docs[j], finding, sim))
-        reached = max(reached, first)  # blocks revisit their rows (one per column block): the count never goes back
         if progress and checked % SCAN_PROGRESS_EVERY == 0:
-            progress(reached, len(docs))
+            progress(covered, total)
+    if progress:
+        progress(total, total)
     found.sort(key=lambda c: (-c.topic_sim, c.a.source_id, c.b.source_id))
     order = {}
     for c in found:  # clusters ordered by their most similar conflict
         order.setdefault(c.a.source_id, len(order))
     clusters = make_clusters(docs, found, supersession_order)
     clusters.sort(key=lambda cl: min(order.get(d.source_id, len(order)) for d in cl.members))
-    return ScanReport(tuple(found), tuple(clusters), len(docs), checked, len(vectors))
+    copies = tuple((d, same) for d, same in texts if len(same) > 1)
+    return ScanReport(tuple(found), tuple(clusters), len(docs) + sum(len(same) - 1 for _, same in copies), checked,
+                      len(vectors), copies)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -6419,7 +6468,8 @@ def judge_answers(answers, gold, wrong):
 LABELS = ("ANSWERED", "RESOLVED", "UNCERTAIN", "AMBIGUOUS")
 
 
-def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=None, progress=None, on_question=None):
+def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=None, progress=None, on_question=None,
+                     heartbeat=None):
     """Both phases on each question over its own documents (top_k of them, all when None), scored against its gold
     and wrong answers: exact match, gold-answer recall, the share of responses holding a wrong answer anywhere
     (listed as a disputed candidate or asserted) and the share asserting one (as the answer or a subject's), the
@@ -6427,6 +6477,8 @@ def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=No
 
     on_question(question, naive, resolved, judged, readings) is called as each question is done (--json,
     --log-conflicts); readings: {source_id: Answer} of every document of the question read alone.
+    heartbeat(label), or None: a Heartbeat (the CLI's) that says, while one question runs, which stage it is in
+    and, embedding its window's passages and sentences, how many are done.
     """
     stage = progress("eval: questions") if progress else None
     rows = {"naive": [], "resolved": []}
@@ -6434,16 +6486,22 @@ def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=No
     # the sentence caches of the detector and the reader: one object when they share it (the sentence reader's)
     caches = {id(c): c for c in (getattr(detector, "sentences", None), getattr(read, "sentences", None)) if c}
     for n, q in enumerate(questions, 1):
-        if (n - 1) % EVAL_WINDOW == 0:  # the window's passages and sentences, each embedded once, batched by length
-            docs = [d.content for w in questions[n - 1:n - 1 + EVAL_WINDOW] for d in w.docs]
-            embed.ahead([x for d in docs for x in passages_of(d, cfg.passage_chars)])
-            for cache in caches.values():
-                cache.prime(docs)
-        k = min(top_k or len(q.docs), len(q.docs))
-        index = build_index(q.docs, embed, cfg.embed_batch, None, cfg.passage_chars)
-        found = retrieve_and_detect(q.question, index, embed, detector, replace(cfg, top_k=k))
-        responses = {phase: run_query(q.question, found, read, read_alone, None, cfg, phase == "resolved",
-                                      announce=False) for phase in rows}
+        with (heartbeat or functools.partial(Heartbeat, after=None))(f"eval: question {n}/{len(questions)}") as beat:
+            if (n - 1) % EVAL_WINDOW == 0:  # the window's passages and sentences, each embedded once, by length
+                docs = [d.content for w in questions[n - 1:n - 1 + EVAL_WINDOW] for d in w.docs]
+                beat.stage = "embedding passages"  # splitting them first: a long document takes a while
+                embed.ahead([x for d in docs for x in passages_of(d, cfg.passage_chars)],
+                            beat.counter("embedding passages"))
+                for cache in caches.values():
+                    beat.stage = "embedding sentences"
+                    cache.prime(docs, beat.counter("embedding sentences"))
+            beat.stage = "retrieval and detection"
+            k = min(top_k or len(q.docs), len(q.docs))
+            index = build_index(q.docs, embed, cfg.embed_batch, None, cfg.passage_chars)
+            found = retrieve_and_detect(q.question, index, embed, detector, replace(cfg, top_k=k))
+            beat.stage = "reading"
+            responses = {phase: run_query(q.question, found, read, read_alone, None, cfg, phase == "resolved",
+                                          announce=False) for phase in rows}
         judged = {}
         for phase, resp in responses.items():
             judged[phase] = judge_answers([a.text for a in resp.answers], q.gold, q.wrong)
@@ -7123,21 +7181,30 @@ class Progress:
 class Heartbeat:
     """A context manager for work with no count of its own to report (one question's retrieval, detection and
     reading, which on a long document embed and read for a while): once the block has run `after` seconds, a line
-    on stderr at most once a second says it still runs, from a thread that only waits and prints. The thread takes
-    no signal: Ctrl-C and SIGTERM stay the main thread's."""
+    on stderr at most once a second says it still runs, or the stage the work has set (stage, or a counter's
+    "embedding sentences 640/9000"), from a thread that only waits and prints; after None: no thread, no line. The
+    thread takes no signal: Ctrl-C and SIGTERM stay the main thread's."""
 
     def __init__(self, label, after=DEFAULT_CONFIG.progress_after):
-        self.label, self.after = label, after
+        self.label, self.after, self.stage = label, after, None
         self.stop, self.thread = threading.Event(), None
 
     def __enter__(self):
-        self.thread = threading.Thread(target=self.beat, name="heartbeat", daemon=True)
-        self.thread.start()
+        if self.after is not None:
+            self.thread = threading.Thread(target=self.beat, name="heartbeat", daemon=True)
+            self.thread.start()
         return self
 
     def __exit__(self, *exc):
         self.stop.set()
-        self.thread.join()
+        if self.thread:
+            self.thread.join()
+
+    def counter(self, what):
+        """A progress(done, total) callback that sets the stage to what is done and how far it got."""
+        def count(done, total):
+            self.stage = f"{what} {done}/{total}"  # one assignment: the thread reads a whole string, old or new
+        return count
 
     def beat(self):
         if hasattr(signal, "pthread_sigmask"):  # POSIX: a signal meant for the run goes to the main thread
@@ -7145,17 +7212,24 @@ class Heartbeat:
         start = time.monotonic()
         wait = self.after
         while not self.stop.wait(wait):
-            print(f"{self.label}: still running ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+            print(f"{self.label}: {self.stage or 'still running'} ({time.monotonic() - start:.0f} s)",
+                  file=sys.stderr, flush=True)
             wait = PROGRESS_INTERVAL
 
 
 def render_scan(report, cfg, seconds, paint):
-    """The --scan report: a summary line, then each cluster with its pairs, most similar first."""
-    split = f" as {report.passages} passages" if report.passages > report.documents else ""
+    """The --scan report: a summary line, then each cluster with its pairs, most similar first, and the documents
+    that share its members' texts."""
+    split = f" as {report.passages} passages" if report.passages > report.documents - report.copied else ""
     found = len(report.conflicts)
     lines = [f"Scanned {report.documents} documents{split} in {seconds:.1f} s: {report.pairs_checked} candidate "
              f"pairs at topic similarity >= {cfg.threshold}, {found} conflict{'s' * (found != 1)} in "
              f"{len(report.clusters)} cluster(s)."]
+    if report.copies:
+        n = report.copied
+        lines[0] += (f" {n} document{'s' * (n != 1)} repeat{'s' * (n == 1)} another's text (spacing and Unicode "
+                     f"forms aside): each text is compared once, by its newest copy; --json lists the copies.")
+    copies = dict((d.source_id, same) for d, same in report.copies)
     twice = same_titles(d for cl in report.clusters for d in cl.members)
     by_cluster = {}
     for c in report.conflicts:
@@ -7174,7 +7248,17 @@ def render_scan(report, cfg, seconds, paint):
             lines.append(paint(f"  [{c.topic_sim:.3f}] {c.a.source_id} vs {c.b.source_id}: {c.reason}", "conflict"))
         if len(pairs) > cfg.scan_shown:
             lines.append(f"  ... and {len(pairs) - cfg.scan_shown} more pair(s): --json lists them all")
+        for d in cl.members:
+            if d.source_id in copies:
+                lines.append(f"  same text as {d.source_id}: "
+                             f"{name_ids([x for x in copies[d.source_id] if x is not d], cfg)}")
     return "\n".join(lines)
+
+
+def name_ids(docs, cfg):
+    """"a, b, c and 4 more": source_ids, at most cfg.scan_shown of them."""
+    named = ", ".join(d.source_id for d in docs[:cfg.scan_shown])
+    return named + (f" and {len(docs) - cfg.scan_shown} more" if len(docs) > cfg.scan_shown else "")
 
 
 def name_some(docs, cfg, twice=frozenset()):
@@ -7598,7 +7682,7 @@ def run_answer_eval(questions, embed, read, read_alone, detector, cfg, args):
                 emit(json.dumps(question_json(q, naive, resolved, judged, readings)))
 
         result = evaluate_answers(questions, embed, read, read_alone, detector, cfg, args.top_k,
-                                  None if args.quiet else Progress, done)
+                                  None if args.quiet else Progress, done, None if args.quiet else Heartbeat)
     summary = {"eval": str(args.eval), "reader": reader_name(read), "detector": cfg.detector,
                "top_k": args.top_k or "all", **result}
     emit(json.dumps(summary) if args.json else render_answer_eval(
@@ -7770,12 +7854,14 @@ def run_bench(cfg, stages, embed, detector, read, read_alone, nli, progress=None
 def run_scan(docs, embed, cfg, args):
     """--scan: embed the whole knowledge base, then every conflicting pair in it, most similar first."""
     start = time.perf_counter()
-    index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
-                        cfg.passage_chars)
-    log.info("embedded %d documents%s in %.1f s", len(docs), split_note(index, cfg), time.perf_counter() - start)
+    texts = distinct_texts(docs)  # a copy is neither embedded nor compared: its text's document stands for it
+    index = build_index([d for d, _ in texts], embed, cfg.embed_batch,
+                        None if args.quiet else Progress("embedding passages"), cfg.passage_chars)
+    what = f"{len(docs)} documents" if len(texts) == len(docs) else f"the {len(texts)} texts of {len(docs)} documents"
+    log.info("embedded %s%s in %.1f s", what, split_note(index, cfg), time.perf_counter() - start)
     detector = make_detector("article" if cfg.detector == "article" else "heuristic", cfg, embed)
     report = scan_corpus(index.docs, index.vectors, detector, cfg.threshold, cfg.scan_chunk,
-                         None if args.quiet else Progress("scanning"), index.starts)
+                         None if args.quiet else Progress("scanning pairs"), index.starts, texts)
     seconds = time.perf_counter() - start
     if args.json:
         for line in scan_json_lines(report, cfg.threshold):
@@ -7785,16 +7871,21 @@ def run_scan(docs, embed, cfg, args):
 
 
 def scan_json_lines(report, threshold):
-    """One object per conflicting pair, most similar first, with the cluster it belongs to; then the summary, also
-    when nothing conflicts, so a scan always says what it covered."""
+    """One object per conflicting pair, most similar first, with the cluster it belongs to; one per text several
+    documents share (its documents, the one compared for them, its cluster or None); then the summary, also when
+    nothing conflicts, so a scan always says what it covered."""
     cluster_of = {d.source_id: (n, c) for n, c in enumerate(report.clusters, 1) for d in c.members}
     for c in report.conflicts:
         n, cl = cluster_of[c.a.source_id]
         yield {**conflict_json(c), "cluster": n, "cluster_kind": cl.kind, "kept": cl.kept.source_id if cl.kept else None,
                "discarded": [d.source_id for d in cl.discarded]}
+    for d, same in report.copies:
+        yield {"same_text": [x.source_id for x in same], "compared": d.source_id,
+               "cluster": cluster_of[d.source_id][0] if d.source_id in cluster_of else None}
     yield {"documents": report.documents, "passages": report.passages, "threshold": threshold,
            "candidate_pairs": report.pairs_checked, "conflicts": len(report.conflicts),
-           "clusters": len(report.clusters)}
+           "clusters": len(report.clusters),
+           **({"distinct_texts": report.documents - report.copied} if report.copies else {})}
 
 
 READER_WORDS = {
@@ -8028,7 +8119,7 @@ class TestPassages(unittest.TestCase):
         self.assertTrue(brute)
         for chunk in (1, 3, 7, 100):
             with self.subTest(chunk=chunk):
-                found = {(i, j): sim for i, j, sim in candidate_pairs(vectors, 0.5, chunk, starts)}
+                found = {(i, j): sim for i, j, sim, _ in candidate_pairs(vectors, 0.5, chunk, starts)}
                 self.assertEqual(found.keys(), brute.keys())
                 self.assertTrue(all(math.isclose(found[k], brute[k], rel_tol=1e-5) for k in brute))
 
@@ -10084,6 +10175,43 @@ class TestAnswerEval(unittest.TestCase):
         # one batch for the passages of every question and one for their sentences, not a batch per question
         self.assertEqual(sum(bool((passages | sentences) & set(batch)) for batch in asked), 2)
 
+    def test_a_question_says_its_stage_while_it_runs(self):
+        """Inside one question: how many of the window's passages and sentences are embedded, then the stage."""
+        said = []
+
+        class Recording(Heartbeat):
+            def __init__(self, label, after=None):
+                super().__init__(label, None)  # no thread: the stages are recorded, not printed
+
+            def __setattr__(self, name, value):
+                if name == "stage" and value:
+                    said.append((self.label, value))
+                super().__setattr__(name, value)
+
+        with tempfile.TemporaryDirectory() as tmp, unittest.mock.patch(f"{__name__}.Heartbeat", Recording):
+            path = self.write(tmp, QUESTION_RECORDS)
+            code, _, err = run_main(["--eval", path, "--json", "--reader", "sentence"], embed=overlap_embed, read=None)
+        self.assertEqual(code, 0, err)
+        first = [stage for label, stage in said if label == f"eval: question 1/{len(QUESTION_RECORDS)}"]
+        names = [re.sub(r" \d+/\d+$", "", stage) for stage in first]
+        self.assertEqual(list(dict.fromkeys(names)), ["embedding passages", "embedding sentences",
+                                                      "retrieval and detection", "reading"])
+        done, total = first[names.index("retrieval and detection") - 1].split()[-1].split("/")
+        self.assertEqual(done, total)  # the last count says all of them
+        self.assertEqual([stage for label, stage in said if label == f"eval: question 2/{len(QUESTION_RECORDS)}"],
+                         ["retrieval and detection", "reading"])  # embedded ahead with the first
+
+    def test_a_heartbeat_line_says_the_stage_and_its_count(self):
+        err = io.StringIO()
+        beat = Heartbeat("eval: question 1/1", after=0)
+        beat.counter("embedding sentences")(640, 9000)
+        with contextlib.redirect_stderr(err), beat:
+            for _ in range(1000):  # until its first line, however slow the machine (at most 10 s)
+                if err.getvalue():
+                    break
+                time.sleep(0.01)
+        self.assertRegex(err.getvalue().splitlines()[0], r"^eval: question 1/1: embedding sentences 640/9000 \(\d+ s\)$")
+
     def test_batches_hold_texts_of_about_one_length_and_rows_keep_their_order(self):
         texts = ["a b c d e f", "a", "a b c", "a b", "a b c d", "a b c d e"]
         batches = []
@@ -11870,7 +11998,7 @@ class TestScanAndBench(unittest.TestCase):
         self.assertTrue(brute)
         for chunk in (1, 5, 16, 57, 1000):
             with self.subTest(chunk=chunk):
-                found = [(i, j) for i, j, _ in candidate_pairs(vectors, 0.3, chunk)]
+                found = [(i, j) for i, j, _, _ in candidate_pairs(vectors, 0.3, chunk)]
                 self.assertEqual(sorted(found), sorted(brute))  # every pair once, none missed, none extra
 
     def test_scan_finds_the_planted_conflicts(self):
@@ -11885,17 +12013,44 @@ class TestScanAndBench(unittest.TestCase):
         self.assertTrue(all(cl.kind in ("superseded", "disputed") for cl in report.clusters))
         self.assertEqual(report.pairs_checked, 60)  # 10 topics x 6 pairs; nothing across topics
 
-    def test_scan_progress_never_goes_back(self):
-        """Column blocks revisit a row block's documents; the count shown still only rises, up to the last pair's
-        first document."""
+    def test_scan_progress_counts_pairs(self):
+        """Progress is document pairs compared by topic, out of n * (n - 1) / 2: column blocks revisit a row block's
+        documents, and the count still only rises, to every pair."""
         docs, topics = synthetic_corpus(40, seed=3)
         seen = []
         with unittest.mock.patch(f"{__name__}.SCAN_PROGRESS_EVERY", 1):
             scan_corpus(docs, np.ones((40, 4)), QuestionAwareDetector(DEFAULT_CONFIG, None), 0.5, chunk=7,
-                        progress=lambda done, total: seen.append(done))
-        self.assertEqual(len(seen), 40 * 39 // 2)  # one call per pair: every pair is a candidate
+                        progress=lambda done, total: seen.append((done, total)))
+        self.assertEqual(len(seen), 40 * 39 // 2 + 1)  # one call per pair (every pair is a candidate), then the end
         self.assertEqual(seen, sorted(seen))
-        self.assertEqual(seen[-1], 38)  # the last pair's first document
+        self.assertEqual(seen[-1], (780, 780))
+        self.assertTrue(all(n <= done <= 780 for n, (done, _) in enumerate(seen[:-1], 1)))  # at least the pairs checked
+
+    def test_copies_are_compared_once_per_text(self):
+        """Three copies of one text (spacing and a no-break space aside) and two of its contrary: one pair compared,
+        not ten; the newest copy stands for its text, and the report names every copy."""
+        kb = [{"source_id": "a1", "content": "The beacon status is ACTIVE.", "date": "2024-01-01"},
+              {"source_id": "a2", "content": "The  beacon status is\u00a0ACTIVE.", "date": "2024-03-01"},
+              {"source_id": "i1", "content": "The beacon status is INACTIVE.", "date": "2024-02-01"},
+              {"source_id": "a3", "content": "The beacon status is ACTIVE."},
+              {"source_id": "i2", "content": "The beacon status is INACTIVE.\n", "date": "2024-02-01"},
+              {"source_id": "p1", "content": "Parking is free on Sundays."}]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(kb, f)
+            code, out, err = run_main(["--scan", "--kb", path, "--json", "--quiet"])
+            self.assertEqual((code, err), (0, ""))
+            *lines, summary = [json.loads(line) for line in out.splitlines()]
+            self.assertEqual([(x["a"], x["b"], x["kept"]) for x in lines if "a" in x], [("a2", "i1", "a2")])
+            self.assertEqual([x for x in lines if "same_text" in x],
+                             [{"same_text": ["a1", "a2", "a3"], "compared": "a2", "cluster": 1},
+                              {"same_text": ["i1", "i2"], "compared": "i1", "cluster": 1}])
+            self.assertEqual(summary, {"documents": 6, "passages": 3, "threshold": DEFAULT_CONFIG.threshold,
+                                       "candidate_pairs": 1, "conflicts": 1, "clusters": 1, "distinct_texts": 3})
+            code, out, _ = run_main(["--scan", "--kb", path, "--no-color", "--quiet"])
+        self.assertIn("3 documents repeat another's text", out.splitlines()[0])
+        self.assertIn("  same text as a2: a1, a3\n  same text as i1: i2", out)
 
     def test_scan_cli_json_lines(self):
         code, out, err = run_main(["--scan", "--json", "--quiet"])
