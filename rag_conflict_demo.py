@@ -373,9 +373,27 @@ def date_key(doc):
 
 
 def parse_iso(value):
-    """An ISO-8601 date or datetime as a naive UTC datetime (offsets applied, "Z" read as UTC on every Python)."""
-    parsed = dt.datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
+    """An ISO-8601 date or datetime as a naive UTC datetime (offsets applied, "Z" read as UTC on every Python). Two
+    times ISO 8601 allows and fromisoformat refuses are read as they are meant: 24:00 ends a day, so it is the next
+    day's 00:00; a leap second (:60) is the last instant of its minute, after :59 and before the next minute.
+
+    >>> parse_iso("2024-04-03T24:00:00Z"), parse_iso("2016-12-31T23:59:60Z")
+    (datetime.datetime(2024, 4, 4, 0, 0), datetime.datetime(2016, 12, 31, 23, 59, 59, 999999))
+    """
+    text, shift = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value, dt.timedelta(0)
+    m = ISO_DAY_END_RE.fullmatch(text)
+    if m and m["midnight"]:
+        text, shift = text[:m.start("midnight")] + "00" + text[m.end("midnight"):], dt.timedelta(days=1)
+    elif m:
+        text, shift = text[:m.start("leap")] + "59" + text[m.end("leap"):], dt.timedelta(microseconds=999_999)
+    parsed = dt.datetime.fromisoformat(text) + shift  # OverflowError: 24:00 on 9999-12-31
     return parsed.astimezone(dt.timezone.utc).replace(tzinfo=None) if parsed.tzinfo else parsed
+
+
+# A datetime at 24:00 (hh, hh:mm, hh:mm:ss, any zero fraction) or with second 60 (its fraction dropped), then an
+# optional Z or offset; whether the rest is valid is left to fromisoformat.
+ISO_DAY_END_RE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ](?:(?P<midnight>24)(?::?00(?::?00(?:[.,]0+)?)?)?"
+                            r"|\d{2}:?\d{2}:?(?P<leap>60(?:[.,]\d+)?))(?:[Zz]|[+-].*)?")
 
 
 class UsageError(Exception):
@@ -533,12 +551,13 @@ def parse_document(record, where, content="content", named=True):
         raise UsageError(f"{where}: expected an object, got {json_type(record)}")
     for name in ("source_id", content):
         value = record.get(name)
-        if not isinstance(value, str) or not value.strip():
-            problem = "missing" if value is None else "empty" if isinstance(value, str) else json_type(value)
+        if not isinstance(value, str) or not visible(value):
+            problem = ("missing" if value is None else json_type(value) if not isinstance(value, str) else
+                       "empty" if not value.strip() else "only invisible characters")
             raise UsageError(f"{where}: field '{name}' is {problem}; it must be a non-empty string")
     sid = check_text(record["source_id"], f"{where}: field 'source_id'")
     at = f"{where} ('{sid}')" if named else where
-    check_text(record[content], f"{at}: field '{content}'")
+    text = without_format_characters(check_text(record[content], f"{at}: field '{content}'"))
     title = record.get("title")
     if title is not None and not isinstance(title, str):
         raise UsageError(f"{at}: field 'title' must be a string, got {json_type(title)}")
@@ -548,14 +567,27 @@ def parse_document(record, where, content="content", named=True):
     if date is not None and not valid_iso_date(date):
         raise UsageError(f"{at}: field 'date' {json.dumps(date)} {iso_date_problem(date)}")
     version = record.get("version")
-    if isinstance(version, int) and not isinstance(version, bool) and 0 <= version < 10 ** 30:
+    if isinstance(version, int) and not isinstance(version, bool):
+        if not 0 <= version < 10 ** 30:
+            raise UsageError(f"{at}: field 'version' {version} is an integer out of range: a version number is 0 "
+                             f"or more, at most 30 digits")
         version = str(version)
     elif version is not None and not (isinstance(version, str) and VERSION_RE.fullmatch(version)):
-        raise UsageError(f"{at}: field 'version' {json.dumps(version)} is neither an integer nor "
-                         f"a dotted version like \"2.0.1\"")
+        raise UsageError(f"{at}: field 'version' {json.dumps(version)} {version_problem(version)}")
     known = {"source_id", content, "title", "date", "version"}
-    return Document(sid, title or sid, date, record[content], version,
+    return Document(sid, title or sid, date, text, version,
                     {k: v for k, v in record.items() if k not in known})
+
+
+def version_problem(value):
+    """Why a version string is refused, in words: past VERSION_RE's bounds, or no version at all.
+
+    >>> version_problem("1." + "0" * 31), version_problem("beta")[:26]
+    ('has a part of more than 30 digits or more than 30 parts', 'is neither an integer nor ')
+    """
+    if isinstance(value, str) and re.fullmatch(r"v?\d+(?:\.\d+)*", value):
+        return "has a part of more than 30 digits or more than 30 parts"
+    return "is neither an integer nor a dotted version like \"2.0.1\""
 
 
 def valid_iso_date(value):
@@ -575,8 +607,10 @@ def iso_date_problem(value):
         try:
             parse_iso(value)
         except OverflowError:
-            return ("is valid ISO-8601, but its UTC offset moves it outside 0001-01-01 to 9999-12-31, the days dates "
-                    "can be compared on")
+            m = ISO_DAY_END_RE.fullmatch(value)
+            cause = "its 24:00 (the next day's 00:00)" if m and m["midnight"] else "its UTC offset"
+            return (f"is valid ISO-8601, but {cause} moves it outside 0001-01-01 to 9999-12-31, the days dates "
+                    f"can be compared on")
         except ValueError:
             pass
     return "is not an ISO-8601 date or datetime (e.g. 2024-04-03 or 2024-04-03T09:30:00)"
@@ -586,7 +620,41 @@ def check_question(question, where):
     if not isinstance(question, str) or not question.strip():
         raise UsageError(f"{where}: a question must be a non-empty string, got "
                          f"{json.dumps(question) if isinstance(question, str) else json_type(question)}")
-    return check_text(question, where).strip()
+    if not visible(question):
+        raise UsageError(f"{where}: a question must be a non-empty string, got {json.dumps(question)}, which holds "
+                         f"only invisible characters")
+    return without_format_characters(check_text(question, where)).strip()
+
+
+def visible(text):
+    """Whether text holds a character that shows: not whitespace, a format character (category Cf, such as a
+    zero-width space) or a control character.
+
+    >>> visible("\u200b \u2060\ufeff"), visible("\u200bwhy?")
+    (False, True)
+    """
+    return any(not c.isspace() and unicodedata.category(c) not in ("Cf", "Cc") for c in text)
+
+
+class _FormatCharacters(dict):
+    """str.translate's table that deletes format characters (category Cf), each code point looked up once."""
+
+    def __missing__(self, code):
+        self[code] = kept = None if unicodedata.category(chr(code)) == "Cf" else code
+        return kept
+
+
+_FORMAT_CHARACTERS = _FormatCharacters()
+
+
+def without_format_characters(text):
+    """text without its format characters (category Cf: zero-width spaces and joiners, U+2060, U+FEFF, soft
+    hyphens, direction marks): they show nothing, yet split a number or a word in two for every pattern.
+
+    >>> without_format_characters("2\u200b7 de\u00adgrees")
+    '27 degrees'
+    """
+    return text if text.isascii() else text.translate(_FORMAT_CHARACTERS)
 
 
 SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -603,10 +671,28 @@ def check_text(text, where):
     m = SURROGATE_RE.search(text)
     if m:
         code = ord(m[0])
-        what = (f"byte 0x{code - 0xdc00:02x} is not UTF-8" if where.startswith("--") and code >= 0xdc80 else
+        argument = where.startswith("--") and code >= 0xdc80
+        if argument and locale_misread(text):
+            raise UsageError(f"{where}: the text is UTF-8, but the locale's encoding "
+                             f"({sys.getfilesystemencoding()}) is not: run under a UTF-8 locale (LC_ALL=C.UTF-8) or "
+                             f"with PYTHONUTF8=1")
+        what = (f"byte 0x{code - 0xdc00:02x} is not UTF-8" if argument else
                 f"\\u{code:04x} is a lone surrogate, not a character")
         raise UsageError(f"{where}: {what} (at character {m.start() + 1}); fix the text or its encoding")
     return text
+
+
+def locale_misread(argument):
+    """Whether a command-line argument is valid UTF-8 that a locale of another encoding (C or POSIX without UTF-8
+    mode: ASCII) decoded, its bytes past ASCII kept as surrogates."""
+    encoding = sys.getfilesystemencoding()
+    if encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
+        return False
+    try:
+        argument.encode(encoding, "surrogateescape").decode("utf-8")
+    except UnicodeError:
+        return False
+    return True
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -1800,6 +1886,7 @@ def extract_values(sentence: str) -> list[Value]:
     >>> extract_values("Acme's Q3 revenue was $4.2M.")[0]
     Value(kind='money', amount=4200000.0, unit='USD', period='Q3', entity='acme', text='$4.2M', high=None, written='')
     """
+    sentence = without_format_characters(sentence)  # "2\u200b7 degrees" is one number
     markers, claimed = _period_markers(sentence)
     breaks = _clause_breaks(sentence) if markers else ([], [])  # read only to place a period marker
     mentions = _entity_mentions(sentence)
@@ -5032,7 +5119,7 @@ def normalise_answer(text):
     >>> normalise_answer("The U.S. Navy: 3,559 people")
     'u s navy 3559 people'
     """
-    text = _THOUSANDS_COMMA_RE.sub("", unicodedata.normalize("NFKC", text).lower())
+    text = _THOUSANDS_COMMA_RE.sub("", unicodedata.normalize("NFKC", without_format_characters(text)).lower())
     return " ".join(w for w in _ANSWER_NOISE_RE.sub(" ", text).split() if w not in ANSWER_ARTICLES)
 
 
@@ -6323,11 +6410,14 @@ def load_eval(path, text=None):
         return load_questions(records, path)
     if records and _is_kb_record(records[0][1]):  # a knowledge base's first line; a later stray one is that line's
         raise UsageError(_NOT_PAIRS.format(path=path))
+    seen = {}
     for lineno, record in records:
         if is_question_record(record):
             raise UsageError(f"{path}: line {lineno}: an answered question among labelled pairs; a file holds one "
                              f"kind of record")
-        pairs.extend(eval_record_pairs(record, f"{path}: line {lineno}"))
+        found = eval_record_pairs(record, f"{path}: line {lineno}")
+        check_unique_id(found[0].record_id, seen, path, lineno)
+        pairs.extend(found)
     if not pairs:
         raise UsageError(f"{path}: no labelled pairs")
     return pairs
@@ -6354,6 +6444,26 @@ def _whole_json(text):
         return None
 
 
+def check_unique_id(rid, seen, path, lineno):
+    """Refuse a record id used on an earlier line (seen: id -> line): the intervals resample whole records by id,
+    and --json names each record by it."""
+    first = seen.setdefault(rid, lineno)
+    if first != lineno:
+        raise UsageError(f"{path}: line {lineno}: duplicate id '{rid}' (first used on line {first}); each record "
+                         f"needs its own id")
+
+
+def record_id(record, where, name="id"):
+    """A record's id field as text: a string or an integer (JSON Lines write both); None when it has none."""
+    value = record.get(name)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        got = json.dumps(value) if isinstance(value, float) else json_type(value)
+        raise UsageError(f"{where}: field '{name}' must be a string or an integer, got {got}")
+    return check_text(str(value), f"{where}: field '{name}'")
+
+
 def eval_record_pairs(record, where):
     if not isinstance(record, dict):
         raise UsageError(f"{where}: expected an object, got {json_type(record)}")
@@ -6362,19 +6472,23 @@ def eval_record_pairs(record, where):
     docs = record.get("docs")
     if not isinstance(docs, list) or len(docs) < 2:
         raise UsageError(f"{where}: field 'docs' must be a list of at least two documents")
-    rid = str(where if record.get("id") in (None, "") else record["id"])  # records without an id stay apart
+    rid = record_id(record, where) or where  # records without an id stay apart
     parsed = []
     for n, d in enumerate(docs, 1):
         if not isinstance(d, dict):
             raise UsageError(f"{where}: document {n}: expected an object, got {json_type(d)}")
         # a labelled pair's document is checked like a knowledge base's, its "text" as the content
-        as_kb = {**d, "source_id": f"{rid}:{d.get('id', n)}"}
+        as_kb = {**d, "source_id": f"{rid}:{record_id(d, f'{where}: document {n}') or n}"}
         parsed.append(parse_document(as_kb, f"{where}: document {n}", "text", named=False))
     question = record.get("question") or ""
     if not isinstance(question, str):
         raise UsageError(f"{where}: field 'question' must be a string")
-    check_text(question, f"{where}: field 'question'")
-    kind = check_text(str(record.get("type") or "untyped"), f"{where}: field 'type'")
+    # a question of invisible characters only asks nothing, like a blank one: every sentence counts
+    question = without_format_characters(check_text(question, f"{where}: field 'question'"))
+    kind = "untyped" if record.get("type") in (None, "") else record["type"]
+    if not isinstance(kind, str):
+        raise UsageError(f"{where}: field 'type' must be a string, got {json_type(kind)}")
+    kind = check_text(kind, f"{where}: field 'type'")
     return [EvalPair(rid, question, a, b, record["conflict"], kind)
             for i, a in enumerate(parsed) for b in parsed[i + 1:]]
 
@@ -6397,13 +6511,14 @@ def is_question_record(record):
 
 def load_questions(records, path):
     """EvalQuestions from [(line number, record)]; a labelled pair among them is that line's error."""
-    questions = []
+    questions, seen = [], {}
     for lineno, record in records:
         where = f"{path}: line {lineno}"
         if not is_question_record(record):
             raise UsageError(f"{where}: expected an answered question (with \"gold_answers\") like the file's first "
                              f"line; a file holds one kind of record")
         questions.append(eval_question(record, where))
+        check_unique_id(questions[-1].record_id, seen, path, lineno)
     return questions
 
 
@@ -6432,7 +6547,7 @@ def eval_question(record, where):
             raise UsageError(f"{where}: document {n}: duplicate source_id '{doc.source_id}'")
         seen.add(doc.source_id)
         parsed.append(doc)
-    rid = str(where if record.get("id") in (None, "") else record["id"])
+    rid = record_id(record, where) or where
     return EvalQuestion(rid, check_question(question, f"{where}: field 'question'"), tuple(parsed),
                         answer_list(record, "gold_answers", where, 1), answer_list(record, "wrong_answers", where, 0))
 
@@ -6463,6 +6578,25 @@ def judge_answers(answers, gold, wrong):
     found = [g for g in gold if benchmark_normal(g) and benchmark_normal(g) in text]
     held = [w for w in wrong if benchmark_normal(w) and benchmark_normal(w) in text]
     return {"exact_match": len(found) == len(gold) and not held, "gold_found": len(found), "wrong_held": len(held)}
+
+
+def answer_notes(questions, path):
+    """One line for each kind of answer that cannot count as the file writes it, naming how many and the first:
+    one with nothing to match once normalised ("!!!"): a gold one is never found, so its question is never an exact
+    match, and a wrong one never counts; one listed as both gold and wrong (once normalised): no answer holds the
+    wrong one without holding the gold one, so it counts as gold only (judge_answers). The run scores them anyway,
+    as a benchmark's own records may hold them."""
+    empty = [(q, a) for q in questions for a in q.gold + q.wrong if not (normalise_answer(a) or extract_values(a))]
+    both = [(q, g) for q in questions for g in q.gold if normalise_answer(g) in map(normalise_answer, q.wrong)]
+    notes = []
+    for found, what, effect in ((empty, "with nothing to match once normalised (punctuation and \"a\", \"an\", "
+                                 "\"the\" are dropped)", "a gold one is never found, a wrong one never held"),
+                                (both, "listed as both gold and wrong", "each counts as a gold answer only")):
+        if found:
+            q, answer = found[0]
+            notes.append(f"{path}: {len(found)} answer{'s' if len(found) > 1 else ''} {what}, the first "
+                         f"{json.dumps(answer, ensure_ascii=False)} of question '{q.record_id}': {effect}")
+    return notes
 
 
 LABELS = ("ANSWERED", "RESOLVED", "UNCERTAIN", "AMBIGUOUS")
@@ -6529,7 +6663,8 @@ def answer_scores(rows):
 
 
 def mean_interval(values, resamples=EVAL_RESAMPLES, seed=0):
-    """The 95% percentile-bootstrap interval of a mean over questions; None for fewer than two.
+    """The 95% percentile-bootstrap interval of a mean over questions; None (JSON null, as in bootstrap_intervals)
+    for fewer than two.
 
     >>> mean_interval([1.0] * 10)
     [1.0, 1.0]
@@ -6612,15 +6747,17 @@ def bootstrap_intervals(outcomes, records=None, resamples=EVAL_RESAMPLES, seed=0
     """95% percentile-bootstrap intervals of precision, recall, F1 and MCC: how far a score could move on another
     sample of the same kind of text. outcomes: 'tp', 'fp', 'fn' or 'tn' per pair; records: each pair's record id,
     when given whole records are resampled (a record's pairs share a question and documents, so they are not
-    independent). {} for fewer than two records; a score undefined in a resample (a zero denominator) leaves that
-    resample out, and a score undefined in most resamples gets no interval.
+    independent). Each score's interval is [low, high], or None (JSON null) for no interval, as in answer_scores:
+    every score for fewer than two records; a score undefined in most resamples (a zero denominator; a resample
+    where it is undefined is left out).
 
-    >>> bootstrap_intervals(["tp"] * 20 + ["tn"] * 20)["mcc"]
-    [1.0, 1.0]
+    >>> bootstrap_intervals(["tp"] * 20 + ["tn"] * 20)["mcc"], bootstrap_intervals(["tp"] * 20)["mcc"]
+    ([1.0, 1.0], None)
     """
     ids = {r: n for n, r in enumerate(dict.fromkeys(records or range(len(outcomes))))}
+    result = dict.fromkeys(("precision", "recall", "f1", "mcc"))
     if len(ids) < 2:
-        return {}
+        return result
     counts = np.zeros((len(ids), len(CELLS)), dtype=np.int64)  # (records, 4): each record's confusion counts
     for record, outcome in zip(records or range(len(outcomes)), outcomes, strict=True):
         counts[ids[record], CELLS.index(outcome)] += 1
@@ -6629,8 +6766,7 @@ def bootstrap_intervals(outcomes, records=None, resamples=EVAL_RESAMPLES, seed=0
     sums = [np.bincount(rng.integers(0, len(ids), len(ids)), minlength=len(ids)) @ counts for _ in range(resamples)]
     scores = [confusion_scores(dict(zip(CELLS, map(int, row)))) for row in sums]
     tails = [50 * (1 - EVAL_CONFIDENCE), 100 - 50 * (1 - EVAL_CONFIDENCE)]  # percentiles: 2.5 and 97.5
-    result = {}
-    for key in ("precision", "recall", "f1", "mcc"):
+    for key in result:
         values = [sc[key] for sc in scores if sc[key] is not None]
         if 2 * len(values) >= resamples:  # defined in most resamples, else no interval
             result[key] = [round(float(q), EVAL_DECIMALS) for q in np.percentile(values, tails)]
@@ -7322,7 +7458,8 @@ def render_eval(result, label):
              head, row("all", result), "-" * len(head)]
     lines += [row("all (type)" if name == "all" else name, r) for name, r in result["by_type"].items()]
     names = {"precision": "Precision", "recall": "Recall", "f1": "F1", "mcc": "MCC"}
-    spans = [f"{names[k]} {lo:.3f} to {hi:.3f}" for k, (lo, hi) in result.get("interval", {}).items() if k in names]
+    spans = [f"{names[k]} {span[0]:.3f} to {span[1]:.3f}" for k, span in result.get("interval", {}).items()
+             if k in names and span]
     if spans:
         lines.append(f"{EVAL_CONFIDENCE:.0%} bootstrap intervals ({EVAL_RESAMPLES} resamples of the records): "
                      f"{', '.join(spans)}")
@@ -7368,16 +7505,31 @@ def parsed(kind, text):
 
 def positive_int(text):
     value = parsed(int, text)
-    if not in_range(value, 1, math.inf, integral=True):  # the range a Config size is checked against
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'")
+    if not in_range(value, 1, math.inf, integral=True) or not plain_digits(text):  # the range of a Config size
+        raise argparse.ArgumentTypeError(f"must be a positive integer{digits_only(text, value)}, got '{text}'")
     return value
 
 
 def unit_float(text):
     value = parsed(float, text)
-    if not in_range(value, 0, 1):  # --threshold: [0, 1] on the command line, though a cosine
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got '{text}'")
+    if not in_range(value, 0, 1) or not plain_digits(text):  # --threshold: [0, 1] on the command line, though a cosine
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1]{digits_only(text, value)}, got '{text}'")
     return value
+
+
+def plain_digits(text):
+    """Whether a number on the command line is written as a person writes it: int() and float() also read "1_0"
+    (Python's digit grouping) and the digits of other scripts ("\u0661\u0660"), which no flag means.
+
+    >>> plain_digits("10"), plain_digits("0.5"), plain_digits("1_0"), plain_digits("\u0661\u0660")
+    (True, True, False, False)
+    """
+    return text.isascii() and "_" not in text
+
+
+def digits_only(text, value):
+    """The words a flag's error adds for a number Python reads (value) that plain_digits refuses."""
+    return "" if value is None or plain_digits(text) else " in the digits 0-9 (no '_', no other script's digits)"
 
 
 NLI_DEFAULT = "cross-encoder/nli-deberta-v3-small"
@@ -7638,6 +7790,8 @@ def read_inputs(args):
                              f"corrupt it")
     records = load_eval(args.eval, BUILTIN_PAIRS if args.eval is BUILTIN else None) if args.eval else None
     args.eval_questions = bool(records) and isinstance(records[0], EvalQuestion)  # both phases run, and read
+    for message in answer_notes(records, args.eval) if args.eval_questions else ():
+        note(printable(message, one_line=True))  # an id or an answer may hold a line break
     pairs = mode == "--eval" and not args.eval_questions
     unused = [flag for flag, given in (("--kb", args.kb and mode != "--scan"), ("--question", args.question),
                                        ("--log-conflicts", args.log_conflicts is not None and mode != "--eval"),
@@ -8350,6 +8504,12 @@ class TestValues(unittest.TestCase):
                             "It made USD 4.2 million.", "It made $4.2 million.", "It made 4.2 million US dollars."],
                            "money", 4_200_000.0, "USD")
         self.assertAmounts(["It cost €12.5bn."], "money", 12.5e9, "EUR")
+
+    def test_a_format_character_inside_a_number_leaves_one_number(self):
+        for text in ("It was 2\u200b7 degrees.", "It was 2\u2060\ufeff7 degrees.", "It was 2\u200d7 degrees."):
+            self.assertEqual([(v.amount, v.unit) for v in extract_values(text)], [(27.0, "degrees")], text)
+        self.assertEqual(normalise_answer("2\u200b7 de\u00adgrees"), "27 degrees")
+        self.assertTrue(answer_holds("It was 27 degrees.", "2\u200b7 degrees"))
 
     def test_percent_formats(self):
         self.assertAmounts(["Up 12%.", "Up 12 percent.", "Up twelve per cent."], "percent", 12.0, "%")
@@ -10118,6 +10278,35 @@ class TestAnswerEval(unittest.TestCase):
                 with self.assertRaisesRegex(UsageError, message):
                     load_eval(self.write(tmp, [{**QUESTION_RECORDS[0], **broken}]))
 
+    def test_a_question_id_is_used_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for records, message in (([QUESTION_RECORDS[0], {**QUESTION_RECORDS[1], "id": "q1"}],
+                                      "line 2: duplicate id 'q1' (first used on line 1)"),
+                                     ([{**QUESTION_RECORDS[0], "id": [1, 2]}],
+                                      "line 1: field 'id' must be a string or an integer, got a list")):
+                code, out, err = run_main(["--eval", self.write(tmp, records)])
+                self.assertEqual((code, out), (2, ""))
+                self.assertIn(message, err)
+
+    def test_answers_that_cannot_count_are_noted_once_per_kind_and_scored(self):
+        records = [{**QUESTION_RECORDS[0], "gold_answers": ["18,000", "!!!"], "wrong_answers": ["81,000", "18,000."]},
+                   {**QUESTION_RECORDS[1], "gold_answers": ["ACTIVE"], "wrong_answers": ["the", "active"]}]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.write(tmp, records)
+            code, out, err = run_main(["--eval", path, "--json", "--quiet", "--reader", "sentence"],
+                                      embed=overlap_embed, read=None)
+            clean = answer_notes(load_eval(self.write(tmp, QUESTION_RECORDS, "clean.jsonl")), "clean.jsonl")
+        self.assertEqual(clean, [])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err.splitlines(), [
+            f"note: {path}: 2 answers with nothing to match once normalised (punctuation and \"a\", \"an\", \"the\" "
+            f"are dropped), the first \"!!!\" of question 'q1': a gold one is never found, a wrong one never held",
+            f"note: {path}: 2 answers listed as both gold and wrong, the first \"18,000\" of question 'q1': each "
+            f"counts as a gold answer only"])
+        lines = [json.loads(x) for x in out.splitlines()]
+        self.assertFalse(lines[0]["resolved"]["exact_match"])  # "!!!" is never found
+        self.assertTrue(lines[1]["resolved"]["exact_match"])  # "active" counts as gold only
+
     def test_labels_are_never_read(self):
         plain = json.loads(json.dumps(QUESTION_RECORDS))
         for r in plain:
@@ -10146,6 +10335,12 @@ class TestAnswerEval(unittest.TestCase):
         self.assertEqual((summary["questions"], summary["resolved"]["exact_match"]), (2, 1.0))
         self.assertEqual(summary["resolved"]["labels"], {"ANSWERED": 1, "RESOLVED": 1})
         self.assertEqual(len(summary["naive"]["interval"]["exact_match"]), 2)
+        with tempfile.TemporaryDirectory() as tmp:
+            code, out, err = run_main(["--eval", self.write(tmp, QUESTION_RECORDS[:1]), "--json", "--quiet",
+                                       "--reader", "sentence"], embed=overlap_embed, read=None)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out.splitlines()[-1])["resolved"]["interval"],
+                         {"exact_match": None, "gold_recall": None, "wrong_share": None})  # one question: no interval
         with tempfile.TemporaryDirectory() as tmp:
             code, out, err = run_main(["--eval", self.write(tmp, QUESTION_RECORDS), "--quiet", "--reader",
                                        "sentence", "--top-k", "1"], embed=overlap_embed, read=None)
@@ -10835,7 +11030,29 @@ class TestOwnKnowledgeBase(unittest.TestCase):
             ("line separator in a duplicate id", json.dumps(dict(doc0, source_id="a\u2028b"), ensure_ascii=False)
              + "\n" + json.dumps(dict(doc0, source_id="a\u2028b")), [], "duplicate source_id 'a\\u2028b'"),
             ("huge version", json.dumps({"documents": [dict(doc0, version=10 ** 30)]}), [],
-             "is neither an integer nor a dotted version"),
+             f"field 'version' {10 ** 30} is an integer out of range: a version number is 0 or more, at most 30 "
+             f"digits"),
+            ("negative version", json.dumps({"documents": [dict(doc0, version=-1)]}), [],
+             "field 'version' -1 is an integer out of range"),
+            ("version part too long", json.dumps({"documents": [dict(doc0, version="2." + "9" * 31)]}), [],
+             "has a part of more than 30 digits or more than 30 parts"),
+            ("24:00 past the calendar", json.dumps({"documents": [dict(doc0, date="9999-12-31T24:00:00")]}), [],
+             "is valid ISO-8601, but its 24:00 (the next day's 00:00) moves it outside 0001-01-01 to 9999-12-31"),
+            ("hour 24 past 24:00", json.dumps({"documents": [dict(doc0, date="2024-04-03T24:00:01")]}), [],
+             "is not an ISO-8601 date or datetime"),
+            ("question of zero-width spaces", json.dumps({"documents": [doc0], "questions": ["\u200b\u200b"]}), [],
+             "question 1: a question must be a non-empty string, got \"\\u200b\\u200b\", which holds only "
+             "invisible characters"),
+            ("--question of format characters", ok, ["--question", "\u2060\ufeff "],
+             "--question 1: a question must be a non-empty string"),
+            ("content of zero-width spaces", json.dumps({"documents": [dict(doc0, content="\u200b")]}), [],
+             "document 1: field 'content' is only invisible characters; it must be a non-empty string"),
+            ("top-k with an underscore", ok, ["--question", "q", "--top-k", "1_0"],
+             "--top-k: must be a positive integer in the digits 0-9 (no '_', no other script's digits), got '1_0'"),
+            ("top-k in Arabic-Indic digits", ok, ["--question", "q", "--top-k", "\u0661\u0660"],
+             "must be a positive integer in the digits 0-9"),
+            ("threshold with an underscore", ok, ["--question", "q", "--threshold", "0.2_5"],
+             "--threshold: must be a number in [0, 1] in the digits 0-9"),
             ("huge integer in an ignored field", '{"documents": [\n {"source_id": "a", "content": "x", "n": '
              + "9" * 5000 + "}]}", [], "an integer of 5000 digits at line 2, column 42, more than Python reads"),
             ("huge integer in JSON Lines", json.dumps(doc0) + '\n{"source_id": "b", "content": "y", "n": [1, -'
@@ -10866,6 +11083,34 @@ class TestOwnKnowledgeBase(unittest.TestCase):
                 self.assertTrue(err.startswith("error: "))
                 if before is not None:
                     self.assertEqual(open(path, "rb").read(), before)  # nothing the user gave is touched
+
+    def test_a_day_ends_at_24_00_and_a_leap_second_ends_its_minute(self):
+        docs = [{"source_id": sid, "content": "x", "date": date} for sid, date in
+                (("a", "2024-04-03T23:59:59Z"), ("b", "2024-04-03T23:59:60Z"), ("c", "2024-04-03T24:00:00"),
+                 ("d", "2024-04-04T00:00:01"), ("e", "2024-04-03T24:00+05:00"))]
+        loaded, _ = load_kb(self.write("kb.json", json.dumps({"documents": docs})))
+        keys = {d.source_id: date_key(d) for d in loaded}
+        self.assertEqual(keys["c"], dt.datetime(2024, 4, 4))  # the next day's midnight
+        self.assertEqual(keys["e"], dt.datetime(2024, 4, 3, 19))  # in its own offset, then in UTC
+        self.assertTrue(keys["a"] < keys["b"] < keys["c"] < keys["d"])
+        self.assertEqual([d.date for d in loaded], [d["date"] for d in docs])  # shown as written
+
+    def test_a_utf8_question_misread_by_the_locale_names_the_locale(self):
+        argument = "caf\u00e9?".encode().decode("ascii", "surrogateescape")  # how an ASCII locale reads it
+        with unittest.mock.patch("sys.getfilesystemencoding", return_value="ascii"):
+            code, out, err = run_main(["--kb", self.json_kb(), "--question", argument])
+            self.assertEqual((code, out), (2, ""))
+            self.assertEqual(err, "error: --question 1: the text is UTF-8, but the locale's encoding (ascii) is not: "
+                                  "run under a UTF-8 locale (LC_ALL=C.UTF-8) or with PYTHONUTF8=1\n")
+            latin1 = "caf\u00e9?".encode("latin-1").decode("ascii", "surrogateescape")  # not UTF-8 in any locale
+            self.assertIn("byte 0xe9 is not UTF-8", run_main(["--kb", self.json_kb(), "--question", latin1])[2])
+
+    def test_format_characters_are_dropped_as_text_is_read(self):
+        doc = {"source_id": "t", "content": "It was 2\u200b7 de\u00adgrees at noon.\ufeff"}
+        (loaded,), questions = load_kb(self.write("kb.json", json.dumps({"documents": [doc],
+                                                                          "questions": ["How \u200bwarm?"]})))
+        self.assertEqual((loaded.content, questions), ("It was 27 degrees at noon.", ["How warm?"]))
+        self.assertEqual(loaded.source_id, "t")
 
     def test_empty_paths_are_refused(self):
         for argv, message in ((["--kb", ""], "--kb needs a file path, got an empty one"),
@@ -11114,16 +11359,17 @@ class TestEval(unittest.TestCase):
         width = [(lambda lo_hi: lo_hi[1] - lo_hi[0])(bootstrap_intervals(o)["mcc"]) for o in (few, many)]
         self.assertGreater(width[0], 2 * width[1])  # 20 times the pairs: about a 4.5 times narrower interval
         self.assertEqual(bootstrap_intervals(few), bootstrap_intervals(few))  # seeded: the same on every run
-        self.assertNotIn("mcc", bootstrap_intervals(["tp"] * 10))  # no negatives: MCC is undefined, no interval
-        self.assertEqual(bootstrap_intervals(["tp"]), {})
+        none = dict.fromkeys(("precision", "recall", "f1", "mcc"))  # no interval: null for each score
+        self.assertIsNone(bootstrap_intervals(["tp"] * 10)["mcc"])  # no negatives: MCC is undefined, no interval
+        self.assertEqual(bootstrap_intervals(["tp"]), none)
         pairs_of_one_record = ["tp", "tp", "fp", "tn"] * 10
         by_pair = bootstrap_intervals(pairs_of_one_record)["mcc"]
         by_record = bootstrap_intervals(pairs_of_one_record, [n // 4 for n in range(40)])["mcc"]
         self.assertGreater(by_pair[1] - by_pair[0], by_record[1] - by_record[0])  # alike records: the score cannot move
-        self.assertEqual(bootstrap_intervals(["tp", "tn"], ["r", "r"]), {})  # one record: nothing to resample
+        self.assertEqual(bootstrap_intervals(["tp", "tn"], ["r", "r"]), none)  # one record: nothing to resample
         unnamed = [{**r, "id": None} for r in self.RECORDS]  # records without an id are still resampled apart
         _, out, _ = run_main(["--eval", self.write(unnamed), "--detector", "heuristic", "--json"])
-        self.assertIn("mcc", json.loads(out)["interval"])
+        self.assertEqual(len(json.loads(out)["interval"]["mcc"]), 2)
 
     def test_nli_is_named_where_it_was_used(self):
         class NoContradiction:
@@ -11177,11 +11423,46 @@ class TestEval(unittest.TestCase):
                                   "line 1: document 2: field 'text': \\ud800 is a lone surrogate"),
                                  (['{"conflict": true, "n": ' + "1" * 4301 + ', "docs": []}'],
                                   "line 1: an integer of 4301 digits at column 25"),
-                                 ([], "no labelled pairs")):
+                                 ([], "no labelled pairs"),
+                                 ([self.RECORDS[0], self.RECORDS[1], {**self.RECORDS[2], "id": "c1"}],
+                                  "line 3: duplicate id 'c1' (first used on line 1); each record needs its own id"),
+                                 ([{**self.RECORDS[0], "id": 7}, {**self.RECORDS[1], "id": "7"}],
+                                  "line 2: duplicate id '7' (first used on line 1)"),
+                                 ([{**self.RECORDS[0], "id": {"a": [1, 2]}}],
+                                  "line 1: field 'id' must be a string or an integer, got an object"),
+                                 ([{**self.RECORDS[0], "id": True}], "field 'id' must be a string or an integer, "
+                                                                     "got a boolean"),
+                                 ([{**self.RECORDS[0], "id": 1.5}], "field 'id' must be a string or an integer, "
+                                                                    "got 1.5"),
+                                 ([{**self.RECORDS[0], "type": True}], "line 1: field 'type' must be a string, got a "
+                                                                       "boolean"),
+                                 ([{**self.RECORDS[0], "docs": [{"id": ["A"], "text": "x"}, {"text": "y"}]}],
+                                  "line 1: document 1: field 'id' must be a string or an integer, got a list")):
             with self.subTest(message):
                 code, out, err = run_main(["--eval", self.write(records)])
                 self.assertEqual((code, out), (2, ""))
                 self.assertIn(message, err)
+                self.assertEqual(len(err.splitlines()), 1, err)
+
+    def test_integer_ids_name_their_records(self):
+        records = [{**r, "id": n} for n, r in enumerate(self.RECORDS, 1)]
+        self.assertEqual([p.record_id for p in load_eval(self.write(records))], ["1", "2", "3", "3", "3"])
+
+    def test_a_question_of_invisible_characters_asks_nothing(self):
+        record = {"question": "\u200b\u2060", "conflict": True,
+                  "docs": [{"id": "A", "text": "The beacon status is ACTIVE."},
+                           {"id": "B", "text": "The beacon status is INACTIVE."}]}
+        self.assertEqual(load_eval(self.write([record]))[0].question, "")
+        _, out, _ = run_main(["--eval", self.write([record]), "--detector", "heuristic", "--json"])
+        self.assertEqual(json.loads(out)["tp"], 1)
+
+    def test_no_interval_is_null_for_each_score(self):
+        code, out, err = run_main(["--eval", self.write(self.RECORDS[:1]), "--detector", "heuristic", "--json"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out)["interval"], {"precision": None, "recall": None, "f1": None, "mcc": None})
+        code, out, err = run_main(["--eval", self.write(self.RECORDS[:1]), "--detector", "heuristic"])
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("bootstrap intervals", out)
 
 
 class FailingStdout(io.StringIO):
