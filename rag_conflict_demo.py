@@ -4929,11 +4929,10 @@ def answering(question, docs, read_alone):
 def support(readings, texts=None, cfg=DEFAULT_CONFIG):
     """[(answer, [source_id, ...])]: the distinct answers of the readings, each with the answering documents that
     give it, most supported first; ties keep rank order. An answer is said in its fullest form ("9 February 1936"
-    over "1936"). texts ({source_id: content}), when given, let every document of the subject, answering or not,
-    support each answer its text states word for word (holds), in the answer's shortest form unless that states a
-    value ("6" is in many texts) or another answer holds it ("Haydn", said of Michael, is in every text on Joseph
-    Haydn): a reader that picked another sentence of a document, or none, does not take that document's word away
-    from the answer it states.
+    over "1936"). texts ({source_id: content}), when given, let an answering document also support every other
+    answer its text states word for word (holds), in the answer's shortest form unless that states a value ("6" is
+    in many texts) or another answer holds it ("Haydn", said of Michael, is in every text on Joseph Haydn): a reader
+    that picked another sentence of a document does not take that document's word away from the answer it states.
 
     >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
     [('18,000 seats', ['a', 'c']), ('81,000', ['b'])]
@@ -4953,7 +4952,7 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
         text, sids, core = group
         shared = any(holds(other[0], core) for other in groups if other is not group)
         said = text if extract_values(core) or shared else core
-        sids += [sid for sid in texts if sid not in sids and holds(texts[sid], said)]
+        sids += [sid for sid in readings if sid not in sids and holds(texts[sid], said)]
     # subtle: sorted is stable, so equal support keeps rank order
     return [(text, sids) for text, sids, _ in sorted(groups, key=lambda g: -len(g[1]))]
 
