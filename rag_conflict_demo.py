@@ -166,7 +166,7 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
     "size": (1, math.inf, True, "a positive integer",
              ("top_k", "max_answer_tokens", "max_seq_len", "max_question_tokens", "doc_stride", "reader_batch",
               "embed_batch", "passage_chars", "answer_width", "table_width", "answer_sentences", "scan_chunk",
-              "scan_shown", "bench_repeats")),
+              "scan_shown", "bench_repeats", "bench_index_texts")),
     "count": (0, math.inf, True, "an integer of 0 or more",
               ("negation_window", "slot_max_span", "slot_max_extra", "event_window", "swap_min_tokens",
                "swap_max_span", "asked_frame_min", "value_anchor_window", "value_bag_min", "name_slot_window",
@@ -263,6 +263,7 @@ class Config:
     scan_shown: int = 8  # documents and pairs named per cluster in the human --scan report (--json has all)
     bench_ks: tuple = (3, 10, 30, 100, 300, 1000)  # retrieved documents per query measured by --bench
     bench_repeats: int = 7  # timed runs per k; the median is reported
+    bench_index_texts: int = 256  # passages (1 to 6 sentences) indexed by --bench beside a bare encode of them
     bench_scan_sizes: tuple = (1000, 10000)  # corpus sizes of the --bench scan
     bench_long_sizes: tuple = (31_000, 310_000)  # characters of the --bench long input (a run of capitalised words)
     strategy: str = "kind"  # 'kind' (superseded / outnumbered / disputed) | 'recency' (the article's policy)
@@ -6974,6 +6975,31 @@ def bench_long_input(cfg, embed, read, nli, sizes, done=None):
     return rows
 
 
+def bench_indexing(cfg, embed, repeats=2):
+    """{"texts", "index_per_s", "encode_per_s", "ratio"}: passages a kept index embeds and keeps per second (hashing,
+    length-sorted batches, the save) beside a bare SentenceTransformer.encode of the same texts, in turn, the best of
+    repeats each; encode_per_s and ratio are None for an embedder with no model to call bare (a test's fake)."""
+    sentences = [d.content for d in synthetic_corpus(cfg.bench_index_texts * 4, seed=7)[0]]
+    texts, at = [], 0
+    for n in range(cfg.bench_index_texts):  # 1 to 6 sentences: the spread of lengths a knowledge base's passages have
+        texts.append(" ".join(sentences[at:at + 1 + n % 6])[:cfg.passage_chars])
+        at += 1 + n % 6
+    model, best = getattr(embed, "model", None), {"index": math.inf, "encode": math.inf}
+    with tempfile.TemporaryDirectory() as tmp:
+        for attempt in range(repeats):
+            if model is not None:
+                start = time.perf_counter()
+                model.encode(texts, batch_size=cfg.embed_batch, normalize_embeddings=True, convert_to_numpy=True,
+                             show_progress_bar=False)
+                best["encode"] = min(best["encode"], time.perf_counter() - start)
+            start = time.perf_counter()
+            KeptIndex(os.path.join(tmp, f"{attempt}.npz"), "bench", "bench").rows(texts, embed, cfg.embed_batch)
+            best["index"] = min(best["index"], time.perf_counter() - start)
+    rate = {k: None if math.isinf(v) else round(len(texts) / max(v, 1e-9), 1) for k, v in best.items()}
+    return {"texts": len(texts), "index_per_s": rate["index"], "encode_per_s": rate["encode"],
+            "ratio": rate["encode"] and round(rate["index"] / rate["encode"], 3)}
+
+
 def peak_rss_mb():
     """Peak resident memory of this process in MB; None where the resource module does not exist (Windows)."""
     try:
@@ -7201,7 +7227,9 @@ PROGRESS_INTERVAL = 1.0  # seconds between progress lines, at most
 
 
 class Progress:
-    """Progress on stderr, only once a task has run for `after` seconds, at most one line per second."""
+    """Progress on stderr, only once a task has run for `after` seconds, at most one line per second: done of total,
+    the seconds so far, the rate and, until the end, the time left at that rate ("embedding passages: 640/2634 (167
+    s, 3.8/s, 8.7 min left)")."""
 
     def __init__(self, label, after=DEFAULT_CONFIG.progress_after):
         self.label, self.after = label, after
@@ -7211,7 +7239,20 @@ class Progress:
         now = time.monotonic()
         if now - self.start >= self.after and (now - self.last >= PROGRESS_INTERVAL or done == total):
             self.last = now
-            print(f"{self.label}: {done}/{total} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
+            rate = done / max(now - self.start, 1e-9)
+            left = f", {duration((total - done) / rate)} left" if 0 < done < total else ""
+            print(f"{self.label}: {done}/{total} ({now - self.start:.0f} s, {rate:.3g}/s{left})", file=sys.stderr,
+                  flush=True)
+
+
+def duration(seconds):
+    """Seconds in words a reader takes in at a glance.
+
+    >>> duration(42.4), duration(522), duration(7400)
+    ('42 s', '8.7 min', '2.1 h')
+    """
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h"
 
 
 class Heartbeat:
@@ -7295,6 +7336,11 @@ def render_bench(result, cfg):
               f"{'x walkthrough':>14}"]
     lines += [f"{r['chars']:>10} {r['seconds']:>9.3f} {r['embedding_seconds']:>10.3f} {r['other_seconds']:>9.3f} "
               f"{r['seconds'] / max(walkthrough, 1e-9):>14.1f}" for r in result["long_input"]]
+    r = result["indexing"]
+    bare = (f"; a bare SentenceTransformer.encode of the same texts {r['encode_per_s']:.1f}/s, ratio {r['ratio']:.2f}"
+            if r["encode_per_s"] else "")
+    lines += ["", f"Indexing {r['texts']} passages of 1 to 6 sentences: {r['index_per_s']:.1f}/s "
+              f"into a kept index (hashing, length-sorted batches of {cfg.embed_batch}, the save){bare}"]
     return "\n".join(lines)
 
 
@@ -7902,13 +7948,16 @@ def run_bench(cfg, stages, embed, detector, read, read_alone, nli, progress=None
             run_query(query, found[query], read, read_alone, nli, cfg, resolve, timings)
     stages["walkthrough"] = round(time.perf_counter() - start, 4)
     walkthrough_stages(stages, timings)
-    steps = len(cfg.bench_long_sizes) + len(cfg.bench_ks) + len(cfg.bench_scan_sizes)
+    steps = len(cfg.bench_long_sizes) + len(cfg.bench_ks) + len(cfg.bench_scan_sizes) + 1  # 1: indexing
     done = [len(cfg.bench_long_sizes), len(cfg.bench_long_sizes) + len(cfg.bench_ks)]  # steps before each part
     long_input = bench_long_input(cfg, embed, read, nli, cfg.bench_long_sizes, step and (lambda n: step(n, steps)))
     detection = bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats, step and (lambda n: step(done[0] + n, steps)))
     scan = bench_scan(cfg, cfg.bench_scan_sizes, step and (lambda n: step(done[1] + n, steps)))
+    indexing = bench_indexing(cfg, embed)
+    if step:
+        step(steps, steps)
     return {"detection": detection, "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": scan,
-            "long_input": long_input}
+            "long_input": long_input, "indexing": indexing}
 
 
 def run_scan(docs, embed, cfg, args):
@@ -10640,6 +10689,16 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         n = len(KNOWLEDGE_BASE)
         self.assertEqual(err.getvalue().splitlines()[-1].split(" (")[0], f"embedding documents: {n}/{n}")
 
+    def test_progress_says_its_rate_and_the_time_left(self):
+        clock = iter([0, 100, 1000])  # made at 0; 400 of 1,000 done at 100 s; all done at 1,000 s
+        err = io.StringIO()
+        with unittest.mock.patch("time.monotonic", lambda: next(clock)), contextlib.redirect_stderr(err):
+            step = Progress("embedding passages")
+            step(400, 1000)
+            step(1000, 1000)
+        self.assertEqual(err.getvalue().splitlines(), ["embedding passages: 400/1000 (100 s, 4/s, 2.5 min left)",
+                                                       "embedding passages: 1000/1000 (1000 s, 1/s)"])
+
     def test_a_question_that_runs_long_says_it_still_runs(self):
         err = io.StringIO()
         with contextlib.redirect_stderr(err), Heartbeat("question 2/5", after=0) as beat:
@@ -11586,7 +11645,7 @@ class TestNothingLost(KnowledgeBaseInTmp):
         self.assertEqual([line.split(" (")[0] for line in err.splitlines() if line.startswith("questions: ")],
                          ["questions: 1/3", "questions: 2/3", "questions: 3/3"])
         self.assertEqual([line.split(" (")[0] for line in bench.getvalue().splitlines()],
-                         ["bench: 1/4", "bench: 2/4", "bench: 3/4", "bench: 4/4"])
+                         ["bench: 1/5", "bench: 2/5", "bench: 3/5", "bench: 4/5", "bench: 5/5"])
         _, _, quiet = run_main(["--kb", self.kb, "--json", "--quiet"])
         self.assertEqual(quiet, "")
 
@@ -12190,7 +12249,10 @@ class TestScanAndBench(unittest.TestCase):
                       bench_long_sizes=(200, 2000))
         detector = QuestionAwareDetector(cfg, fake_embed)
         result = run_bench(cfg, {}, fake_embed, detector, fake_read, ReadAlone(fake_read), None)
-        self.assertEqual(set(result), {"detection", "stages", "peak_rss_mb", "scan", "long_input"})
+        self.assertEqual(set(result), {"detection", "stages", "peak_rss_mb", "scan", "long_input", "indexing"})
+        self.assertEqual((result["indexing"]["texts"], result["indexing"]["ratio"]), (cfg.bench_index_texts, None))
+        self.assertGreater(result["indexing"]["index_per_s"], 0)
+        self.assertIn("into a kept index", render_bench(result, cfg))
         self.assertEqual([r["chars"] for r in result["long_input"]], [200, 2000])
         for r in result["long_input"]:
             self.assertAlmostEqual(r["seconds"], r["embedding_seconds"] + r["other_seconds"], delta=0.002)
