@@ -84,6 +84,7 @@ import os
 import re
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -165,7 +166,7 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
     "size": (1, math.inf, True, "a positive integer",
              ("top_k", "max_answer_tokens", "max_seq_len", "max_question_tokens", "doc_stride", "reader_batch",
               "embed_batch", "passage_chars", "answer_width", "table_width", "answer_sentences", "scan_chunk",
-              "scan_shown", "bench_repeats")),
+              "scan_shown", "bench_repeats", "bench_index_texts", "read_passages")),
     "count": (0, math.inf, True, "an integer of 0 or more",
               ("negation_window", "slot_max_span", "slot_max_extra", "event_window", "swap_min_tokens",
                "swap_max_span", "asked_frame_min", "value_anchor_window", "value_bag_min", "name_slot_window",
@@ -177,7 +178,7 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
     "cosine": (-1, 1, False, "a number in [-1, 1]", ("threshold", "relevance_gate", "pair_gate")),
     "margin": (0, 2, False, "a number in [0, 2]", ("answer_margin",)),  # a difference of two cosines
     "seconds or scale": (0, math.inf, False, "a number of 0 or more",
-                         ("hub_timeout", "progress_after", "sentence_scale")),
+                         ("hub_timeout", "progress_after", "sentence_scale", "index_checkpoint")),
 }
 
 
@@ -251,6 +252,9 @@ class Config:
     nli_threshold: float = 0.5  # contradiction probability, either direction, that flags a pair
     claim_support_share: float = 0.5  # ConflictScore: share of a claim's content words a document must hold to SUPPORT
     progress_after: float = 2.0  # seconds before progress lines appear on stderr (then at most one per second)
+    # Seconds between saves of the kept index while passages are embedded: a run killed while indexing a large
+    # knowledge base loses at most this much work; each save rewrites the file (about 1 s per 100,000 passages).
+    index_checkpoint: float = 60.0
     # 'article' | 'heuristic' | 'full'. heuristic by default: full (the reader run on each document as another
     # signal) measured worse with the sentence reader, on every file (built-in MCC 0.48 vs 0.72, QACC train 0.20 vs
     # 0.42: two best sentences that differ are not two answers that disagree); the QA reader is unmeasured here.
@@ -259,6 +263,11 @@ class Config:
     scan_shown: int = 8  # documents and pairs named per cluster in the human --scan report (--json has all)
     bench_ks: tuple = (3, 10, 30, 100, 300, 1000)  # retrieved documents per query measured by --bench
     bench_repeats: int = 7  # timed runs per k; the median is reported
+    bench_index_texts: int = 256  # passages (1 to 6 sentences) indexed by --bench beside a bare encode of them
+    # Passages of a retrieved document the detector and the reader read: its opening one (what it is about) and its
+    # best ones, each with the passage either side, so a question's cost does not grow with the document. A document
+    # of at most this many passages (about 4,500 characters) is read whole, as every document of QACC and RAMDocs is.
+    read_passages: int = 9
     bench_scan_sizes: tuple = (1000, 10000)  # corpus sizes of the --bench scan
     bench_long_sizes: tuple = (31_000, 310_000)  # characters of the --bench long input (a run of capitalised words)
     strategy: str = "kind"  # 'kind' (superseded / outnumbered / disputed) | 'recency' (the article's policy)
@@ -464,14 +473,20 @@ JSON_LINE_END_RE = re.compile(r"\r\n|\r|\n")
 
 
 def read_json_lines(text, path):
-    """[(line number, value)] of a JSON Lines text, blank lines skipped: the one JSON Lines reader (--kb, --eval)."""
+    """[(line number, value)] of a JSON Lines text, blank lines skipped: the one JSON Lines reader (--kb, --eval).
+    The lines are parsed as one JSON array when that gives one value per line (a 100,000-line file in a quarter of
+    the time), else line by line, which also says where a line is wrong."""
+    lines = [(lineno, line) for lineno, line in enumerate(json_lines(text), 1) if line.strip()]
+    with contextlib.suppress(ValueError, RecursionError):  # any doubt: the line by line reading decides
+        values = json.loads("[" + ",".join(line for _, line in lines) + "]")
+        if len(values) == len(lines):  # subtle: a line "1, 2" is two values, and the reading below refuses it
+            return [(lineno, value) for (lineno, _), value in zip(lines, values)]
     records = []
-    for lineno, line in enumerate(json_lines(text), 1):
-        if line.strip():
-            try:
-                records.append((lineno, parse_json(line, f"{path}: line {lineno}")))
-            except json.JSONDecodeError as e:
-                raise UsageError(f"{path}: invalid JSON Lines at line {lineno}, column {e.colno}: {e.msg}")
+    for lineno, line in lines:
+        try:
+            records.append((lineno, parse_json(line, f"{path}: line {lineno}")))
+        except json.JSONDecodeError as e:
+            raise UsageError(f"{path}: invalid JSON Lines at line {lineno}, column {e.colno}: {e.msg}")
     return records
 
 
@@ -576,7 +591,7 @@ def parse_document(record, where, content="content", named=True):
         raise UsageError(f"{at}: field 'version' {json.dumps(version)} {version_problem(version)}")
     known = {"source_id", content, "title", "date", "version"}
     return Document(sid, title or sid, date, text, version,
-                    {k: v for k, v in record.items() if k not in known})
+                    {k: v for k, v in record.items() if k not in known} if record.keys() - known else {})
 
 
 def version_problem(value):
@@ -4198,6 +4213,7 @@ class Index:
     docs: tuple
     vectors: np.ndarray  # (n_passages, dim), L2-normalised; a document's passages are consecutive rows
     starts: np.ndarray  # (n_docs + 1,): document i's passages are rows starts[i]:starts[i + 1]
+    texts: tuple = ()  # (n_passages,): the passages' texts, read when a long document is retrieved (passage_view)
 
     @property
     def passages(self):
@@ -4205,9 +4221,10 @@ class Index:
 
 
 def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None,
-                passage_chars=DEFAULT_CONFIG.passage_chars):
+                passage_chars=DEFAULT_CONFIG.passage_chars, kept=None):
     """Embed every document once, as passages the embedder reads whole (passages_of), in batches of batch_size;
-    vectors are L2-normalised rows. A document within passage_chars is one passage, its text unchanged."""
+    vectors are L2-normalised rows. A document within passage_chars is one passage, its text unchanged. kept, a
+    KeptIndex or None: passages embedded by an earlier run are read from it, the others embedded and kept."""
     docs = tuple(docs)
     if not docs:
         raise ValueError("build_index: no documents to index")
@@ -4216,7 +4233,10 @@ def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=Non
         raise ValueError(f"duplicate source_id {twice!r}: each must be unique")
     parts = [passages_of(d.content, passage_chars) for d in docs]
     starts = np.cumsum([0] + [len(p) for p in parts])
-    return Index(docs, embed_in_batches(embed, [x for p in parts for x in p], batch_size, progress), starts)
+    texts = [x for p in parts for x in p]
+    if kept is not None:
+        return Index(docs, normalise(kept.rows(texts, embed, batch_size, progress)), starts, tuple(texts))
+    return Index(docs, embed_in_batches(embed, texts, batch_size, progress), starts, tuple(texts))
 
 
 PARAGRAPH_RE = re.compile(r"\n[ \t]*\n")
@@ -4292,16 +4312,19 @@ def embed_in_batches(embed, texts, batch_size, progress=None):
     return normalise(embedded_rows(embed, texts, batch_size, progress))
 
 
-def embedded_rows(embed, texts, batch_size, progress=None):
+def embedded_rows(embed, texts, batch_size, progress=None, on_batch=None):
     """(len(texts), dim): embed's rows for texts, as it returns them, in texts' order.
 
     Texts are batched longest first, so each batch holds texts of about one length: a batch is padded to its longest
-    text, and a short sentence batched with a long one costs as much as the long one.
+    text, and a short sentence batched with a long one costs as much as the long one. on_batch(positions, rows) is
+    called after each batch with the positions in texts it embedded (the kept index saves its work as it goes).
     """
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     chunks = []
     for i in range(0, len(texts), batch_size):
         chunks.append(embed([texts[j] for j in order[i:i + batch_size]]))
+        if on_batch:
+            on_batch(order[i:i + batch_size], chunks[-1])
         if progress:
             progress(min(i + batch_size, len(texts)), len(texts))
     rows = np.vstack(chunks)
@@ -4329,6 +4352,171 @@ class EmbeddingsAhead:
         return self.embed(texts)
 
 
+# The kept index: passage embeddings kept between runs, so a knowledge base is embedded once and a later run embeds
+# only the passages it has not seen. One file per knowledge base and embedding model, an uncompressed NumPy .npz
+# archive (np.load reads it) of three arrays: 'manifest' (a JSON string: format, the model's name and fingerprint,
+# rows, dimension), 'keys' ((n, 32) uint8: the SHA-256 of each passage's UTF-8 text) and 'vectors' ((n, dim) float32:
+# the embedder's rows, before normalisation). A save writes the whole file to a temporary file in its directory and
+# renames it over the old one, so a reader finds the old file or the new one and never part of one (a kill, a full
+# disk, two runs at once: the last rename wins); the zip format's CRC-32 of each array makes a damaged file fail to
+# load instead of loading wrong rows.
+
+INDEX_FORMAT = "rag_conflict_demo passage embeddings 1"  # a file of another format is refused, never read
+INDEX_KEY_BYTES = 32  # SHA-256
+
+
+class IndexRefused(Exception):
+    """A kept index this run cannot use (damaged, another model's, not an index): one line, exit 2. The file stays as
+    it is until the user asks: --rebuild-index replaces it, --no-index runs without it."""
+
+
+def passage_key(text):
+    """A passage's key in the kept index: the SHA-256 of its UTF-8 text.
+
+    >>> passage_key("Refunds take 30 days.").hex()[:16]
+    '1b92e160bd3afbaf'
+    """
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+class KeptIndex:
+    """The kept index of one knowledge base for one embedding model (fingerprint: model_fingerprint's SHA-256; rows
+    of another model are refused, never mixed in). rebuild: the file at path is replaced, whatever it holds."""
+
+    def __init__(self, path, model, fingerprint, rebuild=False, checkpoint=DEFAULT_CONFIG.index_checkpoint):
+        self.path, self.model, self.fingerprint = os.fspath(path), model, fingerprint
+        self.rebuild, self.checkpoint = rebuild, checkpoint
+        self.writable = True  # until a save fails (said once; the run goes on, keeping nothing more)
+
+    def rows(self, texts, embed, batch_size, progress=None):
+        """(len(texts), dim) float32: embed's rows for texts, those the file holds read from it, the others embedded
+        in embedded_rows' batches and saved (every checkpoint seconds, at the end, and when the run is interrupted).
+        Logs how many rows were reused and how many embedded."""
+        keys = [passage_key(t) for t in texts]
+        held_keys, held = ([], None) if self.rebuild else read_index(self.path, self.fingerprint, self.model)
+        at = {k: i for i, k in enumerate(held_keys)}
+        missing = [i for i, k in enumerate(keys) if k not in at]
+        fresh, last = {}, [time.monotonic()]
+
+        def keep(positions, rows):
+            fresh.update((keys[missing[p]], row) for p, row in zip(positions, np.asarray(rows, dtype=np.float32)))
+            if time.monotonic() - last[0] >= self.checkpoint:
+                self.save(keys, at, held, fresh)
+                last[0] = time.monotonic()
+        try:
+            # subtle: every missing text is embedded, repeats too, so a run that finds nothing kept embeds the very
+            # batches a run without the index does, and its rows are the same to the last bit
+            if missing:
+                embedded_rows(embed, [texts[i] for i in missing], batch_size, progress, keep)
+        finally:  # an interrupted run keeps what it embedded
+            if fresh or self.rebuild:
+                self.save(keys, at, held, fresh)
+        log.info("kept index %s: %d passage embeddings reused, %d embedded", self.path, len(texts) - len(missing),
+                 len(missing))
+        if not missing:  # the common case, a whole knowledge base read back: one gather, no row by row copy
+            return held[[at[k] for k in keys]]
+        return np.stack([fresh[k] if k in fresh else held[at[k]] for k in keys])
+
+    def save(self, keys, at, held, fresh):
+        """Write the rows of keys that are held or fresh (rows of passages no longer in the knowledge base are
+        dropped); a failure (a read-only location, a full disk) is said once and the run goes on."""
+        if not self.writable:
+            return
+        order = [k for k in dict.fromkeys(keys) if k in fresh or k in at]
+        if not order:
+            return
+        vectors = np.stack([fresh[k] if k in fresh else held[at[k]] for k in order])
+        manifest = {"format": INDEX_FORMAT, "model": self.model, "model_sha256": self.fingerprint,
+                    "rows": len(order), "dim": int(vectors.shape[1])}
+        try:
+            write_index(self.path, manifest, np.frombuffer(b"".join(order), np.uint8).reshape(-1, INDEX_KEY_BYTES),
+                        vectors)
+        except OSError as e:
+            self.writable = False
+            log.warning("kept index %s: cannot be written (%s); the passages this run embeds are not kept",
+                        self.path, e.strerror or e)
+
+
+# What reading a damaged archive raises, by what is damaged: its data (BadZipFile: a CRC-32 that does not match), its
+# length (EOFError, BadZipFile, ValueError), a header (ValueError, OSError from a seek out of range, and for a flag
+# or method byte NotImplementedError or RuntimeError); no index the program writes raises any of them
+DAMAGED_ARCHIVE = (ValueError, EOFError, OSError, NotImplementedError, RuntimeError, zipfile.BadZipFile)
+
+
+def read_index(path, fingerprint, model):
+    """(keys, vectors) of the kept index at path: [] and None when there is no file; IndexRefused when the file is
+    damaged, not an index, or another model's."""
+    try:
+        f = open(path, "rb")  # opened here: np.load leaves a file it opened open when the archive is damaged
+    except FileNotFoundError:
+        return [], None
+    except IsADirectoryError:
+        raise IndexRefused(f"kept index {path}: is a directory; give --index a file path") from None
+    except OSError as e:
+        raise IndexRefused(f"kept index {path}: cannot be read ({e.strerror or e}); --no-index runs without "
+                           f"it") from None
+    with f:
+        manifest, keys, vectors = read_archive(f, path, fingerprint, model)
+    n = manifest.get("rows")
+    if not (keys.dtype == np.uint8 and keys.shape == (n, INDEX_KEY_BYTES) and vectors.dtype == np.float32
+            and vectors.ndim == 2 and vectors.shape == (n, manifest.get("dim")) and np.isfinite(vectors).all()):
+        raise IndexRefused(f"kept index {path}: damaged (its arrays do not match its manifest); {INDEX_FIX}")
+    flat = keys.tobytes()
+    return [flat[i:i + INDEX_KEY_BYTES] for i in range(0, len(flat), INDEX_KEY_BYTES)], vectors
+
+
+INDEX_FIX = "--rebuild-index replaces it, --no-index runs without it"
+
+
+def read_archive(f, path, fingerprint, model):
+    """(manifest, keys, vectors) of the open file f, once its manifest says it is an index of this model."""
+    try:
+        archive = np.load(f, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError("a bare NumPy array")
+        manifest = json.loads(str(archive["manifest"][()]))
+        if not isinstance(manifest, dict) or manifest.get("format") != INDEX_FORMAT:
+            raise ValueError(f"format {manifest.get('format') if isinstance(manifest, dict) else manifest!r}")
+        if manifest.get("model_sha256") != fingerprint:
+            raise IndexRefused(f"kept index {path}: holds embeddings of model '{manifest.get('model')}', not of "
+                               f"'{model}' (another model's weights or configuration); --rebuild-index replaces "
+                               f"it, --index PATH keeps this model's elsewhere")
+        return manifest, archive["keys"], archive["vectors"]
+    except (KeyError,) + DAMAGED_ARCHIVE as e:  # not an archive, one cut short, a member missing or altered
+        raise IndexRefused(f"kept index {path}: damaged or not an index ({e or type(e).__name__}); "
+                           f"{INDEX_FIX}") from None
+
+
+def write_index(path, manifest, keys, vectors):
+    """The kept index written whole: to a temporary file in path's directory, synced, then renamed over path, so
+    path is at every moment the old file or the new one. The temporary file goes whatever fails."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".part", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, manifest=np.array(json.dumps(manifest)), keys=keys, vectors=vectors)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would keep a shared --index from its other readers
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def default_index_path(kb, fingerprint):
+    """Where a knowledge base's index is kept unless --index says: the user's cache directory ($XDG_CACHE_HOME,
+    else ~/.cache), never beside or in the knowledge base; named after its file (and a hash of the file's absolute
+    path, so two files of one name differ) and the model's fingerprint (another model has its own file)."""
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(cache):  # unset, or relative, which the XDG specification says to ignore
+        cache = os.path.join(os.path.expanduser("~"), ".cache")
+    place = hashlib.sha256(os.path.realpath(kb).encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return os.path.join(cache, "rag_conflict_demo", f"{os.path.basename(kb)}-{place}-{fingerprint[:12]}.npz")
+
+
 def normalise(vectors):
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -4338,16 +4526,52 @@ def normalise(vectors):
 SCORE_DECIMALS = 6  # scores equal to this many decimals are ties (float noise aside), and JSON shows this many
 
 
-def retrieve(index, query_vector, k):
-    """Top-k documents by the cosine of their best passage; ties broken by source_id so runs are deterministic."""
+def retrieve(index, query_vector, k, read_passages=None):
+    """Top-k documents by the cosine of their best passage; ties broken by source_id so runs are deterministic. A
+    document of more than read_passages passages (None: no limit) is retrieved as its passage_view."""
     scores = index.vectors @ normalise(np.atleast_2d(query_vector))[0]  # (n_passages,)
     best = np.arange(len(index.docs))  # one passage per document: its own row
     if index.passages > len(index.docs):
         best = np.array([a + int(np.argmax(scores[a:b])) for a, b in zip(index.starts[:-1], index.starts[1:])])
-    order = sorted(range(len(index.docs)),
-                   key=lambda i: (-round(float(scores[best[i]]), SCORE_DECIMALS), index.docs[i].source_id))
-    return [Retrieved(index.docs[i], float(scores[best[i]]), int(best[i]), int(index.starts[i + 1] - index.starts[i]))
-            for i in order[:k]]
+    order = top_candidates(scores[best], k)
+    order = sorted(order, key=lambda i: (-round(float(scores[best[i]]), SCORE_DECIMALS), index.docs[i].source_id))
+    return [Retrieved(passage_view(index, i, scores, read_passages), float(scores[best[i]]), int(best[i]),
+                      int(index.starts[i + 1] - index.starts[i])) for i in order[:k]]
+
+
+def top_candidates(scores, k):
+    """Indices of the scores that may rank in the top k once rounded to SCORE_DECIMALS (ties then go by
+    source_id): those within two units of the last decimal of the k-th largest, found without sorting them all.
+
+    >>> top_candidates(np.array([0.5, 0.9, 0.1, 0.8999999]), 1).tolist()
+    [1, 3]
+    """
+    if k >= len(scores):
+        return np.arange(len(scores))
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    return np.nonzero(scores >= kth - 2 * 10.0 ** -SCORE_DECIMALS)[0]
+
+
+def passage_view(index, i, scores, most):
+    r"""Document i, or, when it has more than most passages, the same document holding only the passages the
+    detector and the reader need: its opening one (what the document is about, whom it names) and its best-scoring
+    ones, each with the passage before and after it (a sentence that leans on the one before), most in all, in the
+    document's order and a paragraph apart. A question on a 5 MB document then costs what one on a short one does.
+
+    >>> index = Index((Document("d", "d", None, "a b c d e"),), np.eye(5), np.array([0, 5]), tuple("abcde"))
+    >>> passage_view(index, 0, np.array([0.1, 0.2, 0.1, 0.3, 0.9]), 3).content
+    'a\n\nd\n\ne'
+    """
+    first, end = int(index.starts[i]), int(index.starts[i + 1])
+    if most is None or end - first <= most or not index.texts:
+        return index.docs[i]
+    chosen = {first}
+    for j in sorted(range(first, end), key=lambda j: (-scores[j], j)):  # ties: the earlier passage
+        window = {x for x in (j - 1, j, j + 1) if first <= x < end} - chosen
+        if len(chosen) + len(window) > most:
+            break
+        chosen |= window
+    return replace(index.docs[i], content="\n\n".join(index.texts[j] for j in sorted(chosen)))
 
 
 # The reader's context: the documents it reads, joined so that a blank line always marks a boundary.
@@ -5413,7 +5637,7 @@ class SentenceEmbedder:
         config = load_transformer(AutoModel, path, unused=("pooler",))[1].config
         with reading("reading modules.json and the modules it lists"):
             self.model = SentenceTransformer(path, device="cpu")
-        self.batch = cfg.embed_batch
+        self.batch, self.path = cfg.embed_batch, path
         problem = sequence_length_problem(self.model.max_seq_length, config)
         if problem:
             raise ModelUnavailable(problem)
@@ -5431,6 +5655,47 @@ class SentenceEmbedder:
             return vectors
         row = {text: i for i, text in enumerate(unique)}
         return vectors[[row[text] for text in texts]]
+
+    @functools.cached_property
+    def fingerprint(self):
+        """The model's identity in a kept index (model_fingerprint), hashed when an index first asks for it."""
+        path = self.path
+        if not os.path.isdir(path):  # a hub name the libraries downloaded: its files are in the local cache now
+            from huggingface_hub import snapshot_download
+
+            with contextlib.suppress(OSError, ValueError):
+                path = snapshot_download(path, local_files_only=True)
+        return model_fingerprint(path)
+
+
+def model_fingerprint(path):
+    """SHA-256 over the files that make a sentence-transformers model in directory path embed as it does (the
+    top-level files, weights and tokenizer and configuration, and the files of the modules modules.json lists; not
+    a README or a dot file), each by its name and content; None when path is no directory. Two copies of the same
+    weights in folders that hold the same files have one fingerprint; a fine-tuned copy has its own."""
+    if not os.path.isdir(path):
+        return None
+    folders = [""]
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):  # no modules.json: a bare transformer
+        with open(os.path.join(path, "modules.json"), encoding="utf-8") as f:
+            folders += [m["path"] for m in json.load(f) if isinstance(m.get("path"), str) and m["path"]]
+    digest = hashlib.sha256()
+    for folder in dict.fromkeys(folders):
+        where = os.path.join(path, folder)
+        for name in sorted(os.listdir(where)) if os.path.isdir(where) else ():
+            full = os.path.join(where, name)
+            if os.path.isfile(full) and not name.startswith(".") and not name.upper().startswith("README"):
+                digest.update(f"{folder}/{name}\0{file_sha256(full)}\0".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)  # a file is hashed once per run
+def file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class ModelUnavailable(Exception):
@@ -5927,7 +6192,7 @@ def retrieve_and_detect(query, index, embed, detector, cfg, timings=None):
     """
     with timed(timings, "retrieval"):
         query_vector = embed([query])[0]
-        retrieved = retrieve(index, query_vector, cfg.top_k)
+        retrieved = retrieve(index, query_vector, cfg.top_k, cfg.read_passages)
     with timed(timings, "detection"):
         report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
                                  query_vector)
@@ -7080,6 +7345,31 @@ def bench_long_input(cfg, embed, read, nli, sizes, done=None):
     return rows
 
 
+def bench_indexing(cfg, embed, repeats=2):
+    """{"texts", "index_per_s", "encode_per_s", "ratio"}: passages a kept index embeds and keeps per second (hashing,
+    length-sorted batches, the save) beside a bare SentenceTransformer.encode of the same texts, in turn, the best of
+    repeats each; encode_per_s and ratio are None for an embedder with no model to call bare (a test's fake)."""
+    sentences = [d.content for d in synthetic_corpus(cfg.bench_index_texts * 4, seed=7)[0]]
+    texts, at = [], 0
+    for n in range(cfg.bench_index_texts):  # 1 to 6 sentences: the spread of lengths a knowledge base's passages have
+        texts.append(" ".join(sentences[at:at + 1 + n % 6])[:cfg.passage_chars])
+        at += 1 + n % 6
+    model, best = getattr(embed, "model", None), {"index": math.inf, "encode": math.inf}
+    with tempfile.TemporaryDirectory() as tmp:
+        for attempt in range(repeats):
+            if model is not None:
+                start = time.perf_counter()
+                model.encode(texts, batch_size=cfg.embed_batch, normalize_embeddings=True, convert_to_numpy=True,
+                             show_progress_bar=False)
+                best["encode"] = min(best["encode"], time.perf_counter() - start)
+            start = time.perf_counter()
+            KeptIndex(os.path.join(tmp, f"{attempt}.npz"), "bench", "bench").rows(texts, embed, cfg.embed_batch)
+            best["index"] = min(best["index"], time.perf_counter() - start)
+    rate = {k: None if math.isinf(v) else round(len(texts) / max(v, 1e-9), 1) for k, v in best.items()}
+    return {"texts": len(texts), "index_per_s": rate["index"], "encode_per_s": rate["encode"],
+            "ratio": rate["encode"] and round(rate["index"] / rate["encode"], 3)}
+
+
 def peak_rss_mb():
     """Peak resident memory of this process in MB; None where the resource module does not exist (Windows)."""
     try:
@@ -7313,7 +7603,9 @@ PROGRESS_INTERVAL = 1.0  # seconds between progress lines, at most
 
 
 class Progress:
-    """Progress on stderr, only once a task has run for `after` seconds, at most one line per second."""
+    """Progress on stderr, only once a task has run for `after` seconds, at most one line per second: done of total,
+    the seconds so far, the rate and, until the end, the time left at that rate ("embedding passages: 640/2634 (167
+    s, 3.8/s, 8.7 min left)")."""
 
     def __init__(self, label, after=DEFAULT_CONFIG.progress_after):
         self.label, self.after = label, after
@@ -7323,7 +7615,20 @@ class Progress:
         now = time.monotonic()
         if now - self.start >= self.after and (now - self.last >= PROGRESS_INTERVAL or done == total):
             self.last = now
-            print(f"{self.label}: {done}/{total} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
+            rate = done / max(now - self.start, 1e-9)
+            left = f", {duration((total - done) / rate)} left" if 0 < done < total else ""
+            print(f"{self.label}: {done}/{total} ({now - self.start:.0f} s, {rate:.3g}/s{left})", file=sys.stderr,
+                  flush=True)
+
+
+def duration(seconds):
+    """Seconds in words a reader takes in at a glance.
+
+    >>> duration(42.4), duration(522), duration(7400)
+    ('42 s', '8.7 min', '2.1 h')
+    """
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h"
 
 
 class Heartbeat:
@@ -7433,6 +7738,11 @@ def render_bench(result, cfg):
               f"{'x walkthrough':>14}"]
     lines += [f"{r['chars']:>10} {r['seconds']:>9.3f} {r['embedding_seconds']:>10.3f} {r['other_seconds']:>9.3f} "
               f"{r['seconds'] / max(walkthrough, 1e-9):>14.1f}" for r in result["long_input"]]
+    r = result["indexing"]
+    bare = (f"; a bare SentenceTransformer.encode of the same texts {r['encode_per_s']:.1f}/s, ratio {r['ratio']:.2f}"
+            if r["encode_per_s"] else "")
+    lines += ["", f"Indexing {r['texts']} passages of 1 to 6 sentences: {r['index_per_s']:.1f}/s "
+              f"into a kept index (hashing, length-sorted batches of {cfg.embed_batch}, the save){bare}"]
     return "\n".join(lines)
 
 
@@ -7575,6 +7885,13 @@ def parse_args(argv):
                    f"answers, else sentence, said on stderr (env RAG_READER; default {Config.reader})")
     p.add_argument("--kb", metavar="PATH", help="your knowledge base: JSON {\"documents\": [...], \"questions\": "
                    "[...]}, a JSON list of documents, or JSON Lines, one document per line (see README)")
+    p.add_argument("--index", metavar="PATH",
+                   help="where --kb's passage embeddings are kept between runs, so a later run embeds only new or "
+                   "changed passages (default: a file in the user's cache directory, $XDG_CACHE_HOME or ~/.cache, "
+                   "named after the knowledge base and the model; see README)")
+    p.add_argument("--no-index", action="store_true", help="embed every passage afresh and keep nothing")
+    p.add_argument("--rebuild-index", action="store_true",
+                   help="replace the kept index (damaged, or another model's) with one built afresh")
     p.add_argument("--question", action="append", default=[], metavar="TEXT",
                    help="a question to ask (repeatable); with --kb, needed unless the file has questions")
     p.add_argument("--top-k", type=positive_int, metavar="N",
@@ -7604,7 +7921,7 @@ def parse_args(argv):
                    help="measure the cost: detection time against k, the walkthrough's stages, memory, scan speed, "
                         "a long input against the walkthrough")
     args = p.parse_args(argv)
-    for flag, value, wanted in (("--kb", args.kb, "a file path"),
+    for flag, value, wanted in (("--kb", args.kb, "a file path"), ("--index", args.index, "a file path"),
                                 ("--eval", args.eval, "a file path (or no value, for the built-in set)"),
                                 ("--nli", args.nli, f"a model name or directory (or no value, for {NLI_DEFAULT})"),
                                 ("--embed-model", args.embed_model, "a model name or directory"),
@@ -7735,6 +8052,9 @@ def main(argv=None, embed=None, read=None, nli=None):
         if not e.closed_pipe:
             error(str(e), argv)
         return 1
+    except IndexRefused as e:
+        error(str(e), argv)
+        return 2
     except KeyboardInterrupt as e:
         line, status = interrupt_exit(e)
         print(line, file=sys.stderr)
@@ -7826,8 +8146,9 @@ def read_inputs(args):
         raise UsageError("--detector article does not use --nli: the article's two heuristics take no model")
     if "--qa-model" in args.given and args.reader == "sentence":
         raise UsageError("--reader sentence does not use --qa-model: it reads with the embedder alone")
+    check_index_flags(args, mode, stdout)
     if args.log_conflicts is not None:
-        inputs = [("--kb", args.kb), ("--eval", args.eval is not BUILTIN and args.eval),
+        inputs = [("--kb", args.kb), ("--index", args.index), ("--eval", args.eval is not BUILTIN and args.eval),
                   ("--embed-model", args.embed_model), ("--qa-model", args.qa_model), ("--nli", args.nli)]
         inputs += installed_model_dirs((args.embed_model, args.qa_model, args.nli))
         check_log_path(args.log_conflicts, inputs, stdout)
@@ -7836,6 +8157,45 @@ def read_inputs(args):
     if args.scan:
         return load_kb(args.kb)[0] if args.kb else KNOWLEDGE_BASE
     return None if args.bench else experiment_inputs(args)
+
+
+def check_index_flags(args, mode, stdout):
+    """--index, --no-index and --rebuild-index: for a --kb run (the walkthrough or --scan) only, --no-index alone,
+    and --index a file path that is none of the run's other files. Checked before any model loads."""
+    given = [f for f in ("--index", "--no-index", "--rebuild-index") if f in args.given]
+    if given and mode in ("--eval", "--bench"):
+        raise UsageError(f"{mode} does not use {', '.join(given)}")
+    if given and not args.kb:
+        raise UsageError(f"{', '.join(given)}: an index is kept only for a knowledge base given with --kb")
+    if args.no_index and len(given) > 1:
+        raise UsageError(f"--no-index keeps nothing: drop {', '.join(f for f in given if f != '--no-index')}")
+    if not args.index:
+        return
+    directory = os.path.dirname(os.path.abspath(args.index))
+    if os.path.isdir(args.index):
+        raise UsageError(f"--index {args.index}: is a directory; give a file path")
+    if not os.path.isdir(directory):
+        raise UsageError(f"--index {args.index}: directory {directory} does not exist")
+    for flag, other in (("--kb", args.kb), ("--log-conflicts", args.log_conflicts)):
+        if other and (os.path.realpath(other) == os.path.realpath(args.index) or (
+                os.path.exists(other) and os.path.exists(args.index) and os.path.samefile(other, args.index))):
+            raise UsageError(f"--index {args.index}: is the same file as {flag} {other}; the index would replace it")
+    if stdout is not None and os.path.exists(args.index) and os.path.samestat(stdout, os.stat(args.index)):
+        raise UsageError(f"--index {args.index}: is the file stdout is written to; the index would replace it")
+
+
+def kept_index(args, embed, cfg):
+    """The run's KeptIndex, or None: --no-index, no --kb (the built-in knowledge base costs nothing to embed), or
+    an embedder with no fingerprint (a caller's function: said in the log)."""
+    if args.no_index or not args.kb:
+        return None
+    fingerprint = getattr(embed, "fingerprint", None)
+    if fingerprint is None:
+        log.info("no kept index: the embedder has no fingerprint (no model folder to hash); every passage is "
+                 "embedded afresh")
+        return None
+    return KeptIndex(args.index or default_index_path(args.kb, fingerprint), cfg.embed_model, fingerprint,
+                     args.rebuild_index, cfg.index_checkpoint)
 
 
 def run_answer_eval(questions, embed, read, read_alone, detector, cfg, args):
@@ -7909,7 +8269,7 @@ def run_walkthrough(docs, questions, embed, detector, read, read_alone, nli, cfg
             note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
         cfg = replace(cfg, top_k=len(docs))
     index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
-                        cfg.passage_chars)
+                        cfg.passage_chars, kept_index(args, embed, cfg))
     log.info("indexed %d documents%s", len(index.docs), split_note(index, cfg))
     naive, resolved = [], []
     step = None if args.quiet else Progress("questions")
@@ -8008,13 +8368,16 @@ def run_bench(cfg, stages, embed, detector, read, read_alone, nli, progress=None
             run_query(query, found[query], read, read_alone, nli, cfg, resolve, timings)
     stages["walkthrough"] = round(time.perf_counter() - start, 4)
     walkthrough_stages(stages, timings)
-    steps = len(cfg.bench_long_sizes) + len(cfg.bench_ks) + len(cfg.bench_scan_sizes)
+    steps = len(cfg.bench_long_sizes) + len(cfg.bench_ks) + len(cfg.bench_scan_sizes) + 1  # 1: indexing
     done = [len(cfg.bench_long_sizes), len(cfg.bench_long_sizes) + len(cfg.bench_ks)]  # steps before each part
     long_input = bench_long_input(cfg, embed, read, nli, cfg.bench_long_sizes, step and (lambda n: step(n, steps)))
     detection = bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats, step and (lambda n: step(done[0] + n, steps)))
     scan = bench_scan(cfg, cfg.bench_scan_sizes, step and (lambda n: step(done[1] + n, steps)))
+    indexing = bench_indexing(cfg, embed)
+    if step:
+        step(steps, steps)
     return {"detection": detection, "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": scan,
-            "long_input": long_input}
+            "long_input": long_input, "indexing": indexing}
 
 
 def run_scan(docs, embed, cfg, args):
@@ -8022,7 +8385,8 @@ def run_scan(docs, embed, cfg, args):
     start = time.perf_counter()
     texts = distinct_texts(docs)  # a copy is neither embedded nor compared: its text's document stands for it
     index = build_index([d for d, _ in texts], embed, cfg.embed_batch,
-                        None if args.quiet else Progress("embedding passages"), cfg.passage_chars)
+                        None if args.quiet else Progress("embedding passages"), cfg.passage_chars,
+                        kept_index(args, embed, cfg))
     what = f"{len(docs)} documents" if len(texts) == len(docs) else f"the {len(texts)} texts of {len(docs)} documents"
     log.info("embedded %s%s in %.1f s", what, split_note(index, cfg), time.perf_counter() - start)
     detector = make_detector("article" if cfg.detector == "article" else "heuristic", cfg, embed)
@@ -8094,9 +8458,13 @@ def setUpModule():
     _saved_environment[-1].start()
     for name in CALLER_VARIABLES:
         os.environ.pop(name, None)
+    cache = tempfile.TemporaryDirectory()  # a --kb run keeps its index in the user's cache: here, a temp dir
+    _saved_environment.append(cache)
+    os.environ["XDG_CACHE_HOME"] = cache.name
 
 
 def tearDownModule():
+    _saved_environment.pop().cleanup()
     _saved_environment.pop().stop()
 
 
@@ -8245,6 +8613,31 @@ class TestPassages(unittest.TestCase):
                                                                           (("100 requests per minute",),
                                                                            ("500 requests per minute",))))
         self.assertGreater(c.topic_sim, 0.9)  # the two statements' passages, not the handbook's opening
+
+    def test_a_long_document_is_read_as_its_opening_and_best_passages(self):
+        question, cfg = "What is the API rate limit?", replace(DEFAULT_CONFIG, top_k=2)
+        index = build_index(self.KB, window_embed)
+        handbook = retrieve(index, window_embed([question])[0], 2, cfg.read_passages)[0]
+        passages = passages_of(self.LONG, cfg.passage_chars)
+        self.assertEqual((handbook.doc.source_id, handbook.doc.title, handbook.doc.date, handbook.passages),
+                         ("a-handbook", "Handbook", "2024-05-01", len(passages)))
+        shown = handbook.doc.content.split("\n\n")
+        self.assertEqual(shown[0], passages[0])
+        self.assertEqual(sum(self.ANSWER in p for p in shown), 1)
+        self.assertLessEqual(len(shown), cfg.read_passages)
+        self.assertIs(retrieve(index, window_embed([question])[0], 2, cfg.read_passages)[1].doc, self.KB[1])
+        embedded = []  # a question's sentences: those of the passages read, not of the 100 KB
+
+        def counting(texts):
+            embedded.extend(texts)
+            return window_embed(texts)
+        reader = SentenceReader(counting, cfg)
+        found = retrieve_and_detect(question, index, counting, make_detector("heuristic", cfg, counting,
+                                                                             sentences=reader.sentences), cfg)
+        resolved = run_query(question, found, reader, ReadAlone(reader), None, cfg, True, announce=False)
+        self.assertIn("100 requests per minute", [resolved.answer] + [getattr(c, "text", "") for c in
+                                                                       resolved.candidates])
+        self.assertLess(sum(map(len, embedded)), (cfg.read_passages + 1) * cfg.passage_chars)
 
     def test_documents_that_start_alike_are_compared_where_they_answer(self):
         opening = filler(3_000, 7)
@@ -10964,6 +11357,16 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         n = len(KNOWLEDGE_BASE)
         self.assertEqual(err.getvalue().splitlines()[-1].split(" (")[0], f"embedding documents: {n}/{n}")
 
+    def test_progress_says_its_rate_and_the_time_left(self):
+        clock = iter([0, 100, 1000])  # made at 0; 400 of 1,000 done at 100 s; all done at 1,000 s
+        err = io.StringIO()
+        with unittest.mock.patch("time.monotonic", lambda: next(clock)), contextlib.redirect_stderr(err):
+            step = Progress("embedding passages")
+            step(400, 1000)
+            step(1000, 1000)
+        self.assertEqual(err.getvalue().splitlines(), ["embedding passages: 400/1000 (100 s, 4/s, 2.5 min left)",
+                                                       "embedding passages: 1000/1000 (1000 s, 1/s)"])
+
     def test_a_question_that_runs_long_says_it_still_runs(self):
         err = io.StringIO()
         with contextlib.redirect_stderr(err), Heartbeat("question 2/5", after=0) as beat:
@@ -11499,6 +11902,258 @@ ENOSPC = OSError(28, "No space left on device")
 QUESTIONS_3 = ["Initech revenue?", "What was Initech's fiscal 2022 revenue?", "How much revenue did Initech restate?"]
 
 
+class FingerprintedEmbed:
+    """fake_embed with a model fingerprint, so a --kb run keeps an index; it records the texts of each call, and
+    raises interrupt (an exception) on call number interrupt_at."""
+
+    def __init__(self, fingerprint="a" * 64, interrupt_at=None, interrupt=KeyboardInterrupt):
+        self.fingerprint, self.interrupt_at, self.interrupt, self.calls = fingerprint, interrupt_at, interrupt, []
+
+    def __call__(self, texts):
+        self.calls.append(list(texts))
+        if len(self.calls) == self.interrupt_at:
+            raise self.interrupt
+        return fake_embed(texts)
+
+    def embedded(self):
+        return [t for call in self.calls for t in call]
+
+
+LONG_KB_DOC = {"source_id": "handbook", "content": "\n\n".join(
+    f"Section {n}. The office at pier {n} keeps its harbor beacon status log, and revenue of plan {n} is ${n}.5M "
+    f"for fiscal 2022, as the finance team restated it after the audit of that plan's accounts." for n in range(1, 9))}
+
+
+class TestKeptIndex(unittest.TestCase):
+    """Passage embeddings kept between --kb runs: reused, never torn, never another model's, never a change to the
+    answers."""
+
+    QUESTION = ["--question", "Initech revenue for fiscal 2022?", "--json"]
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.kb = os.path.join(self.tmp.name, "kb.jsonl")
+        self.write_kb(KB_DOCS + [LONG_KB_DOC])
+        self.index = os.path.join(self.tmp.name, "kb.npz")
+        cache = tempfile.TemporaryDirectory()  # the default location's, this test's own
+        self.addCleanup(cache.cleanup)
+        patch = unittest.mock.patch.dict(os.environ, {"XDG_CACHE_HOME": cache.name})
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def write_kb(self, docs):
+        with open(self.kb, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(d) + "\n" for d in docs))
+
+    def ask(self, *extra, embed=None, mode=None):
+        embed = embed or FingerprintedEmbed()
+        argv = ["--kb", self.kb, *(mode or self.QUESTION), *extra]
+        code, out, err = run_main(argv, embed=embed)
+        return code, out, err, embed
+
+    def passages(self):
+        docs = load_kb(self.kb)[0]
+        return [x for d in docs for x in passages_of(d.content, DEFAULT_CONFIG.passage_chars)]
+
+    def test_second_run_reuses_every_row_and_answers_the_same(self):
+        code, first, err, embed = self.ask("--index", self.index)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(sorted(embed.calls[0]), sorted(self.passages()))  # one batch: then the question, sentences
+        self.assertIn(f"0 passage embeddings reused, {len(self.passages())} embedded", err)
+        code, second, err, again = self.ask("--index", self.index)
+        self.assertEqual((code, second, again.calls), (0, first, embed.calls[1:]))
+        self.assertIn(f"{len(self.passages())} passage embeddings reused, 0 embedded", err)
+        self.assertEqual(self.ask("--no-index")[1], first)
+
+    def test_a_changed_document_alone_is_embedded(self):
+        self.ask("--index", self.index)
+        self.write_kb(KB_DOCS[:2] + [{"source_id": "sec", "content": "Laptops need disk encryption and a PIN."},
+                                     LONG_KB_DOC])
+        code, out, err, embed = self.ask("--index", self.index)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(embed.calls[0], ["Laptops need disk encryption and a PIN."])  # the index's one batch
+        self.assertEqual(out, self.ask("--no-index")[1])
+
+    def test_scan_keeps_and_reuses_the_same_index(self):
+        scan = ["--scan", "--json"]
+        code, first, err, _ = self.ask("--index", self.index, mode=scan)
+        self.assertEqual(code, 0, err)
+        code, second, err, embed = self.ask("--index", self.index, mode=scan)
+        self.assertEqual((code, second, embed.calls), (0, first, []))
+        self.assertEqual(self.ask("--no-index", mode=scan)[1], first)
+        self.assertIn("0 embedded", self.ask("--index", self.index)[2])  # the walkthrough reads the scan's rows
+
+    def test_default_location_is_the_cache_directory_and_the_kb_is_untouched(self):
+        with open(self.kb, "rb") as f:
+            before = f.read()
+        self.assertEqual(self.ask()[0], 0)
+        self.assertEqual(sorted(os.listdir(self.tmp.name)), ["kb.jsonl"])
+        with open(self.kb, "rb") as f:
+            self.assertEqual(f.read(), before)
+        kept = os.listdir(os.path.join(os.environ["XDG_CACHE_HOME"], "rag_conflict_demo"))
+        self.assertEqual([name[:9] for name in kept], ["kb.jsonl-"])
+        self.assertIn("0 embedded", self.ask()[2])
+        other = FingerprintedEmbed("b" * 64)  # another model: a file of its own, nothing refused
+        self.assertEqual(self.ask(embed=other)[0], 0)
+        self.assertEqual(len(os.listdir(os.path.join(os.environ["XDG_CACHE_HOME"], "rag_conflict_demo"))), 2)
+
+    def assert_refused(self, what):
+        with open(self.index, "rb") as f:
+            before = f.read()
+        code, out, err, _ = self.ask("--index", self.index, "--quiet")
+        self.assertEqual((code, out, err.count("\n")), (2, "", 1), err)
+        self.assertTrue(err.startswith(f"error: kept index {self.index}: {what}"), err)
+        with open(self.index, "rb") as f:
+            self.assertEqual(f.read(), before)  # refused, not rebuilt unasked
+        code, out, err, _ = self.ask("--index", self.index, "--rebuild-index")
+        self.assertEqual((code, out), (0, self.ask("--no-index")[1]))
+        self.assertEqual(self.ask("--index", self.index)[0], 0)
+
+    def test_a_truncated_index_is_refused_until_rebuilt(self):
+        self.ask("--index", self.index)
+        for size in (os.path.getsize(self.index) // 2, os.path.getsize(self.index) - 10, 0):
+            with self.subTest(size=size):
+                os.truncate(self.index, size)
+                self.assert_refused("damaged or not an index")
+
+    def test_an_altered_byte_is_refused(self):
+        self.ask("--index", self.index)
+        last = zipfile.ZipFile(self.index).infolist()[-1]  # the vectors: a byte of their data's last 4
+        with open(self.index, "r+b") as f:
+            f.seek(last.header_offset + 26)
+            name, extra = struct.unpack("<HH", f.read(4))  # the local header's lengths
+            f.seek(last.header_offset + 30 + name + extra + last.compress_size - 4)
+            byte = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        self.assert_refused("damaged or not an index")
+
+    def test_another_models_index_is_refused(self):
+        self.ask("--index", self.index, embed=FingerprintedEmbed("b" * 64))
+        self.assert_refused("holds embeddings of model")
+
+    def test_a_file_that_is_no_index_is_refused(self):
+        for content in (b"hello\n", b"PK\x03\x04not a zip"):
+            with self.subTest(content=content):
+                with open(self.index, "wb") as f:
+                    f.write(content)
+                self.assert_refused("damaged or not an index")
+        np.savez(self.index, manifest=np.array(json.dumps({"format": "another program 1"})))
+        self.assert_refused("damaged or not an index")
+
+    def test_an_interrupted_run_keeps_what_it_embedded(self):
+        kept = KeptIndex(self.index, "fake", "a" * 64)
+        texts = self.passages()
+        with self.assertRaises(KeyboardInterrupt):
+            kept.rows(texts, FingerprintedEmbed(interrupt_at=3), 2)
+        self.assertEqual(len(read_index(self.index, "a" * 64, "fake")[0]), 4)  # two batches of two
+        self.assertEqual(sorted(os.listdir(self.tmp.name)), ["kb.jsonl", "kb.npz"])  # no temporary file left
+        embed = FingerprintedEmbed()
+        rows = KeptIndex(self.index, "fake", "a" * 64).rows(texts, embed, 2)
+        self.assertEqual(len(embed.embedded()), len(texts) - 4)
+        np.testing.assert_array_equal(rows, embedded_rows(fake_embed, texts, 2))
+
+    def test_a_killed_run_leaves_the_last_whole_file(self):
+        """Killed (SIGKILL) while writing its second save: the first save is what a later run reads."""
+        script = textwrap.dedent(f"""
+            import os, signal, sys, unittest.mock
+            sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+            import rag_conflict_demo as r
+            kept = r.KeptIndex({self.index!r}, "fake", "a" * 64, checkpoint=0)
+            def savez(f, **arrays):  # half a file, then the kill
+                f.write(b"PK\\x03\\x04" + b"x" * 1000)
+                f.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
+            saves = []
+            real = r.write_index
+            def write(*a):
+                saves.append(1)
+                if len(saves) == 2:
+                    with unittest.mock.patch.object(r.np, "savez", savez):
+                        return real(*a)
+                return real(*a)
+            with unittest.mock.patch.object(r, "write_index", write):
+                kept.rows({self.passages()!r}, r.fake_embed, 2)
+            """)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=NESTED_TIMEOUT)
+        self.assertEqual(done.returncode, -signal.SIGKILL, done.stderr)
+        self.assertEqual(len(read_index(self.index, "a" * 64, "fake")[0]), 2)
+        self.assertEqual(self.ask("--index", self.index)[1], self.ask("--no-index")[1])
+
+    def test_a_full_disk_keeps_the_old_file_and_the_answers(self):
+        self.write_kb(KB_DOCS)
+        self.ask("--index", self.index)
+        self.write_kb(KB_DOCS + [LONG_KB_DOC])
+        with open(self.index, "rb") as f:
+            before = f.read()
+
+        def full(f, **arrays):
+            f.write(b"PK")
+            raise OSError(28, "No space left on device")
+        with unittest.mock.patch.object(np, "savez", full):
+            code, out, err, _ = self.ask("--index", self.index)
+        self.assertEqual((code, out), (0, self.ask("--no-index")[1]))
+        self.assertEqual(err.count("cannot be written (No space left on device)"), 1, err)
+        with open(self.index, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(sorted(os.listdir(self.tmp.name)), ["kb.jsonl", "kb.npz"])
+
+    def test_a_read_only_location_is_read_and_said_once(self):
+        self.ask("--index", self.index)
+        denied = OSError(13, "Permission denied")
+        with unittest.mock.patch.object(tempfile, "mkstemp", side_effect=denied):
+            code, out, err, embed = self.ask("--index", self.index)  # everything kept: nothing to write
+            self.assertEqual((code, "cannot be written" in err), (0, False))
+            self.write_kb(KB_DOCS + [LONG_KB_DOC, {"source_id": "new", "content": "A new memo."}])
+            code, out, err, embed = self.ask("--index", self.index)
+        self.assertEqual((code, out), (0, self.ask("--no-index")[1]))
+        self.assertEqual(err.count("cannot be written (Permission denied)"), 1, err)
+
+    def test_two_runs_at_once_leave_one_whole_file(self):
+        texts = self.passages()
+        first, second = (KeptIndex(self.index, "fake", "a" * 64, checkpoint=0) for _ in range(2))
+        first.rows(texts[:3], FingerprintedEmbed(), 1)
+        second.rows(texts, FingerprintedEmbed(), 2)
+        first.rows(texts[:3] + ["one more"], FingerprintedEmbed(), 1)  # saves the rows it read and made
+        keys, vectors = read_index(self.index, "a" * 64, "fake")
+        self.assertEqual(keys, [passage_key(t) for t in texts[:3] + ["one more"]])
+        np.testing.assert_array_equal(vectors, embedded_rows(fake_embed, texts[:3] + ["one more"], 1))
+
+    def test_index_flags_refused_where_they_do_nothing(self):
+        cases = ((["--kb", self.kb, "--scan", "--no-index", "--index", self.index], "--no-index keeps nothing: "
+                  "drop --index"),
+                 (["--index", self.index], "--index: an index is kept only for a knowledge base given with --kb"),
+                 (["--eval", "--rebuild-index"], "--eval does not use --rebuild-index"),
+                 (["--kb", self.kb, "--index", self.kb], "is the same file as --kb"),
+                 (["--kb", self.kb, "--index", self.tmp.name], "is a directory"),
+                 (["--kb", self.kb, "--index", os.path.join(self.tmp.name, "no", "kb.npz")], "does not exist"))
+        for argv, message in cases:
+            with self.subTest(argv=argv):
+                code, out, err = run_main(argv)
+                self.assertEqual((code, out), (2, ""))
+                self.assertIn(message, err)
+
+    def test_a_model_fingerprint_follows_its_files(self):
+        model = os.path.join(self.tmp.name, "model")
+        os.makedirs(os.path.join(model, "1_Pooling"))
+        files = {"modules.json": json.dumps([{"path": ""}, {"path": "1_Pooling"}]), "config.json": "{}",
+                 "model.safetensors": "weights", "1_Pooling/config.json": "{}", "README.md": "about"}
+        for name, text in files.items():
+            with open(os.path.join(model, name), "w") as f:
+                f.write(text)
+        first = model_fingerprint(model)
+        with open(os.path.join(model, "README.md"), "a") as f:
+            f.write("more")
+        file_sha256.cache_clear()
+        self.assertEqual(model_fingerprint(model), first)
+        with open(os.path.join(model, "1_Pooling", "config.json"), "w") as f:
+            f.write('{"pooling_mode_cls_token": true}')
+        file_sha256.cache_clear()
+        self.assertNotEqual(model_fingerprint(model), first)
+        self.assertIsNone(model_fingerprint(os.path.join(model, "missing")))
+
+
 class KnowledgeBaseInTmp(unittest.TestCase):
     """A knowledge base of three questions with one conflict each, and a log path beside it, in a temp dir."""
 
@@ -11744,7 +12399,7 @@ class TestNothingLost(KnowledgeBaseInTmp):
         self.assertEqual([line.split(" (")[0] for line in err.splitlines() if line.startswith("questions: ")],
                          ["questions: 1/3", "questions: 2/3", "questions: 3/3"])
         self.assertEqual([line.split(" (")[0] for line in bench.getvalue().splitlines()],
-                         ["bench: 1/4", "bench: 2/4", "bench: 3/4", "bench: 4/4"])
+                         ["bench: 1/5", "bench: 2/5", "bench: 3/5", "bench: 4/5", "bench: 5/5"])
         _, _, quiet = run_main(["--kb", self.kb, "--json", "--quiet"])
         self.assertEqual(quiet, "")
 
@@ -12375,7 +13030,10 @@ class TestScanAndBench(unittest.TestCase):
                       bench_long_sizes=(200, 2000))
         detector = QuestionAwareDetector(cfg, fake_embed)
         result = run_bench(cfg, {}, fake_embed, detector, fake_read, ReadAlone(fake_read), None)
-        self.assertEqual(set(result), {"detection", "stages", "peak_rss_mb", "scan", "long_input"})
+        self.assertEqual(set(result), {"detection", "stages", "peak_rss_mb", "scan", "long_input", "indexing"})
+        self.assertEqual((result["indexing"]["texts"], result["indexing"]["ratio"]), (cfg.bench_index_texts, None))
+        self.assertGreater(result["indexing"]["index_per_s"], 0)
+        self.assertIn("into a kept index", render_bench(result, cfg))
         self.assertEqual([r["chars"] for r in result["long_input"]], [200, 2000])
         for r in result["long_input"]:
             self.assertAlmostEqual(r["seconds"], r["embedding_seconds"] + r["other_seconds"], delta=0.002)
