@@ -5316,11 +5316,11 @@ def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG, conflic
     texts = {r.doc.source_id: r.doc.content for r in retrieved}
 
     def settle(c):
-        for step in (lambda c: settle_by_support(c, readings, texts, cfg, conflicts),
-                     lambda c: settle_by_evidence(c, conflicts, texts, cfg),
-                     lambda c: answer_stands(question, c, readings, conflicts, texts, cfg)):
-            if c.kind == "disputed":
-                c = step(c)
+        c = settle_by_support(c, readings, texts, cfg, conflicts)
+        if c.kind == "disputed":
+            c = settle_by_evidence(c, conflicts, texts, cfg)
+        if c.kind == "disputed":
+            c = answer_stands(question, c, readings, conflicts, texts, cfg)
         return c
 
     clusters = tuple(settle(c) if c.kind == "disputed" else c for c in resolution.clusters)
