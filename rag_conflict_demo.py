@@ -5243,10 +5243,11 @@ def answering(question, docs, read_alone):
 def support(readings, texts=None, cfg=DEFAULT_CONFIG):
     """[(answer, [source_id, ...])]: the distinct answers of the readings, each with the answering documents that
     give it, most supported first; ties keep rank order. An answer is said in its fullest form ("9 February 1936"
-    over "1936"). texts ({source_id: content}), when given, let an answering document also support every other
-    answer its text states word for word (holds), in the answer's shortest form unless that states a value ("6" is
-    in many texts) or another answer holds it ("Haydn", said of Michael, is in every text on Joseph Haydn): a reader
-    that picked another sentence of a document does not take that document's word away from the answer it states.
+    over "1936"). texts ({source_id: content} of the subject's documents), when given, let a document, answering or
+    not, also support every answer its text states word for word (holds), in the answer's shortest form unless that
+    states a value ("6" is in many texts) or another answer holds it ("Haydn", said of Michael, is in every text on
+    Joseph Haydn): a reader that picked another sentence of a document, or found none that answers, does not take
+    that document's word away from the answer it states.
 
     >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
     [('18,000 seats', ['a', 'c']), ('81,000', ['b'])]
@@ -5266,7 +5267,7 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
         text, sids, core = group
         shared = any(holds(other[0], core) for other in groups if other is not group)
         said = text if extract_values(core) or shared else core
-        sids += [sid for sid in readings if sid not in sids and holds(texts[sid], said)]
+        sids += [sid for sid in texts if sid not in sids and holds(texts[sid], said)]
     # subtle: sorted is stable, so equal support keeps rank order
     return [(text, sids) for text, sids, _ in sorted(groups, key=lambda g: -len(g[1]))]
 
@@ -6276,14 +6277,15 @@ def answer_claims(answer):
     return [c.strip(" .") for c in CLAUSE_RE.split(answer or "") if c.strip(" .")]
 
 
-def judge_claim(question, claim, doc, cfg, nli=None):
+def judge_claim(question, claim, doc, cfg, nli=None, contradictable=True):
     """'CONTRADICT' when the document disagrees with the claim on the question (the detector's values, polarity,
-    names, slots; NLI when on), else 'SUPPORT' when it says the claim in whole or in part, else 'IRRELEVANT'.
+    names, slots; NLI when on) and is contradictable, else 'SUPPORT' when it says the claim in whole or in part, else
+    'IRRELEVANT'.
 
     claim "$4.2M" vs "Revenue was restated to $6.8M." -> 'CONTRADICT'
     """
     sentences = split_sentences(doc.content) or [doc.content]
-    if compare_answers(question, [claim], sentences, cfg) or (nli and nli.judge([claim], sentences)):
+    if contradictable and (compare_answers(question, [claim], sentences, cfg) or (nli and nli.judge([claim], sentences))):
         return "CONTRADICT"
     values = _cached_values(claim)  # values_stated reads the same, cached
     if values and values_stated(claim, sentences, cfg):
@@ -6309,11 +6311,17 @@ def score_judgements(claims):
     return len(conflicted) / len(claims), cs_r
 
 
-def conflict_score(question, answer, docs, cfg, nli=None):
-    """ConflictScore of an answer against the documents the reader saw."""
+def conflict_score(question, answer, docs, cfg, nli=None, report=None, cited=()):
+    """ConflictScore of an answer against the documents the reader saw. Given the detector's report and the
+    documents the answer was read from (cited), a document may contradict the answer only when the report has it in
+    conflict with one of those: the score and the reported conflicts never disagree (a page's menus the detector
+    never compared, a namesake it set apart, a sentence about something else than was asked do not count)."""
+    rivals = None if report is None else {x.source_id for c in report.conflicts for x, y in ((c.a, c.b), (c.b, c.a))
+                                          if y.source_id in cited}
     judged = []
     for claim in answer_claims(answer):
-        verdicts = {d.source_id: judge_claim(question, claim, d, cfg, nli) for d in docs}
+        verdicts = {d.source_id: judge_claim(question, claim, d, cfg, nli, rivals is None or d.source_id in rivals)
+                    for d in docs}
         judged.append(ClaimJudgement(claim, tuple(k for k, v in verdicts.items() if v == "SUPPORT"),
                                      tuple(k for k, v in verdicts.items() if v == "CONTRADICT")))
     return ConflictScore(*score_judgements(judged), tuple(judged))
@@ -6423,7 +6431,7 @@ def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, t
     with timed(timings, "reading"):
         answer, cited = (subject_answer(query, context, read, read_alone) if clusters and read_alone is not None
                          else read_all(query, context, read))
-    score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli)
+    score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli, report, cited)
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
                        label="RESOLVED" if any(c.discarded for c in clusters) else "ANSWERED", score=score,
                        answers=(Reply(answer.text, answer.confidence, cited),) if answer.text else (), **common)
@@ -10493,6 +10501,16 @@ class TestSupport(unittest.TestCase):
         self.assertEqual(support(readings, texts)[0], ("Blitzen Trapper", ["a", "b"]))
         self.assertEqual(support(readings)[0], ("Blitzen Trapper", ["a"]))  # without the texts: readings only
 
+    def test_a_document_that_answers_nothing_still_supports_what_its_text_states(self):
+        a, b, c = (doc(s, f"The arena seats {n} people.") for s, n in (("a", "18,000"), ("b", "81,000"), ("c", "18,000")))
+        texts = {d.source_id: d.content for d in (a, b, c)}
+        readings = readings_of(a="18,000", b="81,000")  # c's reader found no sentence that answers
+        self.assertEqual(support(readings, texts), [("18,000", ["a", "c"]), ("81,000", ["b"])])
+        settled = settle_by_support(self.disputed(a, b), readings, texts)
+        self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
+        self.assertEqual(settle_by_support(self.disputed(a, b), readings, {"a": a.content, "b": b.content}).kind,
+                      "disputed")  # one against one never settles
+
     def test_the_sides_are_the_members_own_answers(self):
         # b's text names c's answer in passing, so c and b "support" 1993-94, which no member of the dispute gives:
         # that is no side, and one against one stays disputed rather than kept by rank
@@ -11217,6 +11235,19 @@ class TestConflictScore(unittest.TestCase):
         self.assertEqual(score_judgements([self.judged(1, 1), self.judged(1, 3)]), (1.0, (0.5 + 0.75) / 2))
         self.assertEqual(score_judgements([self.judged(3, 0), self.judged(0, 2)]), (0.0, 0.0))  # none has both
         self.assertEqual(score_judgements([]), (0.0, 0.0))
+
+    def test_a_document_contradicts_only_where_the_detector_found_a_conflict_with_the_answers_source(self):
+        q = "When was the bridge opened?"
+        source = doc("a", "The bridge was opened on 2 July 1929.")
+        menu = doc("m", "This page was last edited on 23 November 2024.")  # never compared: below the gates
+        restated = doc("b", "The bridge was opened on 5 May 1931.")
+        unscoped = conflict_score(q, "2 July 1929", [source, menu], DEFAULT_CONFIG)
+        self.assertEqual(unscoped.claims[0].contradict, ("m",))  # the claim test alone sees another date
+        nothing = conflict_score(q, "2 July 1929", [source, menu], DEFAULT_CONFIG, None, ConflictReport(), ("a",))
+        self.assertEqual((nothing.cs_c, nothing.claims[0].contradict), (0.0, ()))
+        report = ConflictReport((conflict(source, restated), conflict(menu, restated)), 2)
+        scored = conflict_score(q, "2 July 1929", [source, menu, restated], DEFAULT_CONFIG, None, report, ("a",))
+        self.assertEqual((scored.cs_c, scored.claims[0].contradict), (1.0, ("b",)))  # not the menu: no conflict with a
 
     def test_claims_split_on_clauses(self):
         self.assertEqual(answer_claims("$6.8M"), ["$6.8M"])
