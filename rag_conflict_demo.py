@@ -86,6 +86,7 @@ import math
 import numbers
 import os
 import re
+import socket
 import signal
 import stat
 import struct
@@ -4579,10 +4580,13 @@ def read_archive(f, path, fingerprint, model):
 
 def write_index(path, manifest, keys, vectors):
     """The kept index written whole: to a temporary file in path's directory, synced, then renamed over path, so
-    path is at every moment the old file or the new one. The temporary file goes whatever fails."""
+    path is at every moment the old file or the new one. The temporary file goes whatever fails, and one a killed
+    run left is removed by the next write (remove_orphans)."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".part", dir=directory)
+    remove_orphans(path)
+    fd, temporary = tempfile.mkstemp(prefix=f"{os.path.basename(path)}.{writer_tag()}-{os.getpid()}.", suffix=".part",
+                                     dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, manifest=np.array(json.dumps(manifest)), keys=keys, vectors=vectors)
@@ -4594,6 +4598,36 @@ def write_index(path, manifest, keys, vectors):
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def writer_tag():
+    """This machine in a temporary file's name: a process id means something only on the machine that runs it."""
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def remove_orphans(path):
+    """Remove the temporary files of path that runs of this machine left when killed (SIGKILL, a power cut): named
+    by write_index after a process that no longer exists. Another machine's, a live writer's and any other file
+    stay."""
+    directory, base = os.path.split(os.path.abspath(path))
+    pattern = re.compile(re.escape(f"{base}.{writer_tag()}-") + r"(\d+)\.[^/]*\.part")
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            m = pattern.fullmatch(name)
+            if m and not process_alive(int(m[1])):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(directory, name))
+
+
+def process_alive(pid):
+    """Whether a process of this id runs here (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):
+        return True  # not ours to signal, or not a pid this system has: leave its file alone
+    return True
 
 
 def default_index_path(kb, fingerprint):
@@ -12478,7 +12512,17 @@ class TestKeptIndex(unittest.TestCase):
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=NESTED_TIMEOUT)
         self.assertEqual(done.returncode, -signal.SIGKILL, done.stderr)
         self.assertEqual(len(read_index(self.index, "a" * 64, "fake")[0]), 2)
+        folder = os.path.dirname(self.index)
+        left = [n for n in os.listdir(folder) if n.endswith(".part")]
+        self.assertEqual(len(left), 1)  # the killed run's half file, until the next write
         self.assertEqual(self.ask("--index", self.index)[1], self.ask("--no-index")[1])
+        live = f"{os.path.basename(self.index)}.{writer_tag()}-{os.getpid()}.x.part"  # a writer still at work
+        other = os.path.basename(self.index) + ".notes.part"  # not a name write_index gives
+        for name in (live, other):
+            with open(os.path.join(folder, name), "w"):
+                pass
+        self.ask("--index", self.index, "--rebuild-index")  # a run that writes the index
+        self.assertEqual(sorted(n for n in os.listdir(folder) if n.endswith(".part")), sorted([live, other]))
 
     def test_a_full_disk_keeps_the_old_file_and_the_answers(self):
         self.write_kb(KB_DOCS)
