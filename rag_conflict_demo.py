@@ -76,6 +76,7 @@ import dataclasses
 import datetime as dt
 import difflib
 import functools
+import gc
 import hashlib
 import importlib.util
 import io
@@ -100,7 +101,7 @@ import unicodedata
 import unittest
 import zipfile
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 
 class Terminated(KeyboardInterrupt):
@@ -427,6 +428,7 @@ class UsageError(Exception):
     """Bad input from the user: one line on stderr, exit code 2."""
 
 
+ISO_DATE_START_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 VERSION_RE = re.compile(r"v?\d{1,30}(?:\.\d{1,30}){0,29}")  # bounded (build numbers fit), not a number of any size
 
 
@@ -436,23 +438,64 @@ def load_kb(path):
     Every problem is a UsageError naming the file and, where it applies, the line/column, document or field.
     """
     path = os.fspath(path)  # a pathlib.Path too
-    records, questions = read_kb_records(path)
+    with gc_paused():  # a large file makes millions of objects, none of them garbage: collecting finds nothing
+        return documents_of(path, *read_kb_records(path))
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """The cyclic garbage collector off for a block that only builds objects, back as it was after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def documents_of(path, records, questions):
+    """load_kb's (documents, questions) of the records read_kb_records found in the file at path."""
     if not records:
         raise UsageError(f"{path}: no documents")
     docs, seen = [], {}
-    for n, (where, record) in enumerate(records, 1):
-        d = parse_document(record, f"{path}: document {n}{where}")
+    for n, (line, record) in enumerate(records, 1):
+        where = Place(path, n, line)
+        d = parse_document(record, where)
         if d.source_id in seen:
-            raise UsageError(f"{path}: document {n}{where}: duplicate source_id '{d.source_id}' "
-                             f"(first used by document {seen[d.source_id]})")
+            raise UsageError(f"{where}: duplicate source_id '{d.source_id}' (first used by document "
+                             f"{seen[d.source_id]})")
         seen[d.source_id] = n
         docs.append(d)
     return tuple(docs), [check_question(q, f"{path}: question {i}") for i, q in enumerate(questions, 1)]
 
 
+class Place(NamedTuple):
+    """Where a knowledge base's document is, spelled out only when a message needs it (a large file has 100,000):
+    "kb.jsonl: document 3 (line 4)"; line is None in a JSON file."""
+
+    path: str
+    n: int
+    line: int | None
+
+    def __str__(self):
+        return f"{self.path}: document {self.n}" + (f" (line {self.line})" if self.line is not None else "")
+
+
+class Named(NamedTuple):
+    """A document's place and its source_id, spelled out only when a message needs it: "kb.json: document 3 ('a')"."""
+
+    where: object  # a Place or a string
+    sid: str
+
+    def __str__(self):
+        return f"{self.where} ('{self.sid}')"
+
+
+
 def read_kb_records(path):
-    """[(where, record)], questions: where is ' (line N)' for JSON Lines, '' for JSON (an object with "documents",
-    or a list of the documents themselves, whatever the file's extension)."""
+    """[(line, record)], questions: line is the record's line number in JSON Lines, None in JSON (an object with
+    "documents", or a list of the documents themselves, whatever the file's extension)."""
     text = read_text(path)
     if not text.strip():
         raise UsageError(f"{path}: the file is empty; expected JSON {{\"documents\": [...]}}, a JSON list of "
@@ -465,7 +508,7 @@ def read_kb_records(path):
                 raise UsageError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}")
         else:
             if isinstance(top, list):
-                return [("", r) for r in top], []
+                return [(None, r) for r in top], []
             if not isinstance(top, dict) or not isinstance(top.get("documents"), list):
                 raise UsageError(f"{path}: top level must be an object {{\"documents\": [...], \"questions\": "
                                  f"[...]}} or a list of documents, got {json_type(top)}" + (
@@ -473,8 +516,8 @@ def read_kb_records(path):
             questions = top.get("questions", [])
             if not isinstance(questions, list):
                 raise UsageError(f"{path}: 'questions' must be a list of strings, got {json_type(questions)}")
-            return [("", r) for r in top["documents"]], questions
-    return [(f" (line {lineno})", record) for lineno, record in read_json_lines(text, path)], []
+            return [(None, r) for r in top["documents"]], questions
+    return read_json_lines(text, path), []
 
 
 def json_lines(text):
@@ -484,7 +527,7 @@ def json_lines(text):
     >>> json_lines('{"t": "a\u2028b"}\r\n{"t": 1}')
     ['{"t": "a\u2028b"}', '{"t": 1}']
     """
-    return JSON_LINE_END_RE.split(text)
+    return JSON_LINE_END_RE.split(text) if "\r" in text else text.split("\n")
 
 
 JSON_LINE_END_RE = re.compile(r"\r\n|\r|\n")
@@ -588,14 +631,14 @@ def parse_document(record, where, content="content", named=True):
             problem = ("missing" if value is None else json_type(value) if not isinstance(value, str) else
                        "empty" if not value.strip() else "only invisible characters")
             raise UsageError(f"{where}: field '{name}' is {problem}; it must be a non-empty string")
-    sid = check_text(record["source_id"], f"{where}: field 'source_id'")
-    at = f"{where} ('{sid}')" if named else where
-    text = without_format_characters(check_text(record[content], f"{at}: field '{content}'"))
+    sid = check_text(record["source_id"], where, "source_id")
+    at = Named(where, sid) if named else where
+    text = without_format_characters(check_text(record[content], at, content))
     title = record.get("title")
     if title is not None and not isinstance(title, str):
         raise UsageError(f"{at}: field 'title' must be a string, got {json_type(title)}")
     if title is not None:
-        check_text(title, f"{at}: field 'title'")
+        check_text(title, at, "title")
     date = record.get("date")
     if date is not None and not valid_iso_date(date):
         raise UsageError(f"{at}: field 'date' {json.dumps(date)} {iso_date_problem(date)}")
@@ -625,7 +668,12 @@ def version_problem(value):
 
 def valid_iso_date(value):
     """True for ISO-8601 dates and datetimes: "2024-04-03", "2024-04-03T09:30:00Z"; False for "03/04/2024"."""
-    if not isinstance(value, str) or not re.match(r"\d{4}-\d{2}-\d{2}", value):
+    return isinstance(value, str) and _valid_iso_text(value)
+
+
+@functools.lru_cache(maxsize=4096)  # a large knowledge base repeats its dates
+def _valid_iso_text(value):
+    if not ISO_DATE_START_RE.match(value):
         return False
     try:
         parse_iso(value)
@@ -636,7 +684,7 @@ def valid_iso_date(value):
 
 def iso_date_problem(value):
     """Why valid_iso_date refuses a value, in words: not ISO-8601 at all, or ISO-8601 past the calendar in UTC."""
-    if isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}", value):
+    if isinstance(value, str) and ISO_DATE_START_RE.match(value):
         try:
             parse_iso(value)
         except OverflowError:
@@ -666,7 +714,12 @@ def visible(text):
     >>> visible("\u200b \u2060\ufeff"), visible("\u200bwhy?")
     (False, True)
     """
+    if text.isascii():  # the common case, in one C call: what is left once whitespace and controls are stripped
+        return bool(text.strip(_ASCII_UNSEEN))
     return any(not c.isspace() and unicodedata.category(c) not in ("Cf", "Cc") for c in text)
+
+
+_ASCII_UNSEEN = "".join(map(chr, range(33))) + "\x7f"  # ASCII whitespace and control characters (Cc)
 
 
 class _FormatCharacters(dict):
@@ -693,16 +746,18 @@ def without_format_characters(text):
 SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
-def check_text(text, where):
-    """text, when every code point in it is a character; else a UsageError saying which and where. A lone surrogate
-    comes from a JSON escape ("\\ud800") or, as U+DC80-U+DCFF, from a byte that is not UTF-8 in a command-line
-    argument (Python's surrogateescape); the tokenizer and the terminal would both fail on it.
+def check_text(text, where, field=None):
+    """text, when every code point in it is a character; else a UsageError saying which and where (where, and the
+    field of a record when given). A lone surrogate comes from a JSON escape ("\\ud800") or, as U+DC80-U+DCFF,
+    from a byte that is not UTF-8 in a command-line argument (Python's surrogateescape); the tokenizer and the
+    terminal would both fail on it.
 
     >>> check_text("ok", "--question 1")
     'ok'
     """
-    m = SURROGATE_RE.search(text)
+    m = None if text.isascii() else SURROGATE_RE.search(text)
     if m:
+        where = f"{where}: field '{field}'" if field else str(where)
         code = ord(m[0])
         argument = where.startswith("--") and code >= 0xdc80
         if argument and locale_misread(text):
@@ -4326,7 +4381,8 @@ def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=Non
     starts = np.cumsum([0] + [len(p) for p in parts])
     texts = [x for p in parts for x in p]
     if kept is not None:
-        return Index(docs, normalise(kept.rows(texts, embed, batch_size, progress)), starts, tuple(texts))
+        return Index(docs, normalise(kept.rows(texts, embed, batch_size, progress), in_place=True), starts,
+                     tuple(texts))
     return Index(docs, embed_in_batches(embed, texts, batch_size, progress), starts, tuple(texts))
 
 
@@ -4400,7 +4456,7 @@ def embed_in_batches(embed, texts, batch_size, progress=None):
 
     progress(done, total) is called after each batch (the CLI prints it once embedding takes a while).
     """
-    return normalise(embedded_rows(embed, texts, batch_size, progress))
+    return normalise(embedded_rows(embed, texts, batch_size, progress), in_place=True)
 
 
 def embedded_rows(embed, texts, batch_size, progress=None, on_batch=None):
@@ -4641,10 +4697,12 @@ def default_index_path(kb, fingerprint):
     return os.path.join(cache, "rag_conflict_demo", f"{os.path.basename(kb)}-{place}-{fingerprint[:12]}.npz")
 
 
-def normalise(vectors):
+def normalise(vectors, in_place=False):
+    """Rows scaled to unit length (float32); in_place: into vectors itself when it is float32 already (an array the
+    caller has just made: a knowledge base's rows, hundreds of MB, are not copied again)."""
     vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
+    norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return np.divide(vectors, norms, out=vectors) if in_place else vectors / norms
 
 
 SCORE_DECIMALS = 6  # scores equal to this many decimals are ties (float noise aside), and JSON shows this many
@@ -11664,6 +11722,20 @@ class TestOwnKnowledgeBase(unittest.TestCase):
         code, out, err = run_main(argv + ["--json"])
         self.assertEqual(code, 0, err)
         return [json.loads(line) for line in out.splitlines()]
+
+    def test_the_ascii_shortcuts_read_as_the_general_rules(self):
+        ascii_texts = [chr(c) for c in range(128)] + ["", " \t\x00", "\x7f\x1b ok", "  x  ", "\n\r\x0b\x0c"]
+        for text in ascii_texts:
+            general = any(not c.isspace() and unicodedata.category(c) not in ("Cf", "Cc") for c in text)
+            self.assertEqual(visible(text), general, repr(text))
+            self.assertEqual(check_text(text, "kb", "content"), text)
+        with self.assertRaisesRegex(UsageError, r"^kb.jsonl: document 3 \(line 4\) \('a'\): field 'title': \\udc80"):
+            parse_document({"source_id": "a", "content": "x", "title": "t\udc80"}, Place("kb.jsonl", 3, 4))
+        was = gc.isenabled()
+        with self.assertRaises(UsageError), gc_paused():
+            self.assertFalse(gc.isenabled())
+            raise UsageError("bad")
+        self.assertEqual(gc.isenabled(), was)
 
     def test_json_round_trip_field_by_field(self):
         path = self.json_kb(questions=["What was Initech's fiscal 2022 revenue?"])
