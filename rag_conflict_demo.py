@@ -55,9 +55,9 @@ Exit status: 0 success, 1 the experiment could not run (e.g. a model is missing,
 written), 2 bad usage, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); conflict records already logged are kept
 in every case.
 
-Reading the file: sections in the order data flows (configuration, knowledge base, text features, retrieval,
-detection, resolution, question answering, ConflictScore, the pipeline, scan, evaluation, benchmark, rendering,
-CLI, tests). Every threshold lives in Config, with its reason, or in a named constant beside its only user. To add
+Reading the file: the experiment first (its records, retrieval, detection, resolution, the pipeline, the
+walkthrough), then the libraries it calls, measurement, rendering, the CLI and the tests; the contents below name
+every section. Every threshold lives in Config, with its reason, or in a named constant beside its only user. To add
 a detection signal, see the comment that opens the text features: a *_finding function returning a Finding in its
 concept's block, a row in CHECKS (or in PAIR_STEPS, for a check on whole documents, a model or a veto), a test.
 
@@ -65,6 +65,32 @@ References: the article's pipeline (top-k retrieval, pairwise conflict heuristic
 cluster-aware recency resolution); Rajpurkar et al. 2018, SQuAD 2.0 (the null answer at [CLS]); Liu et al. 2025,
 "Open Domain Question Answering with Conflicting Contexts" (QACC: its train split with the built-in pairs is the
 calibration set; its dev split, RAMDocs (Wang et al. 2025) and WikiContradict (Hou et al. 2024) check it).
+
+Contents (the file's sections in order, each with its entry points):
+  Configuration              Config, DEFAULT_CONFIG
+  Records                    Document, Retrieved, Conflict, ConflictReport, Cluster, Resolution, Answer, RAGResponse
+  Retrieval                  retrieve
+  Detection                  make_detector, ConflictDetector.detect, QuestionAwareDetector.check_pair, PAIR_STEPS
+  Resolution                 resolve_by_kind, resolve_by_recency
+  The pipeline               retrieve_and_detect, run_query, answer_once, answer_per_subject
+  Support                    settle_disputes
+  The walkthrough            KNOWLEDGE_BASE, SCENARIOS, run_walkthrough
+  Knowledge base files       load_kb, parse_document
+  Text features              compare_answers, CHECKS, Finding; by concept: shared basics, values, polarity, names,
+                             slots and swaps, subject identity, subjects of one question (subject_groups), the
+                             registry, answer spans, the article's features
+  Retrieval's library        build_index, passages_of, KeptIndex
+  Resolution's library       opening_sentence, answers_agree
+  Question answering         SentenceReader, TransformersReader, SentenceEmbedder, NLIJudge, load_models
+  ConflictScore              conflict_score
+  Responses as text          result_json, describe, printable
+  Whole-corpus scan          scan_corpus
+  Evaluation                 evaluate, evaluate_answers, fit_reader
+  Labelled pairs for --eval  BUILTIN_PAIRS
+  Benchmark                  bench_detection, bench_scan, bench_long_input, bench_indexing
+  Rendering                  Painter, render_block, render_table, render_scan, render_eval
+  CLI                        main, run_experiment
+  Tests                      run_tests (--test)
 """
 
 import argparse
@@ -157,6 +183,7 @@ except KeyboardInterrupt as e:  # Ctrl-C while numpy loads (the import's first h
 
 log = logging.getLogger("rag_conflict_demo")
 log.addHandler(logging.NullHandler())  # imported as a library: its warnings go where the application logs
+
 
 # ------------------------------------------------------------------------------------------------------------------
 # Configuration
@@ -319,7 +346,7 @@ DEFAULT_CONFIG = Config()
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Knowledge base
+# Records: what a question passes from stage to stage (documents, retrievals, conflicts, resolutions, answers)
 
 
 @dataclass(frozen=True)
@@ -330,6 +357,919 @@ class Document:
     content: str
     version: str | None = None  # "2", "2.0.1": compared as tuples of integers
     extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)  # unknown fields, kept
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    doc: Document
+    score: float  # cosine similarity to the query of the document's best passage
+    row: int  # row of that passage in the index's embedding matrix (the document's row when it is one passage)
+    passages: int = 1  # how many passages the document was embedded as
+
+
+@dataclass
+class Index:
+    docs: tuple
+    vectors: np.ndarray  # (n_passages, dim), L2-normalised; a document's passages are consecutive rows
+    starts: np.ndarray  # (n_docs + 1,): document i's passages are rows starts[i]:starts[i + 1]
+    texts: tuple = ()  # (n_passages,): the passages' texts, read when a long document is retrieved (passage_view)
+
+    @property
+    def passages(self):
+        return len(self.vectors)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    a: Document
+    b: Document
+    kind: str  # which signal fired: a FINDING_KINDS key ('subjects' never: it vetoes the pair)
+    reason: str
+    topic_sim: float
+    evidence: tuple  # what disagrees: (values or tokens of a, values or tokens of b)
+
+
+@dataclass(frozen=True)
+class ConflictReport:
+    conflicts: tuple = ()
+    pairs_checked: int = 0  # pairs at or above the topic-similarity gate
+    subjects: tuple = ()  # SubjectGroups when the documents are about different subjects sharing a name, else ()
+
+    @property
+    def has_conflict(self):
+        return bool(self.conflicts)
+
+
+@dataclass(frozen=True)
+class SubjectGroup:
+    name: str  # the subject as its first document names it: a title, or the "Name (disambiguator)" its text opens with
+    members: tuple  # source_ids, in rank order
+
+
+@dataclass(frozen=True)
+class Cluster:
+    members: tuple  # Documents connected by conflicts, in rank order
+    kept: Document | None  # None when the cluster is disputed: nothing says which document is current
+    discarded: tuple
+    # 'superseded' (ordered), 'outnumbered' (settled by support), 'disputed', or 'aside' (the members disagree on
+    # something other than what was asked: nothing discarded, the answer stands); only the first two discard
+    kind: str = "superseded"
+    basis: str | None = "date"  # what settled it: 'date', 'version', 'cue', 'support'; 'rank' (recency tie); None
+    support: tuple = ()  # 'outnumbered': (answer or swapped span, source_ids that give it) per side, most first
+
+
+@dataclass(frozen=True)
+class Resolution:
+    kept: tuple  # Retrieved, in rank order: non-conflicting documents plus each cluster's winner
+    clusters: tuple
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    confidence: float  # p_start * p_end of the span, in [0, 1]
+    start: int = -1  # character offset of the span in the context, -1 when there is none
+    # the reading answers the question: a span of the asked-for type from a sentence at or above the relevance gate
+    # (the QA model: any span); False for the sentence reader's fallback, a whole sentence. A reading that does not
+    # fit gives no candidate answer and no support when documents are counted (resolution).
+    fits: bool = True
+
+
+@dataclass(frozen=True)
+class ConflictScore:
+    cs_c: float
+    cs_r: float
+    claims: tuple  # ClaimJudgement
+
+
+@dataclass(frozen=True)
+class RAGResponse:
+    query: str
+    phase: str  # 'naive' or 'resolved'
+    answer: str
+    confidence: float
+    sources: tuple  # Retrieved, everything retrieved, in rank order
+    context: tuple  # Retrieved, what the reader saw, in rank order
+    report: ConflictReport
+    clusters: tuple = ()
+    warning: str | None = None
+    cited: tuple = ()  # source_ids the answer was read from
+    # ANSWERED: nothing acted on; RESOLVED: every cluster superseded or outnumbered; UNCERTAIN: a dispute nothing
+    # settles; AMBIGUOUS: documents about different subjects sharing a name, answered subject by subject
+    label: str = "ANSWERED"
+    candidates: tuple = ()  # Candidate answers, one per document of a disputed cluster
+    score: ConflictScore = ConflictScore(0.0, 0.0, ())  # how conflicted the answer is among the context it was read from
+    reader: str = "qa"  # which reader answered: 'qa' (the QA model) or 'sentence' (the built-in reader)
+    answers: tuple = ()  # Replies: one for ANSWERED and RESOLVED, the candidates, or one per subject
+
+
+@dataclass(frozen=True)
+class Candidate:
+    doc: Document
+    answer: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One answer of a response: the answer (ANSWERED, RESOLVED), a candidate (UNCERTAIN) or one subject's answer
+    (AMBIGUOUS)."""
+
+    text: str
+    confidence: float
+    sources: tuple = ()  # source_ids it was read from
+    subject: str | None = None  # AMBIGUOUS: the subject as its documents name it
+    disputed: bool = False  # a candidate of a dispute nothing settles, not an answer
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Retrieval
+
+
+def normalise(vectors, in_place=False):
+    """Rows scaled to unit length (float32); in_place: into vectors itself when it is float32 already (an array the
+    caller has just made: a knowledge base's rows, hundreds of MB, are not copied again)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return np.divide(vectors, norms, out=vectors) if in_place else vectors / norms
+
+
+SCORE_DECIMALS = 6  # scores equal to this many decimals are ties (float noise aside), and JSON shows this many
+
+
+def retrieve(index, query_vector, k, read_passages=None):
+    """Top-k documents by the cosine of their best passage; ties broken by source_id so runs are deterministic. A
+    document of more than read_passages passages (None: no limit) is retrieved as its passage_view."""
+    scores = index.vectors @ normalise(np.atleast_2d(query_vector))[0]  # (n_passages,)
+    best = np.arange(len(index.docs))  # one passage per document: its own row
+    if index.passages > len(index.docs):
+        best = np.array([a + int(np.argmax(scores[a:b])) for a, b in zip(index.starts[:-1], index.starts[1:])])
+    order = top_candidates(scores[best], k)
+    order = sorted(order, key=lambda i: (-round(float(scores[best[i]]), SCORE_DECIMALS), index.docs[i].source_id))
+    return [Retrieved(passage_view(index, i, scores, read_passages), float(scores[best[i]]), int(best[i]),
+                      int(index.starts[i + 1] - index.starts[i])) for i in order[:k]]
+
+
+def top_candidates(scores, k):
+    """Indices of the scores that may rank in the top k once rounded to SCORE_DECIMALS (ties then go by
+    source_id): those within two units of the last decimal of the k-th largest, found without sorting them all.
+
+    >>> top_candidates(np.array([0.5, 0.9, 0.1, 0.8999999]), 1).tolist()
+    [1, 3]
+    """
+    if k >= len(scores):
+        return np.arange(len(scores))
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    return np.nonzero(scores >= kth - 2 * 10.0 ** -SCORE_DECIMALS)[0]
+
+
+def passage_view(index, i, scores, most):
+    r"""Document i, or, when it has more than most passages, the same document holding only the passages the
+    detector and the reader need: its opening one (what the document is about, whom it names) and its best-scoring
+    ones, each with the passage before and after it (a sentence that leans on the one before), most in all, in the
+    document's order and a paragraph apart. A question on a 5 MB document then costs what one on a short one does.
+
+    >>> index = Index((Document("d", "d", None, "a b c d e"),), np.eye(5), np.array([0, 5]), tuple("abcde"))
+    >>> passage_view(index, 0, np.array([0.1, 0.2, 0.1, 0.3, 0.9]), 3).content
+    'a\n\nd\n\ne'
+    """
+    first, end = int(index.starts[i]), int(index.starts[i + 1])
+    if most is None or end - first <= most or not index.texts:
+        return index.docs[i]
+    chosen = {first}
+    for j in sorted(range(first, end), key=lambda j: (-scores[j], j)):  # ties: the earlier passage
+        window = {x for x in (j - 1, j, j + 1) if first <= x < end} - chosen
+        if len(chosen) + len(window) > most:
+            break
+        chosen |= window
+    return replace(index.docs[i], content="\n\n".join(index.texts[j] for j in sorted(chosen)))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Detection
+
+
+def numeric_contradiction(fa, fb):
+    """The article's first signal: both sides state meaningful numbers and share none.
+
+    >>> a, b = (doc_features(Document(n, n, None, text)) for n, text in (("a", "$4.2M"), ("b", "$6.8M")))
+    >>> numeric_contradiction(a, b)
+    Finding(kind='numeric', reason='numerical contradiction', evidence=(('$4.2M',), ('$6.8M',)))
+    """
+    if fa.numbers and fb.numbers and not fa.numbers & fb.numbers:
+        return Finding("numeric", "numerical contradiction", (tuple(sorted(fa.numbers)), tuple(sorted(fb.numbers))))
+    return None
+
+
+def signal_asymmetry(fa, fb):
+    """The article's second signal: a negation or direction word on one side only ({'increased'} vs {} fires)."""
+    only_a, only_b = fa.signals - fb.signals, fb.signals - fa.signals
+    if only_a or only_b:
+        return Finding("signal", "contradiction-signal asymmetry", (tuple(sorted(only_a)), tuple(sorted(only_b))))
+    return None
+
+
+def ordered_pair(docs, i, j):
+    """(i, j) with the smaller source_id first: a pair reads the same in every query, log and scan."""
+    return (i, j) if docs[i].source_id <= docs[j].source_id else (j, i)
+
+
+def make_conflict(a, b, finding, topic_sim):
+    """The one place a signal's Finding on documents a and b becomes a Conflict (each evidence side a tuple)."""
+    evidence = tuple((side,) if isinstance(side, str) else tuple(side) for side in finding.evidence)
+    return Conflict(a, b, finding.kind, finding.reason, topic_sim, evidence)
+
+
+class ConflictDetector:
+    """The article's detector, and the detect loop every detector shares: a gate (a hook: a boolean k x k matrix)
+    drops pairs before any text work, check_pair runs the signals on each pair left, and the first Finding becomes
+    a Conflict. Embeddings are reused, never re-encoded per pair. New question-aware signals go into the text
+    features' registry (CHECKS), or, when they judge a pair otherwise (a veto, whole documents, a model), into
+    PAIR_STEPS; not here.
+    """
+
+    def __init__(self, topic_gate, signals=(numeric_contradiction, signal_asymmetry)):
+        self.topic_gate = topic_gate  # document-to-document cosine, the article's 0.68
+        self.signals = signals  # (features_a, features_b) -> Finding | None, tried in order
+
+    def detect(self, docs, vectors, question="", question_vector=None):
+        """docs: k Documents; vectors: (k, dim) embeddings of those documents, same order; the question (and its
+        embedding) for the question-aware detector, which the article's signals ignore."""
+        if not len(docs):
+            return ConflictReport()
+        shape = np.shape(vectors)
+        if len(shape) != 2 or shape[0] != len(docs):  # a row short would pair a document with another's vector
+            raise ValueError(f"detect: vectors must be (k, dim) with one row per document, got shape {shape} for "
+                             f"{len(docs)} documents")
+        vectors = normalise(vectors)
+        sims = vectors @ vectors.T  # (k, k): every pair's topic similarity in one product
+        views = self.features(docs, question, question_vector)
+        candidates = np.triu(self.gate(sims, views), k=1)  # gated as a matrix, before any text work
+        conflicts = []
+        for i, j in zip(*np.nonzero(candidates)):
+            i, j = ordered_pair(docs, i, j)
+            finding = self.check_pair(views[i], views[j], question)
+            if finding:
+                conflicts.append(make_conflict(docs[i], docs[j], finding, float(sims[i, j])))
+        return ConflictReport(tuple(conflicts), int(candidates.sum()), self.subjects(docs, sims, views, question))
+
+    def subjects(self, docs, sims, views, question):
+        """SubjectGroups of the documents (subject_groups); the article's detector tells no subjects apart."""
+        return ()
+
+    def gate(self, sims, views):
+        """The article's topic gate: pairs whose documents' cosine is at least topic_gate."""
+        return sims >= self.topic_gate
+
+    def prime(self, docs, progress=None):
+        """Prepare per-document state ahead of detect (the article's signals need none)."""
+
+    def features(self, docs, question, question_vector):
+        """Per-document features, computed once per document and shared by all its pairs."""
+        return [doc_features(d) for d in docs]
+
+    def check_pair(self, fa, fb, question=""):
+        """The first signal's Finding on a pair's features; None when every signal is quiet."""
+        return next(filter(None, (signal(fa, fb) for signal in self.signals)), None)
+
+
+@dataclass(frozen=True)
+class AnswerView:
+    """What one document says in answer to the question."""
+
+    sentences: tuple  # answer-bearing sentences, in document order
+    relevance: float  # cosine between the question and the document's most relevant sentence
+    answer: object = None  # the reader's Answer on this document alone (detector 'full'), else None
+    doc: Document | None = None  # the document itself: its title and first sentence say which subject it is about
+
+
+def reader_disagreement(x, y, cfg):
+    """A Finding when the reader, run on each document alone, gives two confident answers that don't agree.
+
+    "$4.2M" vs "$6.8 million" -> a finding; "Maria Lopez" vs "Lopez" -> None (one holds the other)
+    """
+    if min(x.confidence, y.confidence) < cfg.reader_min_confidence or not x.text or not y.text:
+        return None
+    if extract_values(x.text) and extract_values(y.text):  # amounts: compare them normalised, not as words
+        values = value_finding([x.text], [y.text], cfg=cfg)
+        return values and Finding("reader", f"the reader answers differently: {values.reason}", values.evidence)
+    a, b = (set(tokens(t)) - STOPWORDS for t in (x.text, y.text))
+    if not a or not b or a <= b or b <= a or a & b:
+        return None  # one answer holds the other ("Lopez" in "Maria Lopez"), or they share a content word
+    return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
+
+
+# --- The pair pipeline: the one place that says what runs on a gated pair of AnswerViews, and in which order
+
+
+def _subjects_veto(det, fa, fb, question):
+    """Documents that identify different subjects sharing a name ("John Sparke (died 1566)" / "(died 1680)"); in a
+    corpus scan, where no question names the subject, also texts that name subjects and never the same one
+    ("Ormoor reported $620M" / "Ortrimi reported $810M", _different_subjects)."""
+    found = different_subjects_finding(fa.doc, fb.doc, question_words(question), det.cfg)
+    if found or question.strip():
+        return found
+    sides = [_clean_side(tuple(view.sentences)) for view in (fa, fb)]
+    if not _different_subjects(*sides):
+        return None
+    names = [" ".join(sorted(_side_subjects(side, False) | _side_subjects(side))) for side in sides]
+    return Finding("subjects", f"statements about different subjects: {names[0]} vs {names[1]}", tuple(names))
+
+
+def _period_veto(det, fa, fb, question):
+    """One side speaks of another period than the one asked about (H1 2022 asked, H2 2022 said)."""
+    return answers_another_period(question, list(fa.sentences), list(fb.sentences))
+
+
+def _answer_signals(det, fa, fb, question):
+    """The text signals on the answer-bearing sentences: compare_answers, CHECKS for the question's type."""
+    return compare_answers(question, list(fa.sentences), list(fb.sentences), det.cfg)
+
+
+def _edited_copy(det, fa, fb, question):
+    """Two copies of one text, one span edited, wherever it stands (outside the answer sentences too)."""
+    return edited_copy_finding(fa.doc, fb.doc, det.cfg, question_words(question) if question.strip() else None)
+
+
+def _reader_answers(det, fa, fb, question):
+    """Detector 'full': the reader's answers on each document alone disagree."""
+    return reader_disagreement(fa.answer, fb.answer, det.cfg) if fa.answer and fb.answer else None
+
+
+def _nli(det, fa, fb, question):
+    """--nli: an NLI model reads a contradiction between the answer-bearing sentences."""
+    return det.nli.judge(fa.sentences, fb.sentences) if det.nli else None
+
+
+# (name, role, step(detector, view_a, view_b, question)), run in order until one holds: a "veto" that holds ends the
+# pair with no conflict (the documents are not compared); a "check" that returns a Finding ends it with that conflict.
+PAIR_STEPS = (
+    ("subjects", "veto", _subjects_veto),
+    ("period", "veto", _period_veto),
+    ("answers", "check", _answer_signals),
+    ("copy", "check", _edited_copy),
+    ("reader", "check", _reader_answers),
+    ("nli", "check", _nli),
+)
+
+
+class QuestionAwareDetector(ConflictDetector):
+    """Flags pairs whose answers to the question disagree, by the steps of PAIR_STEPS: two vetoes (different
+    subjects, another period), the text signals (compare_answers), an edited copy, then, when given, the reader run
+    on each document alone and an NLI model on the answer-bearing sentences.
+
+    Only pairs where both documents bear on the question (relevance >= cfg.relevance_gate) are compared.
+    """
+
+    def __init__(self, cfg, embed, read_alone=None, nli=None, sentences=None):
+        super().__init__(cfg.threshold, signals=())  # its own gate and signals, below
+        self.cfg, self.embed, self.read_alone, self.nli = cfg, embed, read_alone, nli  # read_alone: a ReadAlone
+        self.sentences = sentences or SentenceCache(embed, cfg.embed_batch)  # shared with the sentence reader
+
+    def prime(self, docs, progress=None):
+        """Split and embed, in batches, the sentences of every document not seen before."""
+        self.sentences.prime([d.content for d in docs], progress)
+
+    def view(self, doc, question_vector):
+        """The document's answer-bearing sentences: the most similar to the question, within a margin of the best."""
+        sentences, vectors = self.sentences[doc.content]
+        if question_vector is None:
+            return AnswerView(tuple(sentences), 1.0, doc=doc)
+        sims = vectors @ question_vector
+        order = sorted(range(len(sentences)), key=lambda i: (-sims[i], i))[:self.cfg.answer_sentences]
+        best = float(sims[order[0]])
+        keep = sorted(i for i in order if sims[i] >= best - self.cfg.answer_margin)
+        return AnswerView(tuple(sentences[i] for i in keep), best, doc=doc)
+
+    def features(self, docs, question, question_vector):
+        if question_vector is None:  # no question to aim at (a corpus scan): every sentence, no embedding needed
+            return [AnswerView(sentences_of(d.content), 1.0, doc=d) for d in docs]
+        self.prime(docs)
+        qv = normalise(np.atleast_2d(question_vector))[0]
+        views = [self.view(d, qv) for d in docs]
+        if self.read_alone and question:  # k small forward passes, only for documents that bear on the question
+            views = [replace(v, answer=self.read_alone(question, d.content))
+                     if v.relevance >= self.cfg.relevance_gate else v for d, v in zip(docs, views)]
+        return views
+
+    def subjects(self, docs, sims, views, question):
+        if not question.strip():
+            return ()
+        relevant = [v.relevance >= self.cfg.relevance_gate for v in views]
+        return subject_groups(docs, sims, relevant, question_words(question), self.cfg)
+
+    def gate(self, sims, views):
+        """The relevance gate: both documents bear on the question (relevance >= cfg.relevance_gate), and are not
+        unrelated to each other (cosine >= cfg.pair_gate). When none bears on it (a vague question: "What is it?"),
+        every pair is compared: the reader still answers such a question from one of them."""
+        relevant = np.array([v.relevance >= self.cfg.relevance_gate for v in views])
+        if not relevant.any():
+            relevant[:] = True
+        return (sims >= self.cfg.pair_gate) & relevant[:, None] & relevant[None, :]
+
+    def check_pair(self, fa, fb, question=""):
+        """The pair's conflict: PAIR_STEPS in order, the first that holds decides (a veto: None; a check: its
+        Finding); None when nothing holds."""
+        for _, role, step in PAIR_STEPS:
+            found = step(self, fa, fb, question)
+            if found:
+                return found if role == "check" else None
+        return None
+
+
+def make_detector(name, cfg, embed, read_alone=None, nli=None, sentences=None):
+    """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader
+    (read_alone, a ReadAlone) run on each relevant document. sentences: a SentenceCache to share (the sentence
+    reader's), else the detector makes its own.
+    """
+    if name not in DETECTORS:
+        raise ValueError(f"unknown detector {name!r}: one of {', '.join(DETECTORS)}")
+    if name == "full" and read_alone is None:
+        raise ValueError("detector 'full' runs the reader on each document: pass read_alone (a ReadAlone)")
+    if name == "article":
+        return ConflictDetector(cfg.threshold)
+    return QuestionAwareDetector(cfg, embed, read_alone if name == "full" else None, nli, sentences)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Resolution
+
+
+def conflict_components(docs, conflicts):
+    """Connected components of the conflict graph, each in rank order; isolated documents are left out.
+
+    [a, b, c, d] with conflicts a-b, b-c -> [(a, b, c)]
+    """
+    parent = {d.source_id: d.source_id for d in docs}
+
+    def root(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for c in conflicts:
+        parent[root(c.a.source_id)] = root(c.b.source_id)
+    groups = {}
+    for d in docs:
+        groups.setdefault(root(d.source_id), []).append(d)
+    return [tuple(g) for g in groups.values() if len(g) > 1]
+
+
+def resolve_by_recency(retrieved, report):
+    """The article's policy: keep the newest document of each conflict cluster, pass the others through.
+
+    subtle: ties on date keep the higher-ranked document (retrieval order); undated documents count as oldest.
+    """
+    def newest(members):
+        rank = {r.doc.source_id: i for i, r in enumerate(retrieved)}
+        kept = max(members, key=lambda d: (date_key(d), -rank[d.source_id]))
+        tied = [d for d in members if date_key(d) == date_key(kept)]
+        return kept, "date" if kept.date and len(tied) == 1 else "rank"  # say so when nothing was newer
+
+    return resolve(retrieved, report, newest)
+
+
+def resolve_by_kind(retrieved, report):
+    """Superseded clusters keep their newest document; disputed ones keep every member and are marked disputed."""
+    return resolve(retrieved, report, supersession_order)
+
+
+def resolve(retrieved, report, pick):
+    """Apply pick(members) -> (kept or None, basis) to each conflict cluster; non-conflicting documents pass."""
+    clusters = make_clusters([r.doc for r in retrieved], report.conflicts, pick)
+    dropped = {d.source_id for c in clusters for d in c.discarded}
+    kept = tuple(r for r in retrieved if r.doc.source_id not in dropped)
+    return Resolution(kept, tuple(clusters))
+
+
+def make_clusters(docs, conflicts, pick):
+    """One Cluster per connected component of the conflict graph, its winner chosen by pick(members)."""
+    clusters = []
+    for members in conflict_components(docs, conflicts):
+        kept, basis = pick(members)
+        discarded = tuple(d for d in members if kept is not None and d is not kept)
+        clusters.append(Cluster(members, kept, discarded, "superseded" if kept else "disputed", basis))
+    return clusters
+
+
+# "restated", "revised", "replaces", "no longer", "effective November 2023", "effective 2024-04-01", ...
+SUPERSESSION_RE = re.compile(
+    r"\b(?:restat(?:ed|es|ement)|revis(?:ed|es|ion)|replac(?:es|ed|ing)|supersed(?:es|ed|ing)|revers(?:es|ed)"
+    r"|no longer|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[a-z]+ (?:\d{1,2}, )?\d{4})))\b", re.IGNORECASE)
+
+
+def supersession_order(members):
+    """(newest document, basis) when the cluster can be ordered by date, else version, else a supersession
+    cue in exactly one document; (None, None) when it cannot (missing or tied dates and versions, no cue).
+
+    [A 2024-01-15, B 2024-04-03] -> (B, 'date'); [A undated, B undated] -> (None, None)
+    """
+    for basis, key in (("date", lambda d: date_key(d) if d.date else None), ("version", version_key)):
+        keys = [key(d) for d in members]
+        if None not in keys:
+            top = max(keys)
+            if keys.count(top) == 1:
+                return members[keys.index(top)], basis
+    cued = [d for d in members if SUPERSESSION_RE.search(d.content)]
+    return (cued[0], "cue") if len(cued) == 1 else (None, None)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The pipeline
+
+
+# The reader's context: the documents it reads, joined so that a blank line always marks a boundary.
+
+CONTEXT_SEPARATOR = "\n\n"
+BLANK_LINES_RE = re.compile(r"\n[ \t]*\n\s*")
+
+
+def as_context(content):
+    """A document as the reader sees it: its own blank lines become newlines, so a blank line in the reader's
+    context always marks a boundary between documents (the reader never answers across one)."""
+    return BLANK_LINES_RE.sub("\n", content)
+
+
+def context_text(docs):
+    return CONTEXT_SEPARATOR.join(as_context(d.content) for d in docs)
+
+
+class ReadAlone:
+    """The reader on one document at a time, memoised by (question, content): the full detector's per-document
+    answers, both phases and a disputed cluster's candidates share one reading of each document."""
+
+    def __init__(self, read):
+        self.read, self.answers = read, {}
+
+    def __call__(self, question, content):
+        if (question, content) not in self.answers:
+            self.answers[question, content] = self.read(question, as_context(content))
+        return self.answers[question, content]
+
+
+STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
+
+
+def retrieve_and_detect(query, index, embed, detector, cfg, timings=None):
+    """(retrieved, report): the top-k and its conflicts, computed once per question and shared by both phases.
+
+    timings, a dict, collects seconds per stage (for --bench).
+    """
+    with timed(timings, "retrieval"):
+        query_vector = embed([query])[0]
+        retrieved = retrieve(index, query_vector, cfg.top_k, cfg.read_passages)
+    with timed(timings, "detection"):
+        report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
+                                 query_vector)
+    return retrieved, report
+
+
+def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None, announce=True):
+    """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
+
+    read answers from the context, read_alone (a ReadAlone of the same reader) from one document, nli (or None)
+    also judges ConflictScore's claims. Resolved, documents about different subjects sharing a name are answered
+    subject by subject (AMBIGUOUS), each from the document that names it (subject_answer), as is a lone subject
+    whose conflicts were settled; in each, superseded documents are dropped, an undated dispute one answer clearly
+    outnumbers is settled by support, and any other dispute withholds the answer: the reader runs on each of its
+    documents alone and every candidate is reported (UNCERTAIN), so nothing is picked silently. announce: log each
+    conflict as a warning (an evaluation of many questions reports scores instead).
+    """
+    retrieved, report = found
+    for c in report.conflicts if announce else ():
+        log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolve else "naive",
+                    printable(c.a.source_id), printable(c.b.source_id), printable(c.reason), c.topic_sim)
+    if resolve and cfg.strategy == "kind" and report.subjects:
+        parts = subject_parts(query, retrieved, report, read_alone)
+        if len(parts) > 1:
+            return answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg)
+    return answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, timings)
+
+
+def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, timings=None):
+    """One answer from the whole retrieval, or, once resolution has settled its conflicts, from what it keeps
+    (subject_answer); with no conflict both phases read the same."""
+    context, clusters = tuple(retrieved), ()
+    if resolve and report.has_conflict:
+        resolution = settled(query, retrieved, report, read_alone, cfg)
+        context, clusters = resolution.kept, resolution.clusters
+    warning = describe(report, clusters, resolve, same_titles(r.doc for r in retrieved))
+    phase = "resolved" if resolve else "naive"
+    disputed = [d for c in clusters if c.kind == "disputed" for d in c.members]
+    common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
+                  clusters=clusters, warning=warning, reader=reader_name(read))
+    if disputed:
+        candidates = tuple(c for cl in clusters if cl.kind == "disputed"
+                           for c in dispute_candidates(query, cl.members, read_alone, report))
+        return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
+                           candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
+                                                                      disputed=True) for c in candidates), **common)
+    with timed(timings, "reading"):
+        answer, cited = (subject_answer(query, context, read, read_alone) if clusters and read_alone is not None
+                         else read_all(query, context, read))
+    score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli, report, cited)
+    return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
+                       label="RESOLVED" if any(c.discarded for c in clusters) else "ANSWERED", score=score,
+                       answers=(Reply(answer.text, answer.confidence, cited),) if answer.text else (), **common)
+
+
+def dispute_candidates(query, members, read_alone, report):
+    """[Candidate], one per member of a dispute: its own reading where the members read differently; its side of
+    its conflicts inside the dispute (said) where it has no reading (a yes/no question) or every member reads the
+    same span, which then says nothing about the dispute, when that side is one value or span (a list of the names
+    a text holds is no answer). A member with neither gives no candidate.
+
+    readings "18,000" / "81,000" -> those; readings "Celsius" / "Celsius" on 27 vs 32 degrees -> "27", "32"
+    """
+    readings = answering(query, members, read_alone) if read_alone else {}
+    ids = {d.source_id for d in members}
+    report = ConflictReport(tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= ids))
+    given = [readings[d.source_id].text for d in members if d.source_id in readings]
+    same = len(given) > 1 and all(answers_agree(given[0], t) for t in given)
+    candidates = []
+    for d in members:
+        a, side = readings.get(d.source_id), said(d, report)
+        if len(side) == 1 and (same or not a):
+            candidates.append(Candidate(d, side[0], a.confidence if a else 0.0))
+        elif a:
+            candidates.append(Candidate(d, a.text, a.confidence))
+    return candidates
+
+
+def read_all(query, context, read):
+    """(Answer, cited source_ids): the reader on the context's documents at once; a span with no letter or digit
+    (an emoji, a dash) answers nothing."""
+    answer = read(query, context_text([r.doc for r in context]))
+    if not says_something(answer.text):
+        answer = Answer("", 0.0, fits=False)
+    return answer, cited_ids(context, answer)
+
+
+def says_something(text):
+    """Whether a span holds a letter or a digit: "\U0001f389" and "--" answer nothing.
+
+    >>> says_something("\U0001f389 --"), says_something("27")
+    (False, True)
+    """
+    return any(ch.isalnum() for ch in text)
+
+
+def settled(query, retrieved, report, read_alone, cfg):
+    """The Resolution of the strategy; with 'kind', its disputed clusters settled by support where they can be."""
+    resolution = STRATEGIES[cfg.strategy](retrieved, report)
+    if cfg.strategy != "kind" or not any(c.kind == "disputed" for c in resolution.clusters) or read_alone is None:
+        return resolution
+    readings = answering(query, [r.doc for r in retrieved], read_alone)
+    return settle_disputes(retrieved, resolution, readings, cfg, report.conflicts, query)
+
+
+def subject_parts(query, retrieved, report, read_alone):
+    """[(SubjectGroup, [Retrieved])] for each subject at least one of whose documents answers the question."""
+    readings = answering(query, [r.doc for r in retrieved], read_alone)
+    parts = []
+    for group in report.subjects:
+        members = [r for r in retrieved if r.doc.source_id in group.members]
+        if any(r.doc.source_id in readings for r in members):
+            parts.append((group, members))
+    return parts
+
+
+def answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg):
+    """AMBIGUOUS: one answer per subject (subject_answer), once its conflicts are resolved; a subject whose
+    documents stay disputed gives its candidates."""
+    answers, clusters = [], []
+    for group, members in parts:
+        inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
+        resolution = settled(query, members, ConflictReport(inside), read_alone, cfg)
+        clusters += resolution.clusters
+        disputed = [c for cl in resolution.clusters if cl.kind == "disputed"
+                    for c in dispute_candidates(query, cl.members, read_alone, report)]
+        if disputed:
+            answers += [Reply(c.answer, c.confidence, (c.doc.source_id,), group.name, True) for c in disputed]
+            continue
+        answer, cited = subject_answer(query, resolution.kept, read, read_alone)
+        if answer.text:
+            answers.append(Reply(answer.text, answer.confidence, cited, group.name))
+    twice = same_titles(r.doc for r in retrieved)
+    warning = describe(report, tuple(clusters), True, twice, [g for g, _ in parts])
+    dropped = {d.source_id for c in clusters for d in c.discarded}
+    context = [r for r in retrieved if r.doc.source_id not in dropped]
+    return RAGResponse(query=query, phase="resolved", answer="", confidence=0.0, sources=tuple(retrieved),
+                       context=tuple(context), report=report, clusters=tuple(clusters), warning=warning,
+                       cited=tuple(dict.fromkeys(s for a in answers for s in a.sources)), label="AMBIGUOUS",
+                       answers=tuple(answers), reader=reader_name(read))
+
+
+def subject_answer(query, kept, read, read_alone):
+    """(Answer, cited source_ids) of one subject: the own reading of its highest-ranked kept document that names
+    the subject, the one document known to be about it (the others joined its group by similarity only); when
+    none names it or that reading does not answer, the reader on all its kept documents."""
+    namer = next((r.doc for r in kept if names_subject(r.doc)), None)
+    own = answering(query, [namer], read_alone).get(namer.source_id) if namer else None
+    return (own, (namer.source_id,)) if own else read_all(query, kept, read)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Support: an undated dispute settled by how many documents give each answer (the settlements of resolve_by_kind's
+# disputed clusters, applied by settled)
+
+
+def answering(question, docs, read_alone):
+    """{source_id: Answer} of the documents whose own reading answers the question (Answer.fits), in rank order;
+    a document that does not answer adds no candidate and no support. A question that asks what its subject is
+    (asks_definition) is answered, by a document that names its subject, with its opening sentence: the definition
+    a reference text opens with ("Manic is a 2001 American drama film"), where the reading, the sentence most like
+    the question, may be about something else."""
+    readings = {d.source_id: read_alone(question, d.content) for d in docs}
+    for d in docs if asks_definition(question) else ():
+        a, opening = readings[d.source_id], opening_sentence(d.content)
+        if a.fits and a.text and opening and names_subject(d):
+            readings[d.source_id] = replace(a, text=opening[0], start=opening[1])
+    return {sid: a for sid, a in readings.items() if a.fits and says_something(a.text)}
+
+
+def support(readings, texts=None, cfg=DEFAULT_CONFIG):
+    """[(answer, [source_id, ...])]: the distinct answers of the readings, each with the answering documents that
+    give it, most supported first; ties keep rank order. An answer is said in its fullest form ("9 February 1936"
+    over "1936"). texts ({source_id: content} of the subject's documents), when given, let a document, answering or
+    not, also support every answer its text states word for word (holds), in the answer's shortest form unless that
+    states a value ("6" is in many texts) or another answer holds it ("Haydn", said of Michael, is in every text on
+    Joseph Haydn): a reader that picked another sentence of a document, or found none that answers, does not take
+    that document's word away from the answer it states.
+
+    >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
+    [('18,000 seats', ['a', 'c']), ('81,000', ['b'])]
+    """
+    groups = []
+    for sid, a in readings.items():
+        home = next((g for g in groups if answers_agree(g[0], a.text, cfg)), None)
+        if home is None:
+            groups.append([a.text, [sid], a.text])
+        else:
+            home[1].append(sid)
+            if holds(a.text, home[0]) and len(a.text) > len(home[0]):
+                home[0] = a.text
+            if holds(home[2], a.text) and len(a.text) < len(home[2]):
+                home[2] = a.text
+    for group in groups if texts else ():
+        text, sids, core = group
+        shared = any(holds(other[0], core) for other in groups if other is not group)
+        said = text if extract_values(core) or shared else core
+        sids += [sid for sid in texts if sid not in sids and holds(texts[sid], said)]
+    # subtle: sorted is stable, so equal support keeps rank order
+    return [(text, sids) for text, sids, _ in sorted(groups, key=lambda g: -len(g[1]))]
+
+
+def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG, conflicts=None):
+    """A disputed cluster settled when one of its members' answers is given by cfg.outnumber_margin documents more
+    than any other (readings: every answering document of the subject, members or not); else the cluster unchanged.
+    The sides are the members' own answers, and the member kept gives the winning one itself: a member's text may
+    name another answer in passing ("born in 1975" edited into a text that also says "1993-94"), which makes that
+    answer no side and that member no winner, though its text still counts for the side of an answer it states
+    (support). A member is set aside only for an answer that disagrees with the kept one's and, when conflicts (the
+    detector's) are given, only when the detector found it in conflict with the kept member: two documents the
+    detector found agreeing are never split by their readings.
+
+    [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
+    """
+    givers = {d.source_id for d in cluster.members} & readings.keys()
+    sides = [(text, sids) for text, sids in support(readings, texts, cfg)
+             if any(sid in givers and answers_agree(readings[sid].text, text, cfg) for sid in sids)]
+    own = {sid for sid in givers if sides and answers_agree(readings[sid].text, sides[0][0], cfg)}
+    return outnumbered(cluster, sides, cfg, own, conflicts)
+
+
+def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None, conflicts=None):
+    """The cluster settled by sides ([(answer, [source_id, ...])], most given first) when the first is given by
+    cfg.outnumber_margin documents more than the next and by one of the cluster's members (among keepable, when
+    given), which is kept; the members that give another side are discarded (with conflicts given, those of them
+    in a detected conflict with the member kept). Else, and whenever that would discard nothing, the cluster
+    unchanged: a settlement always sets a document aside."""
+    if not sides:
+        return cluster
+    winners = set(sides[0][1])
+    runner_up = len(sides[1][1]) if len(sides) > 1 else 0
+    eligible = winners if keepable is None else winners & keepable
+    kept = next((d for d in cluster.members if d.source_id in eligible), None)
+    if kept is None or len(winners) - runner_up < cfg.outnumber_margin:
+        return cluster
+    losers = {sid for _, sids in sides[1:] for sid in sids} - winners
+    if conflicts is not None:
+        losers &= {c.b.source_id if c.a is kept else c.a.source_id for c in conflicts if kept in (c.a, c.b)}
+    discarded = tuple(d for d in cluster.members if d.source_id in losers)
+    if not discarded:
+        return cluster
+    return Cluster(cluster.members, kept, discarded, "outnumbered", "support",
+                   tuple((text, tuple(sids)) for text, sids in sides))
+
+
+def evidence_sides(cluster, conflicts):
+    """The two values in contention when every conflict inside the cluster (every swap, when there are swaps) names
+    the same pair (its evidence: ("27 degrees",) vs ("32 degrees",)), each side a tuple of strings; None when they
+    name several pairs or a side is empty (a negation on one side only states nothing the other side could be counted by).
+
+    >>> a, b = Document("a", "a", None, "27 degrees"), Document("b", "b", None, "32 degrees")
+    >>> evidence_sides(Cluster((a, b), None, ()), [Conflict(a, b, "value", "", 1.0, (("27 degrees",), ("32 degrees",)))])
+    (('27 degrees',), ('32 degrees',))
+    """
+    members = {d.source_id for d in cluster.members}
+    inside = [c for c in conflicts if {c.a.source_id, c.b.source_id} <= members]
+    # subtle: a swap says exactly what one copy changed, so looser conflicts beside it (values, names) do not count
+    pairs = {frozenset(c.evidence) for c in [c for c in inside if c.kind == "swap"] or inside}
+    if len(pairs) != 1:
+        return None
+    pair = next(iter(pairs))
+    if len(pair) != 2 or not all(side and all(map(normalise_answer, side)) for side in pair):
+        return None
+    return tuple(sorted(pair))
+
+
+def states(text, side):
+    """Whether text states every string of an evidence side (holds)."""
+    return all(holds(text, s) for s in side)
+
+
+def settle_by_evidence(cluster, conflicts, texts, cfg=DEFAULT_CONFIG):
+    """A disputed cluster settled on the values in contention (evidence_sides): each document of the subject
+    (texts: {source_id: content}) whose text states one side and not the other votes for it, and a side with
+    cfg.outnumber_margin votes more than the other keeps its highest-ranked member and sets aside the members that
+    state the other side. The readings play no part: a reader that picked another sentence, or the same span in
+    every document, neither adds a vote nor takes one away. Else the cluster unchanged.
+
+    [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "27", B "32"] -> disputed
+    """
+    pair = evidence_sides(cluster, conflicts)
+    if pair is None:
+        return cluster
+    votes = {side: [] for side in pair}
+    for sid, text in texts.items():
+        stated = [side for side in pair if states(text, side)]
+        if len(stated) == 1:
+            votes[stated[0]].append(sid)
+    sides = sorted(((", ".join(side), sids) for side, sids in votes.items()), key=lambda side: -len(side[1]))
+    return outnumbered(cluster, sides, cfg)
+
+
+def answer_stands(question, cluster, readings, conflicts, texts, cfg=DEFAULT_CONFIG):
+    """A disputed cluster whose disagreement is not about what was asked: every member reads one answer, its text
+    states that answer, and neither the sentence the answer is read from nor, when the question asks a type of
+    value, any span of that type is among the member's side of its conflicts (the documents name the same
+    threshold-setter and differ on the threshold). Kind 'aside': nothing is discarded, the answer stands. Else the
+    cluster unchanged.
+    """
+    answers = [readings.get(d.source_id) for d in cluster.members]
+    if None in answers or not all(answers_agree(answers[0].text, a.text, cfg) for a in answers):
+        return cluster
+    qtype, qwords = question_type(question), question_words(question)
+    for d, a in zip(cluster.members, answers):
+        sentence = sentence_at(as_context(texts[d.source_id]), a.start)
+        if not holds(texts[d.source_id], a.text) or sentence is None:
+            return cluster
+        sides = [s for c in conflicts if d in (c.a, c.b) for s in c.evidence[0 if d is c.a else 1]]
+        if any(holds(sentence, s) or qtype != "other" and answer_span(s, qtype, qwords, cfg) for s in sides):
+            return cluster
+    return Cluster(cluster.members, None, (), "aside", None)
+
+
+def sentence_at(text, start):
+    """The sentence of text that holds offset start; None for no offset.
+
+    >>> sentence_at("It is red. It is 27 degrees.", 12)
+    'It is 27 degrees.'
+    """
+    if start < 0:
+        return None
+    at = 0
+    for sentence in split_sentences(text) or [text]:
+        at = text.find(sentence, at)
+        if at <= start < at + len(sentence):
+            return sentence
+        at += len(sentence)
+    return None
+
+
+def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG, conflicts=(), question=""):
+    """The Resolution with its disputed clusters settled where the documents outnumber each other: by the members'
+    answers (settle_by_support), else by the values in contention (settle_by_evidence; conflicts: the report's);
+    a dispute about something other than what was asked lets the answer stand (answer_stands)."""
+    texts = {r.doc.source_id: r.doc.content for r in retrieved}
+
+    def settle(c):
+        c = settle_by_support(c, readings, texts, cfg, conflicts)
+        if c.kind == "disputed":
+            c = settle_by_evidence(c, conflicts, texts, cfg)
+        if c.kind == "disputed":
+            c = answer_stands(question, c, readings, conflicts, texts, cfg)
+        return c
+
+    clusters = tuple(settle(c) if c.kind == "disputed" else c for c in resolution.clusters)
+    dropped = {d.source_id for c in clusters for d in c.discarded}
+    return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), clusters)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The walkthrough: the six scenarios, each question run naive and resolved on one retrieval
 
 
 KNOWLEDGE_BASE = (
@@ -390,6 +1330,38 @@ SCENARIOS = (  # (short name, question)
     ("Namesakes", "How many rooms does Mercury Lodge have?"),
     ("Outnumbered copy", "What is the seating capacity of Lakeside Arena?"),
 )
+
+
+def run_walkthrough(docs, questions, embed, detector, read, read_alone, nli, cfg, args):
+    """Both phases on every question. Each question's conflict records (--log-conflicts) and JSON line (--json) are
+    written as soon as it is done; the human output's blocks and side-by-side table come at the end."""
+    if cfg.top_k > len(docs):
+        if args.top_k:  # the user asked for more than there is; the default needs no note
+            note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
+        cfg = replace(cfg, top_k=len(docs))
+    index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
+                        cfg.passage_chars, kept_index(args, embed, cfg))
+    log.info("indexed %d documents%s", len(index.docs), split_note(index, cfg))
+    naive, resolved = [], []
+    step = None if args.quiet else Progress("questions")
+    with conflict_log(args.log_conflicts) as append_log:
+        for n, (_, q) in enumerate(questions, 1):
+            with Heartbeat(f"question {n}/{len(questions)}") if step else contextlib.nullcontext():
+                found = retrieve_and_detect(q, index, embed, detector, cfg)  # once, shared by both phases
+                naive.append(run_query(q, found, read, read_alone, nli, cfg, False))
+                resolved.append(run_query(q, found, read, read_alone, nli, cfg, True))
+            append_log(resolved[-1])  # first: a stdout that fails next loses no record
+            if args.json:
+                emit(json.dumps({"query": q, "naive": result_json(naive[-1]), "resolved": result_json(resolved[-1])}))
+            if step:
+                step(n, len(questions))
+    if not args.json:
+        print_walkthrough([name for name, _ in questions], naive, resolved,
+                          Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Knowledge base files: dates and versions, reading and checking --kb
 
 
 def date_key(doc):
@@ -806,6 +1778,7 @@ def locale_misread(argument):
 # To add a signal: in its concept's block, a function NAME_finding(sentences_a, sentences_b, qwords, cfg) -> Finding
 # | None; its row(s) in CHECKS; its thresholds in Config; a test that fires and its near miss that must not.
 
+
 @dataclass(frozen=True)
 class Finding:
     """What every signal returns when it fires (None when it does not); the detector turns it into a Conflict."""
@@ -1116,6 +2089,7 @@ def question_words(question: str) -> frozenset[str]:
 
 
 # --- Values: typed, normalised amounts and times ($4.2M == 4.2 million dollars), with their entity and period
+
 
 @dataclass(frozen=True)
 class Value:
@@ -2550,6 +3524,7 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
 
 # --- Polarity: one predicate with opposite signs (ACTIVE vs INACTIVE; required vs no longer required)
 
+
 @dataclass(frozen=True)
 class PolarityHit:
     group: str     # 'available', 'required', 'direction:revenue', ...
@@ -2811,6 +3786,7 @@ def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
 # A yes/no question states its own answer: "Do Tarnwick FC play their home games at Orlo Brandt Stadium?". Two
 # sentences that share their frame and differ in one span that holds a word of the question the other sentence lacks
 # give two answers to it, whatever the span's length ("Calder Finch Sports Complex Stadium" vs "Orlo Brandt Stadium").
+
 
 def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
     """The two spans of sentences alike but for one replaced run that holds an asked stem the other lacks.
@@ -4061,6 +5037,64 @@ def _side_common(sentences: tuple[str, ...]) -> frozenset[str]:
     return frozenset().union(*(_word_roles(x)[1] for x in sentences))
 
 
+# --- Subjects of one question: documents grouped by the namesake they are about, so each is answered apart
+
+
+def names_subject(doc):
+    """Whether a document says which subject it is about: a title line, a disambiguator, an acronym it defines, or
+    the name its first sentence describes ("X is a ..."). A snippet from the middle of an article says none."""
+    s = _cached_subject(doc.title if doc.title != doc.source_id else None, doc.content)
+    return bool(s.name or s.title or s.marks or s.acronyms)
+
+
+def subject_name(doc):
+    """The subject as the document names it: its own title, else the "Name (disambiguator)" or title line its text
+    opens with, else its source_id.
+
+    >>> subject_name(Document("d1", "d1", None, "Mercury Lodge (Maine) Mercury Lodge is an inn."))
+    'Mercury Lodge (Maine)'
+    """
+    if doc.title != doc.source_id:
+        return doc.title
+    m = _SUBJECT_PAREN_RE.match(doc.content)
+    if m:
+        return " ".join(doc.content[m.start("name"):m.end()].split())
+    if title_line(doc.content):  # the words before the title's first word comes back
+        words = doc.content.split(maxsplit=TITLE_LINE_MAX_WORDS + 2)
+        first = words[0].strip(_TITLE_PUNCTUATION)
+        for cut in range(1, len(words) - 1):
+            nxt = words[cut + 1] if words[cut] in ("The", "A", "An") else words[cut]
+            if nxt.strip(_TITLE_PUNCTUATION) == first:
+                return " ".join(words[:cut])
+    return doc.source_id
+
+
+def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
+    """The relevant documents grouped by subject, () when they are about one subject (or say nothing about it).
+
+    Documents that name their subject (names_subject) go, in rank order, to the first group none of whose members
+    is a different subject (different_subjects_finding); each other relevant document joins the group of the naming
+    document most similar to it (sims: the (k, k) cosines). [A (Maine), B (Colorado), snippet near A] -> [A, snippet],
+    [B].
+    """
+    naming = [i for i in range(len(docs)) if relevant[i] and names_subject(docs[i])]
+    groups = []
+    for i in naming:
+        home = next((g for g in groups if not any(different_subjects_finding(docs[i], docs[j], qwords, cfg)
+                                                  for j in g)), None)
+        if home is None:
+            groups.append([i])
+        else:
+            home.append(i)
+    if len(groups) < 2:
+        return ()
+    for i in range(len(docs)):
+        if relevant[i] and i not in naming:
+            nearest = max(naming, key=lambda j: (float(sims[i, j]), -j))  # subtle: ties go to the higher-ranked
+            next(g for g in groups if nearest in g).append(i)
+    return tuple(SubjectGroup(subject_name(docs[g[0]]), tuple(docs[i].source_id for i in sorted(g))) for g in groups)
+
+
 # --- The registry: which signals run for which question type, first finding wins
 
 _MEASURES = functools.partial(anchored_value_finding, kinds=MEASURE_KINDS, event_years=False)
@@ -4342,28 +5376,56 @@ def _surfaces(phrase: str, sentence: str) -> list[tuple[int, int]]:
     return [m.span() for m in re.finditer(pattern, sentence, re.IGNORECASE)]
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Retrieval
+# --- The article's detector: whole-document features (its numbers, its negation and direction words), kept for
+# comparison with the question-aware signals above.
+
+# $4.2M, 1,500, 12.5%, 100; the lookbehind keeps "v1.2" and "FY2023" out.
+NUMBER_RE = re.compile(r"(?<![\w.])[$€£]?\d+(?:,\d{3})*(?:\.\d+)?(?:[MBK](?![A-Za-z])|%)?")
+# The article's word lists: the negators and the negated auxiliaries it knew, and its six direction words (the
+# question-aware signals test negation with is_negation and read direction from the polarity lexicon).
+NEGATION_TOKENS = NEGATORS | frozenset("can't doesn't don't isn't aren't wasn't weren't won't shouldn't didn't".split())
+DIRECTIONAL_TOKENS = frozenset({"increased", "decreased", "reduced", "eliminated", "removed", "discontinued"})
+SIGNAL_TOKENS = NEGATION_TOKENS | DIRECTIONAL_TOKENS
+TOKEN_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
+ARTICLE_YEARS = range(1900, 2100)  # bare numbers the article reads as years and skips
+ARTICLE_SMALL = 10  # ... and bare numbers below this ("3 offices"), which it does not count as meaningful
+
+
+def extract_numbers(text):
+    """Meaningful numbers in text: currency, separators, decimals and M/B/K/% kept; years and small integers skipped.
+
+    "revenue of $4.2M for fiscal year 2023, 3 offices" -> frozenset({'$4.2M'})
+    """
+    found = set()
+    for match in NUMBER_RE.finditer(text):
+        number = match.group()
+        bare = number.isdigit()  # no currency sign, separator, decimal point or suffix
+        # subtle: a year or a small number has at most four digits, and 5,000 digits are more than int() reads
+        if bare and len(number) <= 4 and (int(number) in ARTICLE_YEARS or int(number) < ARTICLE_SMALL):
+            continue
+        found.add(number)
+    return frozenset(found)
+
+
+def tokens(text):
+    """Lower-cased word tokens, apostrophes kept: "Isn't it?" -> ["isn't", 'it']"""
+    return TOKEN_RE.findall(text.lower().replace("\u2019", "'"))
 
 
 @dataclass(frozen=True)
-class Retrieved:
-    doc: Document
-    score: float  # cosine similarity to the query of the document's best passage
-    row: int  # row of that passage in the index's embedding matrix (the document's row when it is one passage)
-    passages: int = 1  # how many passages the document was embedded as
+class DocFeatures:
+    numbers: frozenset
+    signals: frozenset  # negation and directional tokens present
 
 
-@dataclass
-class Index:
-    docs: tuple
-    vectors: np.ndarray  # (n_passages, dim), L2-normalised; a document's passages are consecutive rows
-    starts: np.ndarray  # (n_docs + 1,): document i's passages are rows starts[i]:starts[i + 1]
-    texts: tuple = ()  # (n_passages,): the passages' texts, read when a long document is retrieved (passage_view)
+def doc_features(doc):
+    """Per-document features, computed once per document and shared by all its pairs."""
+    words = set(tokens(doc.content))
+    return DocFeatures(extract_numbers(doc.content), frozenset(words & SIGNAL_TOKENS))
 
-    @property
-    def passages(self):
-        return len(self.vectors)
+
+# ------------------------------------------------------------------------------------------------------------------
+# Retrieval's library: the index, passages, embeddings in batches, the kept index
 
 
 def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None,
@@ -4697,251 +5759,6 @@ def default_index_path(kb, fingerprint):
     return os.path.join(cache, "rag_conflict_demo", f"{os.path.basename(kb)}-{place}-{fingerprint[:12]}.npz")
 
 
-def normalise(vectors, in_place=False):
-    """Rows scaled to unit length (float32); in_place: into vectors itself when it is float32 already (an array the
-    caller has just made: a knowledge base's rows, hundreds of MB, are not copied again)."""
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    return np.divide(vectors, norms, out=vectors) if in_place else vectors / norms
-
-
-SCORE_DECIMALS = 6  # scores equal to this many decimals are ties (float noise aside), and JSON shows this many
-
-
-def retrieve(index, query_vector, k, read_passages=None):
-    """Top-k documents by the cosine of their best passage; ties broken by source_id so runs are deterministic. A
-    document of more than read_passages passages (None: no limit) is retrieved as its passage_view."""
-    scores = index.vectors @ normalise(np.atleast_2d(query_vector))[0]  # (n_passages,)
-    best = np.arange(len(index.docs))  # one passage per document: its own row
-    if index.passages > len(index.docs):
-        best = np.array([a + int(np.argmax(scores[a:b])) for a, b in zip(index.starts[:-1], index.starts[1:])])
-    order = top_candidates(scores[best], k)
-    order = sorted(order, key=lambda i: (-round(float(scores[best[i]]), SCORE_DECIMALS), index.docs[i].source_id))
-    return [Retrieved(passage_view(index, i, scores, read_passages), float(scores[best[i]]), int(best[i]),
-                      int(index.starts[i + 1] - index.starts[i])) for i in order[:k]]
-
-
-def top_candidates(scores, k):
-    """Indices of the scores that may rank in the top k once rounded to SCORE_DECIMALS (ties then go by
-    source_id): those within two units of the last decimal of the k-th largest, found without sorting them all.
-
-    >>> top_candidates(np.array([0.5, 0.9, 0.1, 0.8999999]), 1).tolist()
-    [1, 3]
-    """
-    if k >= len(scores):
-        return np.arange(len(scores))
-    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-    return np.nonzero(scores >= kth - 2 * 10.0 ** -SCORE_DECIMALS)[0]
-
-
-def passage_view(index, i, scores, most):
-    r"""Document i, or, when it has more than most passages, the same document holding only the passages the
-    detector and the reader need: its opening one (what the document is about, whom it names) and its best-scoring
-    ones, each with the passage before and after it (a sentence that leans on the one before), most in all, in the
-    document's order and a paragraph apart. A question on a 5 MB document then costs what one on a short one does.
-
-    >>> index = Index((Document("d", "d", None, "a b c d e"),), np.eye(5), np.array([0, 5]), tuple("abcde"))
-    >>> passage_view(index, 0, np.array([0.1, 0.2, 0.1, 0.3, 0.9]), 3).content
-    'a\n\nd\n\ne'
-    """
-    first, end = int(index.starts[i]), int(index.starts[i + 1])
-    if most is None or end - first <= most or not index.texts:
-        return index.docs[i]
-    chosen = {first}
-    for j in sorted(range(first, end), key=lambda j: (-scores[j], j)):  # ties: the earlier passage
-        window = {x for x in (j - 1, j, j + 1) if first <= x < end} - chosen
-        if len(chosen) + len(window) > most:
-            break
-        chosen |= window
-    return replace(index.docs[i], content="\n\n".join(index.texts[j] for j in sorted(chosen)))
-
-
-# The reader's context: the documents it reads, joined so that a blank line always marks a boundary.
-
-CONTEXT_SEPARATOR = "\n\n"
-BLANK_LINES_RE = re.compile(r"\n[ \t]*\n\s*")
-
-
-def as_context(content):
-    """A document as the reader sees it: its own blank lines become newlines, so a blank line in the reader's
-    context always marks a boundary between documents (the reader never answers across one)."""
-    return BLANK_LINES_RE.sub("\n", content)
-
-
-def context_text(docs):
-    return CONTEXT_SEPARATOR.join(as_context(d.content) for d in docs)
-
-
-class ReadAlone:
-    """The reader on one document at a time, memoised by (question, content): the full detector's per-document
-    answers, both phases and a disputed cluster's candidates share one reading of each document."""
-
-    def __init__(self, read):
-        self.read, self.answers = read, {}
-
-    def __call__(self, question, content):
-        if (question, content) not in self.answers:
-            self.answers[question, content] = self.read(question, as_context(content))
-        return self.answers[question, content]
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Detection
-
-
-@dataclass(frozen=True)
-class Conflict:
-    a: Document
-    b: Document
-    kind: str  # which signal fired: a FINDING_KINDS key ('subjects' never: it vetoes the pair)
-    reason: str
-    topic_sim: float
-    evidence: tuple  # what disagrees: (values or tokens of a, values or tokens of b)
-
-
-@dataclass(frozen=True)
-class ConflictReport:
-    conflicts: tuple = ()
-    pairs_checked: int = 0  # pairs at or above the topic-similarity gate
-    subjects: tuple = ()  # SubjectGroups when the documents are about different subjects sharing a name, else ()
-
-    @property
-    def has_conflict(self):
-        return bool(self.conflicts)
-
-
-# The article's detector: whole-document features (its numbers, its negation and direction words), kept for
-# comparison with the question-aware signals above.
-
-# $4.2M, 1,500, 12.5%, 100; the lookbehind keeps "v1.2" and "FY2023" out.
-NUMBER_RE = re.compile(r"(?<![\w.])[$€£]?\d+(?:,\d{3})*(?:\.\d+)?(?:[MBK](?![A-Za-z])|%)?")
-# The article's word lists: the negators and the negated auxiliaries it knew, and its six direction words (the
-# question-aware signals test negation with is_negation and read direction from the polarity lexicon).
-NEGATION_TOKENS = NEGATORS | frozenset("can't doesn't don't isn't aren't wasn't weren't won't shouldn't didn't".split())
-DIRECTIONAL_TOKENS = frozenset({"increased", "decreased", "reduced", "eliminated", "removed", "discontinued"})
-SIGNAL_TOKENS = NEGATION_TOKENS | DIRECTIONAL_TOKENS
-TOKEN_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
-ARTICLE_YEARS = range(1900, 2100)  # bare numbers the article reads as years and skips
-ARTICLE_SMALL = 10  # ... and bare numbers below this ("3 offices"), which it does not count as meaningful
-
-
-def extract_numbers(text):
-    """Meaningful numbers in text: currency, separators, decimals and M/B/K/% kept; years and small integers skipped.
-
-    "revenue of $4.2M for fiscal year 2023, 3 offices" -> frozenset({'$4.2M'})
-    """
-    found = set()
-    for match in NUMBER_RE.finditer(text):
-        number = match.group()
-        bare = number.isdigit()  # no currency sign, separator, decimal point or suffix
-        # subtle: a year or a small number has at most four digits, and 5,000 digits are more than int() reads
-        if bare and len(number) <= 4 and (int(number) in ARTICLE_YEARS or int(number) < ARTICLE_SMALL):
-            continue
-        found.add(number)
-    return frozenset(found)
-
-
-def tokens(text):
-    """Lower-cased word tokens, apostrophes kept: "Isn't it?" -> ["isn't", 'it']"""
-    return TOKEN_RE.findall(text.lower().replace("\u2019", "'"))
-
-
-@dataclass(frozen=True)
-class DocFeatures:
-    numbers: frozenset
-    signals: frozenset  # negation and directional tokens present
-
-
-def doc_features(doc):
-    """Per-document features, computed once per document and shared by all its pairs."""
-    words = set(tokens(doc.content))
-    return DocFeatures(extract_numbers(doc.content), frozenset(words & SIGNAL_TOKENS))
-
-
-def numeric_contradiction(fa, fb):
-    """The article's first signal: both sides state meaningful numbers and share none.
-
-    >>> a, b = (doc_features(Document(n, n, None, text)) for n, text in (("a", "$4.2M"), ("b", "$6.8M")))
-    >>> numeric_contradiction(a, b)
-    Finding(kind='numeric', reason='numerical contradiction', evidence=(('$4.2M',), ('$6.8M',)))
-    """
-    if fa.numbers and fb.numbers and not fa.numbers & fb.numbers:
-        return Finding("numeric", "numerical contradiction", (tuple(sorted(fa.numbers)), tuple(sorted(fb.numbers))))
-    return None
-
-
-def signal_asymmetry(fa, fb):
-    """The article's second signal: a negation or direction word on one side only ({'increased'} vs {} fires)."""
-    only_a, only_b = fa.signals - fb.signals, fb.signals - fa.signals
-    if only_a or only_b:
-        return Finding("signal", "contradiction-signal asymmetry", (tuple(sorted(only_a)), tuple(sorted(only_b))))
-    return None
-
-
-def ordered_pair(docs, i, j):
-    """(i, j) with the smaller source_id first: a pair reads the same in every query, log and scan."""
-    return (i, j) if docs[i].source_id <= docs[j].source_id else (j, i)
-
-
-def make_conflict(a, b, finding, topic_sim):
-    """The one place a signal's Finding on documents a and b becomes a Conflict (each evidence side a tuple)."""
-    evidence = tuple((side,) if isinstance(side, str) else tuple(side) for side in finding.evidence)
-    return Conflict(a, b, finding.kind, finding.reason, topic_sim, evidence)
-
-
-class ConflictDetector:
-    """The article's detector, and the detect loop every detector shares: a gate (a hook: a boolean k x k matrix)
-    drops pairs before any text work, check_pair runs the signals on each pair left, and the first Finding becomes
-    a Conflict. Embeddings are reused, never re-encoded per pair. New question-aware signals go into the text
-    features' registry (CHECKS), or, when they judge a pair otherwise (a veto, whole documents, a model), into
-    PAIR_STEPS; not here.
-    """
-
-    def __init__(self, topic_gate, signals=(numeric_contradiction, signal_asymmetry)):
-        self.topic_gate = topic_gate  # document-to-document cosine, the article's 0.68
-        self.signals = signals  # (features_a, features_b) -> Finding | None, tried in order
-
-    def detect(self, docs, vectors, question="", question_vector=None):
-        """docs: k Documents; vectors: (k, dim) embeddings of those documents, same order; the question (and its
-        embedding) for the question-aware detector, which the article's signals ignore."""
-        if not len(docs):
-            return ConflictReport()
-        shape = np.shape(vectors)
-        if len(shape) != 2 or shape[0] != len(docs):  # a row short would pair a document with another's vector
-            raise ValueError(f"detect: vectors must be (k, dim) with one row per document, got shape {shape} for "
-                             f"{len(docs)} documents")
-        vectors = normalise(vectors)
-        sims = vectors @ vectors.T  # (k, k): every pair's topic similarity in one product
-        views = self.features(docs, question, question_vector)
-        candidates = np.triu(self.gate(sims, views), k=1)  # gated as a matrix, before any text work
-        conflicts = []
-        for i, j in zip(*np.nonzero(candidates)):
-            i, j = ordered_pair(docs, i, j)
-            finding = self.check_pair(views[i], views[j], question)
-            if finding:
-                conflicts.append(make_conflict(docs[i], docs[j], finding, float(sims[i, j])))
-        return ConflictReport(tuple(conflicts), int(candidates.sum()), self.subjects(docs, sims, views, question))
-
-    def subjects(self, docs, sims, views, question):
-        """SubjectGroups of the documents (subject_groups); the article's detector tells no subjects apart."""
-        return ()
-
-    def gate(self, sims, views):
-        """The article's topic gate: pairs whose documents' cosine is at least topic_gate."""
-        return sims >= self.topic_gate
-
-    def prime(self, docs, progress=None):
-        """Prepare per-document state ahead of detect (the article's signals need none)."""
-
-    def features(self, docs, question, question_vector):
-        """Per-document features, computed once per document and shared by all its pairs."""
-        return [doc_features(d) for d in docs]
-
-    def check_pair(self, fa, fb, question=""):
-        """The first signal's Finding on a pair's features; None when every signal is quiet."""
-        return next(filter(None, (signal(fa, fb) for signal in self.signals)), None)
-
-
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
 def sentences_of(text):
     """A text's sentences (split_sentences), or the whole text as one when it has none."""
@@ -4983,329 +5800,8 @@ class SentenceCache:
         return self.split[text]
 
 
-@dataclass(frozen=True)
-class AnswerView:
-    """What one document says in answer to the question."""
-
-    sentences: tuple  # answer-bearing sentences, in document order
-    relevance: float  # cosine between the question and the document's most relevant sentence
-    answer: object = None  # the reader's Answer on this document alone (detector 'full'), else None
-    doc: Document | None = None  # the document itself: its title and first sentence say which subject it is about
-
-
-def reader_disagreement(x, y, cfg):
-    """A Finding when the reader, run on each document alone, gives two confident answers that don't agree.
-
-    "$4.2M" vs "$6.8 million" -> a finding; "Maria Lopez" vs "Lopez" -> None (one holds the other)
-    """
-    if min(x.confidence, y.confidence) < cfg.reader_min_confidence or not x.text or not y.text:
-        return None
-    if extract_values(x.text) and extract_values(y.text):  # amounts: compare them normalised, not as words
-        values = value_finding([x.text], [y.text], cfg=cfg)
-        return values and Finding("reader", f"the reader answers differently: {values.reason}", values.evidence)
-    a, b = (set(tokens(t)) - STOPWORDS for t in (x.text, y.text))
-    if not a or not b or a <= b or b <= a or a & b:
-        return None  # one answer holds the other ("Lopez" in "Maria Lopez"), or they share a content word
-    return Finding("reader", f"the reader answers differently: {x.text} vs {y.text}", (x.text, y.text))
-
-
-# --- The pair pipeline: the one place that says what runs on a gated pair of AnswerViews, and in which order
-
-def _subjects_veto(det, fa, fb, question):
-    """Documents that identify different subjects sharing a name ("John Sparke (died 1566)" / "(died 1680)"); in a
-    corpus scan, where no question names the subject, also texts that name subjects and never the same one
-    ("Ormoor reported $620M" / "Ortrimi reported $810M", _different_subjects)."""
-    found = different_subjects_finding(fa.doc, fb.doc, question_words(question), det.cfg)
-    if found or question.strip():
-        return found
-    sides = [_clean_side(tuple(view.sentences)) for view in (fa, fb)]
-    if not _different_subjects(*sides):
-        return None
-    names = [" ".join(sorted(_side_subjects(side, False) | _side_subjects(side))) for side in sides]
-    return Finding("subjects", f"statements about different subjects: {names[0]} vs {names[1]}", tuple(names))
-
-
-def _period_veto(det, fa, fb, question):
-    """One side speaks of another period than the one asked about (H1 2022 asked, H2 2022 said)."""
-    return answers_another_period(question, list(fa.sentences), list(fb.sentences))
-
-
-def _answer_signals(det, fa, fb, question):
-    """The text signals on the answer-bearing sentences: compare_answers, CHECKS for the question's type."""
-    return compare_answers(question, list(fa.sentences), list(fb.sentences), det.cfg)
-
-
-def _edited_copy(det, fa, fb, question):
-    """Two copies of one text, one span edited, wherever it stands (outside the answer sentences too)."""
-    return edited_copy_finding(fa.doc, fb.doc, det.cfg, question_words(question) if question.strip() else None)
-
-
-def _reader_answers(det, fa, fb, question):
-    """Detector 'full': the reader's answers on each document alone disagree."""
-    return reader_disagreement(fa.answer, fb.answer, det.cfg) if fa.answer and fb.answer else None
-
-
-def _nli(det, fa, fb, question):
-    """--nli: an NLI model reads a contradiction between the answer-bearing sentences."""
-    return det.nli.judge(fa.sentences, fb.sentences) if det.nli else None
-
-
-# (name, role, step(detector, view_a, view_b, question)), run in order until one holds: a "veto" that holds ends the
-# pair with no conflict (the documents are not compared); a "check" that returns a Finding ends it with that conflict.
-PAIR_STEPS = (
-    ("subjects", "veto", _subjects_veto),
-    ("period", "veto", _period_veto),
-    ("answers", "check", _answer_signals),
-    ("copy", "check", _edited_copy),
-    ("reader", "check", _reader_answers),
-    ("nli", "check", _nli),
-)
-
-
-class QuestionAwareDetector(ConflictDetector):
-    """Flags pairs whose answers to the question disagree, by the steps of PAIR_STEPS: two vetoes (different
-    subjects, another period), the text signals (compare_answers), an edited copy, then, when given, the reader run
-    on each document alone and an NLI model on the answer-bearing sentences.
-
-    Only pairs where both documents bear on the question (relevance >= cfg.relevance_gate) are compared.
-    """
-
-    def __init__(self, cfg, embed, read_alone=None, nli=None, sentences=None):
-        super().__init__(cfg.threshold, signals=())  # its own gate and signals, below
-        self.cfg, self.embed, self.read_alone, self.nli = cfg, embed, read_alone, nli  # read_alone: a ReadAlone
-        self.sentences = sentences or SentenceCache(embed, cfg.embed_batch)  # shared with the sentence reader
-
-    def prime(self, docs, progress=None):
-        """Split and embed, in batches, the sentences of every document not seen before."""
-        self.sentences.prime([d.content for d in docs], progress)
-
-    def view(self, doc, question_vector):
-        """The document's answer-bearing sentences: the most similar to the question, within a margin of the best."""
-        sentences, vectors = self.sentences[doc.content]
-        if question_vector is None:
-            return AnswerView(tuple(sentences), 1.0, doc=doc)
-        sims = vectors @ question_vector
-        order = sorted(range(len(sentences)), key=lambda i: (-sims[i], i))[:self.cfg.answer_sentences]
-        best = float(sims[order[0]])
-        keep = sorted(i for i in order if sims[i] >= best - self.cfg.answer_margin)
-        return AnswerView(tuple(sentences[i] for i in keep), best, doc=doc)
-
-    def features(self, docs, question, question_vector):
-        if question_vector is None:  # no question to aim at (a corpus scan): every sentence, no embedding needed
-            return [AnswerView(sentences_of(d.content), 1.0, doc=d) for d in docs]
-        self.prime(docs)
-        qv = normalise(np.atleast_2d(question_vector))[0]
-        views = [self.view(d, qv) for d in docs]
-        if self.read_alone and question:  # k small forward passes, only for documents that bear on the question
-            views = [replace(v, answer=self.read_alone(question, d.content))
-                     if v.relevance >= self.cfg.relevance_gate else v for d, v in zip(docs, views)]
-        return views
-
-    def subjects(self, docs, sims, views, question):
-        if not question.strip():
-            return ()
-        relevant = [v.relevance >= self.cfg.relevance_gate for v in views]
-        return subject_groups(docs, sims, relevant, question_words(question), self.cfg)
-
-    def gate(self, sims, views):
-        """The relevance gate: both documents bear on the question (relevance >= cfg.relevance_gate), and are not
-        unrelated to each other (cosine >= cfg.pair_gate). When none bears on it (a vague question: "What is it?"),
-        every pair is compared: the reader still answers such a question from one of them."""
-        relevant = np.array([v.relevance >= self.cfg.relevance_gate for v in views])
-        if not relevant.any():
-            relevant[:] = True
-        return (sims >= self.cfg.pair_gate) & relevant[:, None] & relevant[None, :]
-
-    def check_pair(self, fa, fb, question=""):
-        """The pair's conflict: PAIR_STEPS in order, the first that holds decides (a veto: None; a check: its
-        Finding); None when nothing holds."""
-        for _, role, step in PAIR_STEPS:
-            found = step(self, fa, fb, question)
-            if found:
-                return found if role == "check" else None
-        return None
-
-
-# --- Subjects of one question: documents grouped by the namesake they are about, so each is answered apart
-
-@dataclass(frozen=True)
-class SubjectGroup:
-    name: str  # the subject as its first document names it: a title, or the "Name (disambiguator)" its text opens with
-    members: tuple  # source_ids, in rank order
-
-
-def names_subject(doc):
-    """Whether a document says which subject it is about: a title line, a disambiguator, an acronym it defines, or
-    the name its first sentence describes ("X is a ..."). A snippet from the middle of an article says none."""
-    s = _cached_subject(doc.title if doc.title != doc.source_id else None, doc.content)
-    return bool(s.name or s.title or s.marks or s.acronyms)
-
-
-def subject_name(doc):
-    """The subject as the document names it: its own title, else the "Name (disambiguator)" or title line its text
-    opens with, else its source_id.
-
-    >>> subject_name(Document("d1", "d1", None, "Mercury Lodge (Maine) Mercury Lodge is an inn."))
-    'Mercury Lodge (Maine)'
-    """
-    if doc.title != doc.source_id:
-        return doc.title
-    m = _SUBJECT_PAREN_RE.match(doc.content)
-    if m:
-        return " ".join(doc.content[m.start("name"):m.end()].split())
-    if title_line(doc.content):  # the words before the title's first word comes back
-        words = doc.content.split(maxsplit=TITLE_LINE_MAX_WORDS + 2)
-        first = words[0].strip(_TITLE_PUNCTUATION)
-        for cut in range(1, len(words) - 1):
-            nxt = words[cut + 1] if words[cut] in ("The", "A", "An") else words[cut]
-            if nxt.strip(_TITLE_PUNCTUATION) == first:
-                return " ".join(words[:cut])
-    return doc.source_id
-
-
-def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
-    """The relevant documents grouped by subject, () when they are about one subject (or say nothing about it).
-
-    Documents that name their subject (names_subject) go, in rank order, to the first group none of whose members
-    is a different subject (different_subjects_finding); each other relevant document joins the group of the naming
-    document most similar to it (sims: the (k, k) cosines). [A (Maine), B (Colorado), snippet near A] -> [A, snippet],
-    [B].
-    """
-    naming = [i for i in range(len(docs)) if relevant[i] and names_subject(docs[i])]
-    groups = []
-    for i in naming:
-        home = next((g for g in groups if not any(different_subjects_finding(docs[i], docs[j], qwords, cfg)
-                                                  for j in g)), None)
-        if home is None:
-            groups.append([i])
-        else:
-            home.append(i)
-    if len(groups) < 2:
-        return ()
-    for i in range(len(docs)):
-        if relevant[i] and i not in naming:
-            nearest = max(naming, key=lambda j: (float(sims[i, j]), -j))  # subtle: ties go to the higher-ranked
-            next(g for g in groups if nearest in g).append(i)
-    return tuple(SubjectGroup(subject_name(docs[g[0]]), tuple(docs[i].source_id for i in sorted(g))) for g in groups)
-
-
-def make_detector(name, cfg, embed, read_alone=None, nli=None, sentences=None):
-    """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader
-    (read_alone, a ReadAlone) run on each relevant document. sentences: a SentenceCache to share (the sentence
-    reader's), else the detector makes its own.
-    """
-    if name not in DETECTORS:
-        raise ValueError(f"unknown detector {name!r}: one of {', '.join(DETECTORS)}")
-    if name == "full" and read_alone is None:
-        raise ValueError("detector 'full' runs the reader on each document: pass read_alone (a ReadAlone)")
-    if name == "article":
-        return ConflictDetector(cfg.threshold)
-    return QuestionAwareDetector(cfg, embed, read_alone if name == "full" else None, nli, sentences)
-
-
 # ------------------------------------------------------------------------------------------------------------------
-# Resolution
-
-
-@dataclass(frozen=True)
-class Cluster:
-    members: tuple  # Documents connected by conflicts, in rank order
-    kept: Document | None  # None when the cluster is disputed: nothing says which document is current
-    discarded: tuple
-    # 'superseded' (ordered), 'outnumbered' (settled by support), 'disputed', or 'aside' (the members disagree on
-    # something other than what was asked: nothing discarded, the answer stands); only the first two discard
-    kind: str = "superseded"
-    basis: str | None = "date"  # what settled it: 'date', 'version', 'cue', 'support'; 'rank' (recency tie); None
-    support: tuple = ()  # 'outnumbered': (answer or swapped span, source_ids that give it) per side, most first
-
-
-@dataclass(frozen=True)
-class Resolution:
-    kept: tuple  # Retrieved, in rank order: non-conflicting documents plus each cluster's winner
-    clusters: tuple
-
-
-def conflict_components(docs, conflicts):
-    """Connected components of the conflict graph, each in rank order; isolated documents are left out.
-
-    [a, b, c, d] with conflicts a-b, b-c -> [(a, b, c)]
-    """
-    parent = {d.source_id: d.source_id for d in docs}
-
-    def root(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for c in conflicts:
-        parent[root(c.a.source_id)] = root(c.b.source_id)
-    groups = {}
-    for d in docs:
-        groups.setdefault(root(d.source_id), []).append(d)
-    return [tuple(g) for g in groups.values() if len(g) > 1]
-
-
-def resolve_by_recency(retrieved, report):
-    """The article's policy: keep the newest document of each conflict cluster, pass the others through.
-
-    subtle: ties on date keep the higher-ranked document (retrieval order); undated documents count as oldest.
-    """
-    def newest(members):
-        rank = {r.doc.source_id: i for i, r in enumerate(retrieved)}
-        kept = max(members, key=lambda d: (date_key(d), -rank[d.source_id]))
-        tied = [d for d in members if date_key(d) == date_key(kept)]
-        return kept, "date" if kept.date and len(tied) == 1 else "rank"  # say so when nothing was newer
-
-    return resolve(retrieved, report, newest)
-
-
-def resolve_by_kind(retrieved, report):
-    """Superseded clusters keep their newest document; disputed ones keep every member and are marked disputed."""
-    return resolve(retrieved, report, supersession_order)
-
-
-def resolve(retrieved, report, pick):
-    """Apply pick(members) -> (kept or None, basis) to each conflict cluster; non-conflicting documents pass."""
-    clusters = make_clusters([r.doc for r in retrieved], report.conflicts, pick)
-    dropped = {d.source_id for c in clusters for d in c.discarded}
-    kept = tuple(r for r in retrieved if r.doc.source_id not in dropped)
-    return Resolution(kept, tuple(clusters))
-
-
-def make_clusters(docs, conflicts, pick):
-    """One Cluster per connected component of the conflict graph, its winner chosen by pick(members)."""
-    clusters = []
-    for members in conflict_components(docs, conflicts):
-        kept, basis = pick(members)
-        discarded = tuple(d for d in members if kept is not None and d is not kept)
-        clusters.append(Cluster(members, kept, discarded, "superseded" if kept else "disputed", basis))
-    return clusters
-
-
-# "restated", "revised", "replaces", "no longer", "effective November 2023", "effective 2024-04-01", ...
-SUPERSESSION_RE = re.compile(
-    r"\b(?:restat(?:ed|es|ement)|revis(?:ed|es|ion)|replac(?:es|ed|ing)|supersed(?:es|ed|ing)|revers(?:es|ed)"
-    r"|no longer|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[a-z]+ (?:\d{1,2}, )?\d{4})))\b", re.IGNORECASE)
-
-
-def supersession_order(members):
-    """(newest document, basis) when the cluster can be ordered by date, else version, else a supersession
-    cue in exactly one document; (None, None) when it cannot (missing or tied dates and versions, no cue).
-
-    [A 2024-01-15, B 2024-04-03] -> (B, 'date'); [A undated, B undated] -> (None, None)
-    """
-    for basis, key in (("date", lambda d: date_key(d) if d.date else None), ("version", version_key)):
-        keys = [key(d) for d in members]
-        if None not in keys:
-            top = max(keys)
-            if keys.count(top) == 1:
-                return members[keys.index(top)], basis
-    cued = [d for d in members if SUPERSESSION_RE.search(d.content)]
-    return (cued[0], "cue") if len(cued) == 1 else (None, None)
-
-
-# --- Support: an undated dispute settled by how many documents give each answer
+# Resolution's library: a document's opening sentence, answers compared
 
 OPENING_CHARS = 2000  # a document's opening sentence is read from this much of its start, however long it is
 
@@ -5316,199 +5812,6 @@ def opening_sentence(text):
     when it has none."""
     first = split_sentences(text[:OPENING_CHARS])[:1]
     return (" ".join(first[0].split()), max(0, text.find(first[0]))) if first else None
-
-
-def answering(question, docs, read_alone):
-    """{source_id: Answer} of the documents whose own reading answers the question (Answer.fits), in rank order;
-    a document that does not answer adds no candidate and no support. A question that asks what its subject is
-    (asks_definition) is answered, by a document that names its subject, with its opening sentence: the definition
-    a reference text opens with ("Manic is a 2001 American drama film"), where the reading, the sentence most like
-    the question, may be about something else."""
-    readings = {d.source_id: read_alone(question, d.content) for d in docs}
-    for d in docs if asks_definition(question) else ():
-        a, opening = readings[d.source_id], opening_sentence(d.content)
-        if a.fits and a.text and opening and names_subject(d):
-            readings[d.source_id] = replace(a, text=opening[0], start=opening[1])
-    return {sid: a for sid, a in readings.items() if a.fits and says_something(a.text)}
-
-
-def support(readings, texts=None, cfg=DEFAULT_CONFIG):
-    """[(answer, [source_id, ...])]: the distinct answers of the readings, each with the answering documents that
-    give it, most supported first; ties keep rank order. An answer is said in its fullest form ("9 February 1936"
-    over "1936"). texts ({source_id: content} of the subject's documents), when given, let a document, answering or
-    not, also support every answer its text states word for word (holds), in the answer's shortest form unless that
-    states a value ("6" is in many texts) or another answer holds it ("Haydn", said of Michael, is in every text on
-    Joseph Haydn): a reader that picked another sentence of a document, or found none that answers, does not take
-    that document's word away from the answer it states.
-
-    >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
-    [('18,000 seats', ['a', 'c']), ('81,000', ['b'])]
-    """
-    groups = []
-    for sid, a in readings.items():
-        home = next((g for g in groups if answers_agree(g[0], a.text, cfg)), None)
-        if home is None:
-            groups.append([a.text, [sid], a.text])
-        else:
-            home[1].append(sid)
-            if holds(a.text, home[0]) and len(a.text) > len(home[0]):
-                home[0] = a.text
-            if holds(home[2], a.text) and len(a.text) < len(home[2]):
-                home[2] = a.text
-    for group in groups if texts else ():
-        text, sids, core = group
-        shared = any(holds(other[0], core) for other in groups if other is not group)
-        said = text if extract_values(core) or shared else core
-        sids += [sid for sid in texts if sid not in sids and holds(texts[sid], said)]
-    # subtle: sorted is stable, so equal support keeps rank order
-    return [(text, sids) for text, sids, _ in sorted(groups, key=lambda g: -len(g[1]))]
-
-
-def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG, conflicts=None):
-    """A disputed cluster settled when one of its members' answers is given by cfg.outnumber_margin documents more
-    than any other (readings: every answering document of the subject, members or not); else the cluster unchanged.
-    The sides are the members' own answers, and the member kept gives the winning one itself: a member's text may
-    name another answer in passing ("born in 1975" edited into a text that also says "1993-94"), which makes that
-    answer no side and that member no winner, though its text still counts for the side of an answer it states
-    (support). A member is set aside only for an answer that disagrees with the kept one's and, when conflicts (the
-    detector's) are given, only when the detector found it in conflict with the kept member: two documents the
-    detector found agreeing are never split by their readings.
-
-    [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
-    """
-    givers = {d.source_id for d in cluster.members} & readings.keys()
-    sides = [(text, sids) for text, sids in support(readings, texts, cfg)
-             if any(sid in givers and answers_agree(readings[sid].text, text, cfg) for sid in sids)]
-    own = {sid for sid in givers if sides and answers_agree(readings[sid].text, sides[0][0], cfg)}
-    return outnumbered(cluster, sides, cfg, own, conflicts)
-
-
-def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None, conflicts=None):
-    """The cluster settled by sides ([(answer, [source_id, ...])], most given first) when the first is given by
-    cfg.outnumber_margin documents more than the next and by one of the cluster's members (among keepable, when
-    given), which is kept; the members that give another side are discarded (with conflicts given, those of them
-    in a detected conflict with the member kept). Else, and whenever that would discard nothing, the cluster
-    unchanged: a settlement always sets a document aside."""
-    if not sides:
-        return cluster
-    winners = set(sides[0][1])
-    runner_up = len(sides[1][1]) if len(sides) > 1 else 0
-    eligible = winners if keepable is None else winners & keepable
-    kept = next((d for d in cluster.members if d.source_id in eligible), None)
-    if kept is None or len(winners) - runner_up < cfg.outnumber_margin:
-        return cluster
-    losers = {sid for _, sids in sides[1:] for sid in sids} - winners
-    if conflicts is not None:
-        losers &= {c.b.source_id if c.a is kept else c.a.source_id for c in conflicts if kept in (c.a, c.b)}
-    discarded = tuple(d for d in cluster.members if d.source_id in losers)
-    if not discarded:
-        return cluster
-    return Cluster(cluster.members, kept, discarded, "outnumbered", "support",
-                   tuple((text, tuple(sids)) for text, sids in sides))
-
-
-def evidence_sides(cluster, conflicts):
-    """The two values in contention when every conflict inside the cluster (every swap, when there are swaps) names
-    the same pair (its evidence: ("27 degrees",) vs ("32 degrees",)), each side a tuple of strings; None when they
-    name several pairs or a side is empty (a negation on one side only states nothing the other side could be counted by).
-
-    >>> a, b = Document("a", "a", None, "27 degrees"), Document("b", "b", None, "32 degrees")
-    >>> evidence_sides(Cluster((a, b), None, ()), [Conflict(a, b, "value", "", 1.0, (("27 degrees",), ("32 degrees",)))])
-    (('27 degrees',), ('32 degrees',))
-    """
-    members = {d.source_id for d in cluster.members}
-    inside = [c for c in conflicts if {c.a.source_id, c.b.source_id} <= members]
-    # subtle: a swap says exactly what one copy changed, so looser conflicts beside it (values, names) do not count
-    pairs = {frozenset(c.evidence) for c in [c for c in inside if c.kind == "swap"] or inside}
-    if len(pairs) != 1:
-        return None
-    pair = next(iter(pairs))
-    if len(pair) != 2 or not all(side and all(map(normalise_answer, side)) for side in pair):
-        return None
-    return tuple(sorted(pair))
-
-
-def states(text, side):
-    """Whether text states every string of an evidence side (holds)."""
-    return all(holds(text, s) for s in side)
-
-
-def settle_by_evidence(cluster, conflicts, texts, cfg=DEFAULT_CONFIG):
-    """A disputed cluster settled on the values in contention (evidence_sides): each document of the subject
-    (texts: {source_id: content}) whose text states one side and not the other votes for it, and a side with
-    cfg.outnumber_margin votes more than the other keeps its highest-ranked member and sets aside the members that
-    state the other side. The readings play no part: a reader that picked another sentence, or the same span in
-    every document, neither adds a vote nor takes one away. Else the cluster unchanged.
-
-    [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "27", B "32"] -> disputed
-    """
-    pair = evidence_sides(cluster, conflicts)
-    if pair is None:
-        return cluster
-    votes = {side: [] for side in pair}
-    for sid, text in texts.items():
-        stated = [side for side in pair if states(text, side)]
-        if len(stated) == 1:
-            votes[stated[0]].append(sid)
-    sides = sorted(((", ".join(side), sids) for side, sids in votes.items()), key=lambda side: -len(side[1]))
-    return outnumbered(cluster, sides, cfg)
-
-
-def answer_stands(question, cluster, readings, conflicts, texts, cfg=DEFAULT_CONFIG):
-    """A disputed cluster whose disagreement is not about what was asked: every member reads one answer, its text
-    states that answer, and neither the sentence the answer is read from nor, when the question asks a type of
-    value, any span of that type is among the member's side of its conflicts (the documents name the same
-    threshold-setter and differ on the threshold). Kind 'aside': nothing is discarded, the answer stands. Else the
-    cluster unchanged.
-    """
-    answers = [readings.get(d.source_id) for d in cluster.members]
-    if None in answers or not all(answers_agree(answers[0].text, a.text, cfg) for a in answers):
-        return cluster
-    qtype, qwords = question_type(question), question_words(question)
-    for d, a in zip(cluster.members, answers):
-        sentence = sentence_at(as_context(texts[d.source_id]), a.start)
-        if not holds(texts[d.source_id], a.text) or sentence is None:
-            return cluster
-        sides = [s for c in conflicts if d in (c.a, c.b) for s in c.evidence[0 if d is c.a else 1]]
-        if any(holds(sentence, s) or qtype != "other" and answer_span(s, qtype, qwords, cfg) for s in sides):
-            return cluster
-    return Cluster(cluster.members, None, (), "aside", None)
-
-
-def sentence_at(text, start):
-    """The sentence of text that holds offset start; None for no offset.
-
-    >>> sentence_at("It is red. It is 27 degrees.", 12)
-    'It is 27 degrees.'
-    """
-    if start < 0:
-        return None
-    at = 0
-    for sentence in split_sentences(text) or [text]:
-        at = text.find(sentence, at)
-        if at <= start < at + len(sentence):
-            return sentence
-        at += len(sentence)
-    return None
-
-
-def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG, conflicts=(), question=""):
-    """The Resolution with its disputed clusters settled where the documents outnumber each other: by the members'
-    answers (settle_by_support), else by the values in contention (settle_by_evidence; conflicts: the report's);
-    a dispute about something other than what was asked lets the answer stand (answer_stands)."""
-    texts = {r.doc.source_id: r.doc.content for r in retrieved}
-
-    def settle(c):
-        c = settle_by_support(c, readings, texts, cfg, conflicts)
-        if c.kind == "disputed":
-            c = settle_by_evidence(c, conflicts, texts, cfg)
-        if c.kind == "disputed":
-            c = answer_stands(question, c, readings, conflicts, texts, cfg)
-        return c
-
-    clusters = tuple(settle(c) if c.kind == "disputed" else c for c in resolution.clusters)
-    dropped = {d.source_id for c in clusters for d in c.discarded}
-    return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), clusters)
 
 
 # --- Answers compared: two readings that say the same thing, and an answer held by a response
@@ -5571,17 +5874,6 @@ def version_key(doc):
 
 # ------------------------------------------------------------------------------------------------------------------
 # Question answering
-
-
-@dataclass(frozen=True)
-class Answer:
-    text: str
-    confidence: float  # p_start * p_end of the span, in [0, 1]
-    start: int = -1  # character offset of the span in the context, -1 when there is none
-    # the reading answers the question: a span of the asked-for type from a sentence at or above the relevance gate
-    # (the QA model: any span); False for the sentence reader's fallback, a whole sentence. A reading that does not
-    # fit gives no candidate answer and no support when documents are counted (resolution).
-    fits: bool = True
 
 
 def softmax(x):
@@ -6351,13 +6643,6 @@ class ClaimJudgement:
     contradict: tuple  # source_ids of documents that contradict it
 
 
-@dataclass(frozen=True)
-class ConflictScore:
-    cs_c: float
-    cs_r: float
-    claims: tuple  # ClaimJudgement
-
-
 CLAUSE_RE = re.compile(r";\s*|,\s+(?:and|but|while)\s+|\.\s+(?=[A-Z])")
 
 
@@ -6420,209 +6705,7 @@ def conflict_score(question, answer, docs, cfg, nli=None, report=None, cited=())
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# The pipeline
-
-
-@dataclass(frozen=True)
-class RAGResponse:
-    query: str
-    phase: str  # 'naive' or 'resolved'
-    answer: str
-    confidence: float
-    sources: tuple  # Retrieved, everything retrieved, in rank order
-    context: tuple  # Retrieved, what the reader saw, in rank order
-    report: ConflictReport
-    clusters: tuple = ()
-    warning: str | None = None
-    cited: tuple = ()  # source_ids the answer was read from
-    # ANSWERED: nothing acted on; RESOLVED: every cluster superseded or outnumbered; UNCERTAIN: a dispute nothing
-    # settles; AMBIGUOUS: documents about different subjects sharing a name, answered subject by subject
-    label: str = "ANSWERED"
-    candidates: tuple = ()  # Candidate answers, one per document of a disputed cluster
-    score: ConflictScore = ConflictScore(0.0, 0.0, ())  # how conflicted the answer is among the context it was read from
-    reader: str = "qa"  # which reader answered: 'qa' (the QA model) or 'sentence' (the built-in reader)
-    answers: tuple = ()  # Replies: one for ANSWERED and RESOLVED, the candidates, or one per subject
-
-
-@dataclass(frozen=True)
-class Candidate:
-    doc: Document
-    answer: str
-    confidence: float
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One answer of a response: the answer (ANSWERED, RESOLVED), a candidate (UNCERTAIN) or one subject's answer
-    (AMBIGUOUS)."""
-
-    text: str
-    confidence: float
-    sources: tuple = ()  # source_ids it was read from
-    subject: str | None = None  # AMBIGUOUS: the subject as its documents name it
-    disputed: bool = False  # a candidate of a dispute nothing settles, not an answer
-
-
-STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
-
-
-def retrieve_and_detect(query, index, embed, detector, cfg, timings=None):
-    """(retrieved, report): the top-k and its conflicts, computed once per question and shared by both phases.
-
-    timings, a dict, collects seconds per stage (for --bench).
-    """
-    with timed(timings, "retrieval"):
-        query_vector = embed([query])[0]
-        retrieved = retrieve(index, query_vector, cfg.top_k, cfg.read_passages)
-    with timed(timings, "detection"):
-        report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
-                                 query_vector)
-    return retrieved, report
-
-
-def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None, announce=True):
-    """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
-
-    read answers from the context, read_alone (a ReadAlone of the same reader) from one document, nli (or None)
-    also judges ConflictScore's claims. Resolved, documents about different subjects sharing a name are answered
-    subject by subject (AMBIGUOUS), each from the document that names it (subject_answer), as is a lone subject
-    whose conflicts were settled; in each, superseded documents are dropped, an undated dispute one answer clearly
-    outnumbers is settled by support, and any other dispute withholds the answer: the reader runs on each of its
-    documents alone and every candidate is reported (UNCERTAIN), so nothing is picked silently. announce: log each
-    conflict as a warning (an evaluation of many questions reports scores instead).
-    """
-    retrieved, report = found
-    for c in report.conflicts if announce else ():
-        log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolve else "naive",
-                    printable(c.a.source_id), printable(c.b.source_id), printable(c.reason), c.topic_sim)
-    if resolve and cfg.strategy == "kind" and report.subjects:
-        parts = subject_parts(query, retrieved, report, read_alone)
-        if len(parts) > 1:
-            return answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg)
-    return answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, timings)
-
-
-def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, timings=None):
-    """One answer from the whole retrieval, or, once resolution has settled its conflicts, from what it keeps
-    (subject_answer); with no conflict both phases read the same."""
-    context, clusters = tuple(retrieved), ()
-    if resolve and report.has_conflict:
-        resolution = settled(query, retrieved, report, read_alone, cfg)
-        context, clusters = resolution.kept, resolution.clusters
-    warning = describe(report, clusters, resolve, same_titles(r.doc for r in retrieved))
-    phase = "resolved" if resolve else "naive"
-    disputed = [d for c in clusters if c.kind == "disputed" for d in c.members]
-    common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
-                  clusters=clusters, warning=warning, reader=reader_name(read))
-    if disputed:
-        candidates = tuple(c for cl in clusters if cl.kind == "disputed"
-                           for c in dispute_candidates(query, cl.members, read_alone, report))
-        return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
-                           candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
-                                                                      disputed=True) for c in candidates), **common)
-    with timed(timings, "reading"):
-        answer, cited = (subject_answer(query, context, read, read_alone) if clusters and read_alone is not None
-                         else read_all(query, context, read))
-    score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli, report, cited)
-    return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
-                       label="RESOLVED" if any(c.discarded for c in clusters) else "ANSWERED", score=score,
-                       answers=(Reply(answer.text, answer.confidence, cited),) if answer.text else (), **common)
-
-
-def dispute_candidates(query, members, read_alone, report):
-    """[Candidate], one per member of a dispute: its own reading where the members read differently; its side of
-    its conflicts inside the dispute (said) where it has no reading (a yes/no question) or every member reads the
-    same span, which then says nothing about the dispute, when that side is one value or span (a list of the names
-    a text holds is no answer). A member with neither gives no candidate.
-
-    readings "18,000" / "81,000" -> those; readings "Celsius" / "Celsius" on 27 vs 32 degrees -> "27", "32"
-    """
-    readings = answering(query, members, read_alone) if read_alone else {}
-    ids = {d.source_id for d in members}
-    report = ConflictReport(tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= ids))
-    given = [readings[d.source_id].text for d in members if d.source_id in readings]
-    same = len(given) > 1 and all(answers_agree(given[0], t) for t in given)
-    candidates = []
-    for d in members:
-        a, side = readings.get(d.source_id), said(d, report)
-        if len(side) == 1 and (same or not a):
-            candidates.append(Candidate(d, side[0], a.confidence if a else 0.0))
-        elif a:
-            candidates.append(Candidate(d, a.text, a.confidence))
-    return candidates
-
-
-def read_all(query, context, read):
-    """(Answer, cited source_ids): the reader on the context's documents at once; a span with no letter or digit
-    (an emoji, a dash) answers nothing."""
-    answer = read(query, context_text([r.doc for r in context]))
-    if not says_something(answer.text):
-        answer = Answer("", 0.0, fits=False)
-    return answer, cited_ids(context, answer)
-
-
-def says_something(text):
-    """Whether a span holds a letter or a digit: "\U0001f389" and "--" answer nothing.
-
-    >>> says_something("\U0001f389 --"), says_something("27")
-    (False, True)
-    """
-    return any(ch.isalnum() for ch in text)
-
-
-def settled(query, retrieved, report, read_alone, cfg):
-    """The Resolution of the strategy; with 'kind', its disputed clusters settled by support where they can be."""
-    resolution = STRATEGIES[cfg.strategy](retrieved, report)
-    if cfg.strategy != "kind" or not any(c.kind == "disputed" for c in resolution.clusters) or read_alone is None:
-        return resolution
-    readings = answering(query, [r.doc for r in retrieved], read_alone)
-    return settle_disputes(retrieved, resolution, readings, cfg, report.conflicts, query)
-
-
-def subject_parts(query, retrieved, report, read_alone):
-    """[(SubjectGroup, [Retrieved])] for each subject at least one of whose documents answers the question."""
-    readings = answering(query, [r.doc for r in retrieved], read_alone)
-    parts = []
-    for group in report.subjects:
-        members = [r for r in retrieved if r.doc.source_id in group.members]
-        if any(r.doc.source_id in readings for r in members):
-            parts.append((group, members))
-    return parts
-
-
-def answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg):
-    """AMBIGUOUS: one answer per subject (subject_answer), once its conflicts are resolved; a subject whose
-    documents stay disputed gives its candidates."""
-    answers, clusters = [], []
-    for group, members in parts:
-        inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
-        resolution = settled(query, members, ConflictReport(inside), read_alone, cfg)
-        clusters += resolution.clusters
-        disputed = [c for cl in resolution.clusters if cl.kind == "disputed"
-                    for c in dispute_candidates(query, cl.members, read_alone, report)]
-        if disputed:
-            answers += [Reply(c.answer, c.confidence, (c.doc.source_id,), group.name, True) for c in disputed]
-            continue
-        answer, cited = subject_answer(query, resolution.kept, read, read_alone)
-        if answer.text:
-            answers.append(Reply(answer.text, answer.confidence, cited, group.name))
-    twice = same_titles(r.doc for r in retrieved)
-    warning = describe(report, tuple(clusters), True, twice, [g for g, _ in parts])
-    dropped = {d.source_id for c in clusters for d in c.discarded}
-    context = [r for r in retrieved if r.doc.source_id not in dropped]
-    return RAGResponse(query=query, phase="resolved", answer="", confidence=0.0, sources=tuple(retrieved),
-                       context=tuple(context), report=report, clusters=tuple(clusters), warning=warning,
-                       cited=tuple(dict.fromkeys(s for a in answers for s in a.sources)), label="AMBIGUOUS",
-                       answers=tuple(answers), reader=reader_name(read))
-
-
-def subject_answer(query, kept, read, read_alone):
-    """(Answer, cited source_ids) of one subject: the own reading of its highest-ranked kept document that names
-    the subject, the one document known to be about it (the others joined its group by similarity only); when
-    none names it or that reading does not answer, the reader on all its kept documents."""
-    namer = next((r.doc for r in kept if names_subject(r.doc)), None)
-    own = answering(query, [namer], read_alone).get(namer.source_id) if namer else None
-    return (own, (namer.source_id,)) if own else read_all(query, kept, read)
+# Responses as text: printable strings, the JSON result, the conflict log, the warning
 
 
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # C0, C1, bidi; not \t \n
@@ -7053,6 +7136,7 @@ def eval_record_pairs(record, where):
 
 # --- Answered questions: {"id", "question", "documents": [--kb documents], "gold_answers", "wrong_answers"}
 
+
 @dataclass(frozen=True)
 class EvalQuestion:
     record_id: str
@@ -7247,6 +7331,7 @@ def question_json(q, naive, resolved, judged, readings=None):
 
 
 # --- The sentence reader's weights (--fit-reader): fitted on answered questions whose documents carry labels
+
 
 def labelled_documents(questions, records):
     """[(question, document content, labelled answer)] of the documents a benchmark labels correct and gives an
@@ -7746,6 +7831,7 @@ def walkthrough_stages(stages, timings):
 
 # ------------------------------------------------------------------------------------------------------------------
 # Rendering
+
 
 class Painter:
     """The one place that knows about colour. roles: title, label, conflict, resolved, uncertain, ok, error, dim."""
@@ -8643,34 +8729,6 @@ def provide_models(args, cfg, stages, embed, read, nli):
                  f"(--reader qa makes this an error)")
         read = SentenceReader(embed, cfg)
     return embed, read, nli
-
-
-def run_walkthrough(docs, questions, embed, detector, read, read_alone, nli, cfg, args):
-    """Both phases on every question. Each question's conflict records (--log-conflicts) and JSON line (--json) are
-    written as soon as it is done; the human output's blocks and side-by-side table come at the end."""
-    if cfg.top_k > len(docs):
-        if args.top_k:  # the user asked for more than there is; the default needs no note
-            note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
-        cfg = replace(cfg, top_k=len(docs))
-    index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
-                        cfg.passage_chars, kept_index(args, embed, cfg))
-    log.info("indexed %d documents%s", len(index.docs), split_note(index, cfg))
-    naive, resolved = [], []
-    step = None if args.quiet else Progress("questions")
-    with conflict_log(args.log_conflicts) as append_log:
-        for n, (_, q) in enumerate(questions, 1):
-            with Heartbeat(f"question {n}/{len(questions)}") if step else contextlib.nullcontext():
-                found = retrieve_and_detect(q, index, embed, detector, cfg)  # once, shared by both phases
-                naive.append(run_query(q, found, read, read_alone, nli, cfg, False))
-                resolved.append(run_query(q, found, read, read_alone, nli, cfg, True))
-            append_log(resolved[-1])  # first: a stdout that fails next loses no record
-            if args.json:
-                emit(json.dumps({"query": q, "naive": result_json(naive[-1]), "resolved": result_json(resolved[-1])}))
-            if step:
-                step(n, len(questions))
-    if not args.json:
-        print_walkthrough([name for name, _ in questions], naive, resolved,
-                          Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
 
 
 @contextlib.contextmanager
