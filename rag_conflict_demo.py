@@ -3020,6 +3020,7 @@ def _words_after(sentence: str, start: int, n: int) -> list[str]:
     return [m.group() for m in itertools.islice(_WORD_RE.finditer(sentence, start), max(n, 0))]
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -> frozenset[str]:
     """Content words within `window` words of a value, minus the question's words: the event a year dates.
 
@@ -3029,11 +3030,6 @@ def _event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -
     before, after = _words_around(sentence, v.text, window)
     words = (SYNONYMS.get(w, w) for w in (_strip_possessive(w).lower() for w in before + after))
     return frozenset(w for w in words if w not in STOPWORDS and w not in qwords and not w[0].isdigit())
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -> frozenset[str]:
-    return _event_words(sentence, v, qwords, window)
 
 
 def _periods_compatible(p: str, q: str) -> bool:
@@ -3211,7 +3207,7 @@ def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg
         values = [v for v in _cached_values(s) if v.kind in kinds]
         if event_years:
             values = _drop_period_years(values)
-        out.extend((v, _cached_event_words(s, v, qwords, cfg.event_window)) for v in values)
+        out.extend((v, _event_words(s, v, qwords, cfg.event_window)) for v in values)
     plurals = _plurals(qwords) if out else frozenset()
     asked = [(v, e) for v, e in out if _asked_unit(v, plurals)]
     return asked or out  # "How many moons?": count moons, not the diameter in km that shares the sentence
@@ -3415,7 +3411,7 @@ def _sentence_anchors(sentence: str, qwords: frozenset[str], kinds: frozenset[st
     rows = []
     for v in _drop_period_years(values) if event_years else values:
         stems, phrase = _cached_anchor(sentence, v, anchor_window)
-        rows.append((v, _cached_event_words(sentence, v, qwords, event_window), phrase, stems))
+        rows.append((v, _event_words(sentence, v, qwords, event_window), phrase, stems))
     return tuple(rows)
 
 
@@ -3795,7 +3791,7 @@ def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_C
     ...             frozenset({"slaty", "blue"}))
     ('pale pink', 'slaty blue')
     """
-    ta, tb = _cached_swap_tokens(sa), _cached_swap_tokens(sb)
+    ta, tb = swap_tokens(sa), swap_tokens(sb)
     la, lb = [t for t, _ in ta], [t for t, _ in tb]
     start, end = _common_start_end(la, lb)
     if start + end < cfg.asked_frame_min:
@@ -3905,6 +3901,7 @@ def _name_word(token: str) -> str:
     return _strip_possessive(token).strip(".,'’-").lower()
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
 def extract_names(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
     """Lowercased capitalised name spans, minus question words, months, units, titles and sentence starters.
 
@@ -3920,11 +3917,6 @@ def extract_names(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
         if kept:
             names.add(" ".join(kept))
     return frozenset(names)
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_names(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
-    return extract_names(sentence, exclude)
 
 
 def _opening_word(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
@@ -3968,7 +3960,7 @@ def name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
     >>> name_finding(["Jo Li is CEO."], ["Al Roe is CEO."], frozenset({"ceo"})).kind
     'name'
     """
-    na, nb = (sorted({n for s in side for n in _cached_names(s, qwords)}) for side in (a, b))
+    na, nb = (sorted({n for s in side for n in extract_names(s, qwords)}) for side in (a, b))
     tokens_a, tokens_b = ({t for n in names for t in n.split()} for names in (na, nb))
     weak_a, weak_b = (frozenset().union(*(_opening_word(s, qwords) for s in side)) for side in (a, b))
     if not na or not nb or _tokens_meet(tokens_a | weak_a, tokens_b | weak_b):
@@ -4028,7 +4020,7 @@ def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str],
     at = [i for i, stem in enumerate(stems)
           if stem in wanted or any(stem.startswith(w) for w in wanted if len(w) >= PREDICATE_PREFIX_MIN)]
     nearest: dict[int, tuple[int, str]] = {}  # predicate position -> (distance, name) of the closest name
-    for name in sorted(_cached_names(sentence, qwords)) if at else ():
+    for name in sorted(extract_names(sentence, qwords)) if at else ():
         # subtle: a name may have lost words ("U.S. President Barack Obama" -> "u.s barack obama"): place it by
         # every word of it the sentence holds
         own = set(_WORD_RE.findall(name))
@@ -4101,7 +4093,7 @@ def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = froze
         if old is None:
             return None
         sa, sb = old.evidence[0].split(", "), old.evidence[1].split(", ")
-    every_a, every_b = ({n for s in side for n in _cached_names(s, qwords)} for side in (a, b))
+    every_a, every_b = ({n for s in side for n in extract_names(s, qwords)} for side in (a, b))
     weak_a, weak_b = (frozenset().union(*(_opening_word(s, qwords) for s in side)) for side in (a, b))
     if _names_agree(sa, every_b | weak_b) or _names_agree(sb, every_a | weak_a):
         return None  # subtle: the other side may name the same person outside its slot ("..., said Jo Li")
@@ -4302,6 +4294,7 @@ _SWAP_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*\d%?|[$€£]?\d%?|[^\W\d_]+(?:[
 _UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
 def swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     """(lowercased, original) tokens, stopwords kept: the whole frame counts, not just its content words.
 
@@ -4309,11 +4302,6 @@ def swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     ['aged', '45.7', 'years']
     """
     return tuple((m.group().lower().rstrip(".,"), m.group().rstrip(".,")) for m in _SWAP_TOKEN_RE.finditer(sentence))
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
-    return swap_tokens(sentence)
 
 
 def _initials(words: Iterable[str]) -> str:
@@ -4406,7 +4394,7 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
     >>> _swap_pair("Position(s) Defender for the club.", "Position(s) Forward for the club.")
     ('Defender', 'Forward')
     """
-    ta, tb = _cached_swap_tokens(sa), _cached_swap_tokens(sb)
+    ta, tb = swap_tokens(sa), swap_tokens(sb)
     if min(len(ta), len(tb)) < cfg.swap_min_tokens:
         return None
     if 2 * min(len(ta), len(tb)) < cfg.swap_min_ratio * (len(ta) + len(tb)):
@@ -4885,6 +4873,7 @@ def _parenthetical_marks(source: str, whole: bool) -> tuple[str, frozenset[str]]
     return (name.lower(), marks) if marks else ("", frozenset())
 
 
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
 def document_subject(title: str | None, text: str) -> Subject:
     """Which subject a document is about, from its title and its opening sentence.
 
@@ -4904,11 +4893,6 @@ def document_subject(title: str | None, text: str) -> Subject:
     lead_name = lead["name"].strip().lower() if lead else ""
     return Subject(name or name2 or lead_name, marks | marks2, places, years, _acronym_definitions(text),
                    title_line(opening))
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _cached_subject(title: str | None, text: str) -> Subject:
-    return document_subject(title, text)
 
 
 def _marks_differ(x: frozenset[str], y: frozenset[str]) -> bool:
@@ -4934,7 +4918,7 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     "(Tessa Vane album) ... by Tessa Vane" edited to "(Rufus Kell album) ... by Rufus Kell" is a conflict
     (edited_copy_finding), not two namesakes. Copies that differ only in the parenthetical are two namesakes.
     """
-    sa, sb = (_cached_subject(d.title if d.title != d.source_id else None, d.content) for d in (a, b))
+    sa, sb = (document_subject(d.title if d.title != d.source_id else None, d.content) for d in (a, b))
     marked = None  # what names a subject: the acronym's expansion, the title line, the disambiguator
     for acr, exp in sa.acronyms:
         other = [e for r, e in sb.acronyms if r == acr and e != exp]
@@ -5043,7 +5027,7 @@ def _side_common(sentences: tuple[str, ...]) -> frozenset[str]:
 def names_subject(doc):
     """Whether a document says which subject it is about: a title line, a disambiguator, an acronym it defines, or
     the name its first sentence describes ("X is a ..."). A snippet from the middle of an article says none."""
-    s = _cached_subject(doc.title if doc.title != doc.source_id else None, doc.content)
+    s = document_subject(doc.title if doc.title != doc.source_id else None, doc.content)
     return bool(s.name or s.title or s.marks or s.acronyms)
 
 
@@ -5201,7 +5185,7 @@ def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
     if qtype == "name":
         slot = _cached_slot_names(sentence, qwords, preds, cfg.name_slot_window, cfg.name_heading_words)
         found = []
-        named = sorted((n, sp) for n in _cached_names(sentence, qwords) for sp in _surfaces(n, sentence))
+        named = sorted((n, sp) for n in extract_names(sentence, qwords) for sp in _surfaces(n, sentence))
         for name, (start, end) in named:
             region = (_REGION_AFTER_RE if "where" in qwords else _OF_NAME_RE).match(sentence, end)
             found.append((start, region.end() if region else end, {
@@ -6172,7 +6156,7 @@ def fuller_name(found, i, span, candidates, context, qwords):
         return i, span
     for j in _same_document(found, i, candidates, context):
         sentence = found[j][2]
-        fuller = [n for n in _cached_names(sentence, qwords) if n.endswith(" " + words[0])]
+        fuller = [n for n in extract_names(sentence, qwords) if n.endswith(" " + words[0])]
         spans = sorted(sp[0] for sp in (_surfaces(n, sentence) for n in fuller) if sp)
         if spans:
             return j, spans[0]
