@@ -6646,7 +6646,8 @@ def judge_claim(question, claim, doc, cfg, nli=None, contradictable=True):
     claim "$4.2M" vs "Revenue was restated to $6.8M." -> 'CONTRADICT'
     """
     sentences = split_sentences(doc.content) or [doc.content]
-    if contradictable and (compare_answers(question, [claim], sentences, cfg) or (nli and nli.judge([claim], sentences))):
+    if contradictable and (compare_answers(question, [claim], sentences, cfg)
+                           or (nli and nli.judge([claim], sentences))):
         return "CONTRADICT"
     values = _cached_values(claim)  # values_stated reads the same, cached
     if values and values_stated(claim, sentences, cfg):
