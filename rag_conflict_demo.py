@@ -5070,8 +5070,8 @@ def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
 _MEASURES = functools.partial(anchored_value_finding, kinds=MEASURE_KINDS, event_years=False)
 _TEMPORAL = functools.partial(anchored_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
 _ALL_VALUES = functools.partial(anchored_value_finding, kinds=ALL_KINDS, event_years=True)
-# Checks per question type ("category": an "other" question that asks which kind of thing its subject is), first finding wins; polarity
-# counts for every type.
+# Checks per question type ("category": an "other" question that asks which kind of thing its subject is), first
+# finding wins; polarity counts for every type.
 # swap_finding closes every type's list: a swapped span conflicts whatever the question asks;
 # who-questions read the name in the answer slot (slot_name_finding, which falls back to name_finding);
 # yes/no questions also compare anchored values.
@@ -9841,7 +9841,7 @@ class TestSwaps(unittest.TestCase):
         # near misses: a question that asks no kind still compares them, and a kind question its kinds
         self.assertNotEqual(read_question("What is the maximum firing range of the Blaster?").form, "category")
         self.assertNotEqual(read_question("What caused the oil crisis of 1974?").form, "category")
-        self.assertNotEqual(read_question("What was the trade deficit in 2020?").form, "category")  # "trade" qualifies what is asked
+        self.assertNotEqual(read_question("What was the trade deficit in 2020?").form, "category")  # "trade" qualifies
         self.assertEqual(compare_answers("What is Vestri known for?", a, b).kind, "value")
         f = compare_answers("What sport is Vestri associated with?", a, [a[0].replace("football", "basketball")])
         self.assertEqual((f.kind, f.evidence), ("swap", ("football", "basketball")))
