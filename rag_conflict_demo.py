@@ -76,9 +76,9 @@ Contents (the file's sections in order, each with its entry points):
   Support                    settle_disputes
   The walkthrough            KNOWLEDGE_BASE, SCENARIOS, run_walkthrough
   Knowledge base files       load_kb, parse_document
-  Text features              compare_answers, CHECKS, Finding; by concept: shared basics, values, polarity, names,
-                             slots and swaps, subject identity, subjects of one question (subject_groups), the
-                             registry, answer spans, the article's features
+  Text features              compare_answers, CHECKS, Finding; by concept: shared basics and questions
+                             (read_question, ASKING_WORDS), values, polarity, names, slots and swaps, subjects
+                             (document_subject, subject_groups), the registry, answer spans, the article's features
   Retrieval's library        build_index, passages_of, KeptIndex
   Resolution's library       opening_sentence, answers_agree
   Question answering         SentenceReader, TransformersReader, SentenceEmbedder, NLIJudge, load_models
@@ -1806,7 +1806,7 @@ FINDING_KINDS = {
 }
 
 
-# --- Shared basics: words, calendar words, sentences, questions
+# --- Shared basics: words, stems, years, calendar words, sentences, questions
 
 STOPWORDS = frozenset("""
 a about above across after again against all along already also am among an and any are aren't around as at be
@@ -1854,7 +1854,8 @@ _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|
           r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)(?![A-Za-z])\.?")
 _YEAR = r"(?:1\d{3}|20\d{2})"  # a year as texts write one: 1000 to 2099
 _MODERN_YEAR = r"(?:1[89]\d{2}|20\d{2})"  # 1800 to 2099: a bare one beside an amount dates it ("the 2019 budget")
-_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")  # a word: letters or digits, apostrophes inside ("don't")
+_LETTER_WORD = r"[^\W\d_]+(?:['’][^\W\d_]+)*"  # a word of letters only: the tokenizers that read numbers apart
 _ANY_WORD_CHAR_RE = re.compile(r"\w")
 _POSSESSIVE_END_RE = re.compile(r"['’]s$")
 
@@ -2138,7 +2139,7 @@ def question_words(question: str) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Value:
-    kind: str      # 'money' | 'percent' | 'quantity' | 'year' | 'date' | 'duration'
+    type: str      # 'money' | 'percent' | 'quantity' | 'year' | 'date' | 'duration'
     amount: float  # money in currency units, duration in days, year as the year, date as yyyymmdd (00 = unknown)
     unit: str      # 'USD', '%', 'days', 'business days' (not converted), 'requests/minute', 'people', '' when none
     period: str    # 'Q3', 'Q4-2023', 'FY2023', 'H1-2024', '2023-01', '2023', '' when unknown
@@ -2148,9 +2149,9 @@ class Value:
     written: str = ""  # a measurement's unit as written ("mi"), its amount converted to the SI unit in unit ("m")
 
 
-MEASURE_KINDS = frozenset({"money", "percent", "quantity", "duration"})  # compared within (kind, unit)
-TEMPORAL_KINDS = frozenset({"year", "date"})  # compared with each other: 1911 meets October 23, 1911
-ALL_KINDS = MEASURE_KINDS | TEMPORAL_KINDS
+MEASURE_TYPES = frozenset({"money", "percent", "quantity", "duration"})  # compared within (type, unit)
+TEMPORAL_TYPES = frozenset({"year", "date"})  # compared with each other: 1911 meets October 23, 1911
+VALUE_TYPES = MEASURE_TYPES | TEMPORAL_TYPES
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
     "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
@@ -2362,13 +2363,13 @@ def _time_unit(word: str) -> str:
     return w[:-1] if w.endswith("s") and w[:-1] in DURATION_DAYS else w
 
 
-def _value(kind: str, amount: float, unit: str, m: re.Match) -> list[Value]:
+def _value(vtype: str, amount: float, unit: str, m: re.Match) -> list[Value]:
     """One context-free Value from a match; period and entity are attached later.
 
     >>> _value("percent", 12.0, "%", _PERCENT_RE.search("12%"))[0].text
     '12%'
     """
-    return [Value(kind, amount, unit, "", "", m.group(0).strip())]
+    return [Value(vtype, amount, unit, "", "", m.group(0).strip())]
 
 
 def _money_values(m: re.Match) -> list[Value]:
@@ -2662,7 +2663,7 @@ def _in_si(v: Value, written: str) -> Value:
     """A value whose amount is in the unit written, as a measurement in that unit's SI unit.
 
     >>> _in_si(Value("quantity", 10.0, "", "", "", "10"), "miles")
-    Value(kind='quantity', amount=16093.44, unit='m', period='', entity='', text='10', high=None, written='miles')
+    Value(type='quantity', amount=16093.44, unit='m', period='', entity='', text='10', high=None, written='miles')
     """
     si, factor = MEASUREMENT_UNITS[written]
     return replace(v, amount=v.amount * factor, unit=si, written=written)
@@ -2914,7 +2915,7 @@ def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int
     """
     (s1, e1, a), (s2, _, b) = low, high
     between, last = sentence[e1:s2], _word_before(sentence, s1, words)
-    if a.high is not None or TEMPORAL_KINDS & {a.kind, b.kind}:
+    if a.high is not None or TEMPORAL_TYPES & {a.type, b.type}:
         return False
     if between == " to ":
         joined = last not in CHANGE_WORDS
@@ -2923,7 +2924,7 @@ def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int
     else:  # a dash: tight, or spaced after a bare low end; between two bare numbers only after an age word
         scores = _is_bare(a) and _is_bare(b) and last not in AGE_WORDS  # "lost 1-3", not "aged 18-25"
         joined = between.strip() in DASHES and (between in DASHES or _is_bare(a)) and not scores
-    same = (a.kind, a.unit, a.period) == (b.kind, b.unit, b.period)
+    same = (a.type, a.unit, a.period) == (b.type, b.unit, b.period)
     if not (joined and (same or _is_bare(a) or _money_then_number(a, b))):
         return False
     v = _range_value(a, b, "")
@@ -2944,12 +2945,12 @@ def _word_before(sentence: str, pos: int, words: list[tuple[int, int]]) -> str |
 
 def _is_bare(v: Value) -> bool:
     """A number with no unit, no scale, nothing after it ("3", "two"): a range's low end that takes the upper's."""
-    return v.kind == "quantity" and not v.unit and bool(_NUMBER_TEXT_RE.fullmatch(v.text))
+    return v.type == "quantity" and not v.unit and bool(_NUMBER_TEXT_RE.fullmatch(v.text))
 
 
 def _money_then_number(low: Value, high: Value) -> bool:
     """Money or a percentage, then a number with no unit: "$1-2 million", "€2bn–3bn", the range is the low end's."""
-    return low.kind in ("money", "percent") and high.kind == "quantity" and not high.unit
+    return low.type in ("money", "percent") and high.type == "quantity" and not high.unit
 
 
 def _range_value(low: Value, high: Value, text: str) -> Value:
@@ -2969,7 +2970,7 @@ def _range_low(low: Value, high: Value) -> float:
     >>> [v.amount for v in extract_values("It takes 1-2 years, or 0 to 5 km.")]
     [365.0, 0.0]
     """
-    if not (_is_bare(low) or low.kind in ("money", "percent") and not _SCALED_RE.search(low.text)):
+    if not (_is_bare(low) or low.type in ("money", "percent") and not _SCALED_RE.search(low.text)):
         return low.amount
     number, high_number = _written_number(low), _written_number(high)
     return number * high.amount / high_number if number is not None and high_number else low.amount
@@ -2990,7 +2991,7 @@ def extract_values(sentence: str) -> tuple[Value, ...]:
     """Normalised money, percent, quantity, duration, year and date values, in reading order.
 
     >>> extract_values("Acme's Q3 revenue was $4.2M.")[0]
-    Value(kind='money', amount=4200000.0, unit='USD', period='Q3', entity='acme', text='$4.2M', high=None, written='')
+    Value(type='money', amount=4200000.0, unit='USD', period='Q3', entity='acme', text='$4.2M', high=None, written='')
     """
     sentence = without_format_characters(sentence)  # "2\u200b7 degrees" is one number
     markers, claimed = _period_markers(sentence)
@@ -3018,9 +3019,9 @@ def _with_context(v: Value, pos: int, markers: list[tuple[int, str]], breaks: tu
     >>> _with_context(extract_values("$1")[0], 4, [(0, "Q3")], _clause_breaks("Q3: $1"), ([], [], "")).period
     'Q3'
     """
-    if v.kind not in MEASURE_KINDS:
+    if v.type not in MEASURE_TYPES:
         return v
-    period = _period_for(pos, markers, breaks) if v.kind != "duration" else ""
+    period = _period_for(pos, markers, breaks) if v.type != "duration" else ""
     return replace(v, period=period, entity=_entity_for(pos, mentions))
 
 
@@ -3122,7 +3123,7 @@ def _ymd(v: Value) -> tuple[int, int, int]:
     >>> _ymd(Value("date", 19111023.0, "", "", "", ""))
     (1911, 10, 23)
     """
-    if v.kind == "year":
+    if v.type == "year":
         return int(v.amount), 0, 0
     n = int(v.amount)
     return n // 10000, n // 100 % 100, n % 100
@@ -3139,7 +3140,7 @@ def _values_agree(a: Value, b: Value, cfg: Config = DEFAULT_CONFIG) -> bool:
     >>> [_values_agree(*extract_values(s)) for s in ("10 miles, 16 km", "1 kg, 1 lb", "1,333 km, 833.9 mi")]
     [True, False, False]
     """
-    if a.kind in TEMPORAL_KINDS:
+    if a.type in TEMPORAL_TYPES:
         return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
     if a.high is None and b.high is None and a.written == b.written:  # two amounts in one unit: the common case
         return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
@@ -3207,7 +3208,7 @@ def _value_key(v: Value) -> tuple[str, str]:
     >>> _value_key(Value("year", 1998.0, "", "", "", ""))
     ('time', '')
     """
-    return ("time", "") if v.kind in TEMPORAL_KINDS else (v.kind, v.unit)
+    return ("time", "") if v.type in TEMPORAL_TYPES else (v.type, v.unit)
 
 
 def _drop_period_years(values: list[Value]) -> list[Value]:
@@ -3217,7 +3218,7 @@ def _drop_period_years(values: list[Value]) -> list[Value]:
     1
     """
     years = {_period_parts(v.period)[0] for v in values if v.period}
-    return [v for v in values if not (v.kind == "year" and str(int(v.amount)) in years)]
+    return [v for v in values if not (v.type == "year" and str(int(v.amount)) in years)]
 
 
 def _asked_unit(v: Value, plurals: frozenset[str]) -> bool:
@@ -3237,15 +3238,15 @@ def _asked_dimensions(plurals: frozenset[str]) -> frozenset[str]:
 
 
 def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg: Config = DEFAULT_CONFIG,
-                 kinds: frozenset[str] = ALL_KINDS, event_years: bool = False) -> list[tuple[Value, frozenset[str]]]:
+                 types: frozenset[str] = VALUE_TYPES, event_years: bool = False) -> list[tuple[Value, frozenset[str]]]:
     """(value, event words) for one side; with event_years, years that only name a period are dropped.
 
-    >>> [v.kind for v, _ in _side_values(["In 2022 revenue was $4M."], event_years=True)]
+    >>> [v.type for v, _ in _side_values(["In 2022 revenue was $4M."], event_years=True)]
     ['money']
     """
     out = []
     for s in sentences:
-        values = [v for v in extract_values(s) if v.kind in kinds]
+        values = [v for v in extract_values(s) if v.type in types]
         if event_years:
             values = _drop_period_years(values)
         out.extend((v, _event_words(s, v, qwords, cfg.event_window)) for v in values)
@@ -3255,7 +3256,7 @@ def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg
 
 
 def value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                   cfg: Config = DEFAULT_CONFIG, kinds: frozenset[str] = ALL_KINDS,
+                   cfg: Config = DEFAULT_CONFIG, types: frozenset[str] = VALUE_TYPES,
                    event_years: bool = False) -> Finding | None:
     """First key whose comparable values on the two sides share no amount. With event_years (questions that do
     not ask for a time) two years only meet when the words around them share an event ("opened", "founded").
@@ -3263,7 +3264,7 @@ def value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset
     >>> value_finding(["Opened in 1998."], ["Opened in 2001."], event_years=True).evidence
     ('1998', '2001')
     """
-    va, vb = (_by_key(_side_values(side, qwords, cfg, kinds, event_years)) for side in (a, b))
+    va, vb = (_by_key(_side_values(side, qwords, cfg, types, event_years)) for side in (a, b))
     for key in sorted(va.keys() & vb.keys()):
         pairs = [(x, y) for x, ex in va[key] for y, ey in vb[key]
                  if _comparable(x, y) and not (event_years and key == ("time", "") and not ex & ey)]
@@ -3412,11 +3413,11 @@ def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _sentence_anchors(sentence: str, qwords: frozenset[str], kinds: frozenset[str], event_years: bool,
+def _sentence_anchors(sentence: str, qwords: frozenset[str], types: frozenset[str], event_years: bool,
                       anchor_window: int, event_window: int) -> tuple:
-    """(value, event words, measured phrase, stems near it) for each value of the kinds in one sentence: a
+    """(value, event words, measured phrase, stems near it) for each value of the types in one sentence: a
     document's part of _anchored_side, cached, the same whichever document it meets."""
-    values = [v for v in extract_values(sentence) if v.kind in kinds]
+    values = [v for v in extract_values(sentence) if v.type in types]
     rows = []
     for v in _drop_period_years(values) if event_years else values:
         rows.append((v, _event_words(sentence, v, qwords, event_window), _measured_phrase(sentence, v),
@@ -3436,7 +3437,7 @@ def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str
     plurals = _plurals(qwords)
     # a measurement counts in the unit the question names and the sentence writes ("miles"), not in metres
     written = (_plural(v.written) if v.written else v.unit for s in sentences for v in extract_values(s)
-               if v.kind == "quantity" and v.unit)
+               if v.type == "quantity" and v.unit)
     return frozenset(u for u in written if u in plurals)
 
 
@@ -3452,7 +3453,7 @@ def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
     >>> _counted_bare("The distance in miles is 10.", extract_values("10")[0], frozenset({"miles"})).amount
     16093.44
     """
-    if v.kind != "quantity" or v.unit or not units:
+    if v.type != "quantity" or v.unit or not units:
         return v
     before = _LABEL_BEFORE_RE.search(sentence[:max(sentence.find(v.text), 0)])
     if before and before.group(1).lower() not in STOPWORDS and not set(before.group(2)) & set(":\t="):
@@ -3480,17 +3481,17 @@ def _distinct_amounts(values: list[Value], cfg: Config = DEFAULT_CONFIG) -> int:
 
 
 def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozenset[str], cfg: Config,
-                   kinds: frozenset[str], event_years: bool,
+                   types: frozenset[str], event_years: bool,
                    units: frozenset[str] = frozenset()) -> list[tuple[Value, frozenset[str], tuple[str, ...]]]:
     """(value, event words, measured phrase) for one side; of a key with several amounts, only the values anchored to
     a predicate word of the question, none when no value is.
 
     >>> _anchored_side(["Built 1985, rebuilt 1912, restored 1959."], frozenset(), frozenset({"open"}),
-    ...                DEFAULT_CONFIG, TEMPORAL_KINDS, False)
+    ...                DEFAULT_CONFIG, TEMPORAL_TYPES, False)
     []
     """
     rows = [(_counted_bare(s, v, units), events, phrase, bool(stems & preds)) for s in sentences
-            for v, events, phrase, stems in _sentence_anchors(s, qwords, kinds, event_years, cfg.value_anchor_window,
+            for v, events, phrase, stems in _sentence_anchors(s, qwords, types, event_years, cfg.value_anchor_window,
                                                               cfg.event_window)]
     plurals = _plurals(qwords) if rows else frozenset()
     asked = [r for r in rows if _asked_unit(r[0], plurals)]
@@ -3504,7 +3505,7 @@ def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozense
 
 
 def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                           cfg: Config = DEFAULT_CONFIG, kinds: frozenset[str] = ALL_KINDS,
+                           cfg: Config = DEFAULT_CONFIG, types: frozenset[str] = VALUE_TYPES,
                            event_years: bool = False) -> Finding | None:
     """Like _value_finding, but each side compares only the values attached to what the question asks about.
 
@@ -3512,11 +3513,11 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
     ...                        frozenset({"leave"})) is None
     True
     """
-    if not all(any(v.kind in kinds for s in side for v in extract_values(s)) for side in (a, b)):
-        return None  # a side with no value of the kinds: nothing to compare (and the hot path skips the rest)
+    if not all(any(v.type in types for s in side for v in extract_values(s)) for side in (a, b)):
+        return None  # a side with no value of the types: nothing to compare (and the hot path skips the rest)
     preds = predicate_words(a + b, qwords)
-    units = counted_units(a + b, qwords) if "quantity" in kinds else frozenset()  # "How many moons?": "95" of them
-    va, vb = (_by_key(_anchored_side(side, qwords, preds, cfg, kinds, event_years, units)) for side in (a, b))
+    units = counted_units(a + b, qwords) if "quantity" in types else frozenset()  # "How many moons?": "95" of them
+    va, vb = (_by_key(_anchored_side(side, qwords, preds, cfg, types, event_years, units)) for side in (a, b))
     for key in sorted(va.keys() & vb.keys()):
         pairs = [(x, y) for x, ex, px in va[key] for y, ey, py in vb[key]
                  if _comparable(x, y) and not _phrases_clash(px, py)
@@ -3579,7 +3580,7 @@ DIRECTION_ADVERBS = frozenset("""
 sharply slightly significantly substantially considerably dramatically markedly modestly greatly steeply steadily
 gradually rapidly quickly slowly
 """.split())
-_POLARITY_TOKEN_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|[,;:.!?()—–]")
+_POLARITY_TOKEN_RE = re.compile(rf"{_LETTER_WORD}|[,;:.!?()—–]")
 
 
 def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bool:
@@ -4100,7 +4101,7 @@ def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = froze
 
 # Slots: one frame, one answer slot swapped (capital ... Sydney vs ... Canberra)
 
-_SLOT_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*[%\w]*|[^\W\d_]+(?:['’][^\W\d_]+)*")
+_SLOT_TOKEN_RE = re.compile(rf"[$€£]?\d[\d,.]*[%\w]*|{_LETTER_WORD}")
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
@@ -4281,7 +4282,7 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
 # Words whose swap changes nothing a reader would dispute (tense, articles, connectives).
 SWAP_FILLER = STOPWORDS | frozenset("also still currently now then later about approximately around nearly".split())
 
-_SWAP_TOKEN_RE = re.compile(r"[$€£]?\d[\d,.]*\d%?|[$€£]?\d%?|[^\W\d_]+(?:['’][^\W\d_]+)*")
+_SWAP_TOKEN_RE = re.compile(rf"[$€£]?\d[\d,.]*\d%?|[$€£]?\d%?|{_LETTER_WORD}")
 _UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 
 
@@ -4694,7 +4695,7 @@ def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
     return pair and Finding("swap", f"same sentence, one span swapped: {pair[0]} vs {pair[1]}", pair)
 
 
-# --- Subject identity: documents about different subjects that share a name are not compared
+# --- Subjects: documents about different subjects that share a name are not compared, and are answered apart
 # "John Sparke (died 1566)" vs "John Sparke (died 1680)"; "Glass Orchard (Nell Ashby album)" vs "(Corin Dale
 # album)"; "Lake County Library System (LCLS)" vs "Lakeland Cooperative Library System (LCLS)". What says which
 # subject a document is about: a parenthetical disambiguator after its title or leading name, the expansion of an
@@ -4704,7 +4705,7 @@ def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
 
 # Words of a parenthetical that say nothing about which subject it is ("born", "died" stay: they carry the dates).
 SUBJECT_MARK_NOISE = STOPWORDS | frozenset("also known formerly called c circa ca".split())
-# A question about a place or a date asks for what would otherwise tell namesakes apart: then it is the answer.
+# "Name (disambiguator)" opening a title or a text; the name starts with a capital or a digit ("1984 (album)").
 _SUBJECT_PAREN_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^()\n.;:]{0,80}?)\s\((?P<mark>[^()]{2,80})\)")
 # "Long Name Here (LNH)": an acronym after the capitalised words it abbreviates. subtle: tried once a word, from its
 # first capital (every capital of a word reads on to the same end, so the first is the leftmost match anyway): tried
@@ -4752,17 +4753,28 @@ def title_line(text: str) -> frozenset[str]:
     >>> title_line("Acme revenue was $4.2M in 2023 and Acme restated it later.")  # a sentence, not a title
     frozenset()
     """
+    words, cut = _title_head(text)
+    return _checked_title(words[:cut], text.split(maxsplit=cut)[-1]) if cut else frozenset()
+
+
+def _title_head(text: str) -> tuple[list[str], int]:
+    """(the words a text opens with, how many of them come before its first word comes back): 0 when a sentence
+    ends first or the first word is no capitalised word or number.
+
+    >>> _title_head("Lyon The Lyon region is large.")[1]
+    1
+    """
     words = text.split(maxsplit=TITLE_LINE_MAX_WORDS + 2)[:TITLE_LINE_MAX_WORDS + 2]  # the title, the repeat, one more
     first = words[0].strip(_TITLE_PUNCTUATION) if words else ""
     if not first[:1].isupper() and not first[:1].isdigit():
-        return frozenset()
+        return words, 0
     for cut in range(1, min(TITLE_LINE_MAX_WORDS, len(words) - 1) + 1):
         if words[cut - 1].endswith(("!", "?", ";", ":")) or _SENTENCE_END_RE.search(words[cut - 1]):
-            return frozenset()  # a sentence ended before any repeat: no title line
+            return words, 0  # a sentence ended before any repeat: no title line
         nxt = words[cut + 1] if words[cut] in ("The", "A", "An") and cut + 1 < len(words) else words[cut]
         if nxt.strip(_TITLE_PUNCTUATION) == first:
-            return _checked_title(words[:cut], text.split(maxsplit=cut)[-1])
-    return frozenset()
+            return words, cut
+    return words, 0
 
 
 # A US place is titled with its state's postal code as often as with its name ("Keyes, CA" / "Keyes, California");
@@ -4794,7 +4806,7 @@ def _checked_title(head: list[str], rest: str) -> frozenset[str]:
     said = " ".join(head)
     text = _STATE_CODE_RE.sub(lambda m: m[1] + US_STATE_CODES.get(m[2], m[2]), said)  # "Keyes, CA": California
     if set(head) & TITLE_VERBS or text.split()[-1].lower().strip(_TITLE_PUNCTUATION) in STOPWORDS or any(
-            v.kind in ("money", "percent") for v in extract_values(text)):
+            v.type in ("money", "percent") for v in extract_values(text)):
         return frozenset()  # "Acme reported revenue of $4.2M in 2023, and Acme is ...": a sentence, not a title
     undated = _PARENTHETICAL_RE.sub(lambda m: "" if is_date_mark(m[0].strip(" ()")) else m[0], text)
     title = frozenset(w for w in _mark_words(undated) if len(w) > 1)  # initials aside; a version's date aside
@@ -4928,6 +4940,7 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     # changed, so only a place or a year the question does not ask about still tells two subjects apart
     if marked and _edited_text(a.content, b.content, cfg.swap_min_ratio, qwords) is None:
         return marked
+    # a question about a place or a date asks for what would otherwise tell namesakes apart: then it is the answer
     if same_name and not qwords & ASKING_WORDS["place"] and _marks_differ(sa.places, sb.places):
         why = (" ".join(sorted(sa.places)), " ".join(sorted(sb.places)))
     elif same_name and not qwords & ASKING_WORDS["date"] and sa.years and sb.years and not sa.years & sb.years:
@@ -5007,7 +5020,7 @@ def _side_common(sentences: tuple[str, ...]) -> frozenset[str]:
     return frozenset().union(*(_word_roles(x)[1] for x in sentences))
 
 
-# --- Subjects of one question: documents grouped by the namesake they are about, so each is answered apart
+# Subjects of one question: documents grouped by the namesake they are about, so each is answered apart
 
 
 def names_subject(doc):
@@ -5030,12 +5043,8 @@ def subject_name(doc):
     if m:
         return " ".join(doc.content[m.start("name"):m.end()].split())
     if title_line(doc.content):  # the words before the title's first word comes back
-        words = doc.content.split(maxsplit=TITLE_LINE_MAX_WORDS + 2)
-        first = words[0].strip(_TITLE_PUNCTUATION)
-        for cut in range(1, len(words) - 1):
-            nxt = words[cut + 1] if words[cut] in ("The", "A", "An") else words[cut]
-            if nxt.strip(_TITLE_PUNCTUATION) == first:
-                return " ".join(words[:cut])
+        words, cut = _title_head(doc.content)
+        return " ".join(words[:cut])
     return doc.source_id
 
 
@@ -5067,9 +5076,9 @@ def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
 
 # --- The registry: which signals run for which question type, first finding wins
 
-_MEASURES = functools.partial(anchored_value_finding, kinds=MEASURE_KINDS, event_years=False)
-_TEMPORAL = functools.partial(anchored_value_finding, kinds=TEMPORAL_KINDS, event_years=False)
-_ALL_VALUES = functools.partial(anchored_value_finding, kinds=ALL_KINDS, event_years=True)
+_MEASURES = functools.partial(anchored_value_finding, types=MEASURE_TYPES, event_years=False)
+_TEMPORAL = functools.partial(anchored_value_finding, types=TEMPORAL_TYPES, event_years=False)
+_ALL_VALUES = functools.partial(anchored_value_finding, types=VALUE_TYPES, event_years=True)
 # Checks per question type ("category": an "other" question that asks which kind of thing its subject is), first
 # finding wins; polarity counts for every type.
 # swap_finding closes every type's list: a swapped span conflicts whatever the question asks;
@@ -5117,6 +5126,7 @@ POLARITY_GROUP_WORDS = {group: frozenset(w for phrase, (g, _) in POLARITY_LEXICO
 # most is read (a bound that keeps the lifespan pattern's work linear in the sentence's length).
 LIFESPAN_CHARS = 120
 _LIFESPAN_RE = re.compile(r"^(?:[^;]*;\s*)?(?P<born>[^;–—]+?)(?:\s[–—-]\s|\s?[–—]\s?)(?P<died>[^;–—]+)$")
+# The words before a value that are part of it: "about 1820", "late 1914", "c. 1850", "about 50,000".
 VALUE_QUALIFIERS = frozenset("about around approximately nearly almost roughly circa c ca early mid late".split())
 LIFESPAN_WORDS = VALUE_QUALIFIERS | frozenset("born b died d baptised baptized bap".split())  # all a side may add
 
@@ -5135,7 +5145,7 @@ def _lifespan(sentence: str, qwords: frozenset[str]) -> tuple[int, int] | None:
         inside = paren[0].strip()[1:-1]
         m = _LIFESPAN_RE.match(inside) if len(inside) <= LIFESPAN_CHARS else None
         values = [extract_values(m[part].strip()) for part in ("born", "died")] if m else ()
-        if m and all(len(v) == 1 and v[0].kind in TEMPORAL_KINDS for v in values) and all(
+        if m and all(len(v) == 1 and v[0].type in TEMPORAL_TYPES for v in values) and all(
                 set(_WORD_RE.findall(m[part].replace(v[0].text, " ").lower())) <= LIFESPAN_WORDS
                 for part, v in zip(("born", "died"), values)):
             said = values[0 if side == "born" else 1][0].text
@@ -5206,7 +5216,7 @@ def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
 
 def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: frozenset[str],
                       cfg: Config) -> list[tuple[int, int, dict, Value | None]]:
-    """answer_candidates for an amount or a time: each value of the asked-for kinds, with the qualifier that is part
+    """answer_candidates for an amount or a time: each value of the asked-for types, with the qualifier that is part
     of it ("about 1820", "c. 1850", "late 1914") and, for a time, the other end of a span said next ("1790 to 1794");
     features: the question's predicate within cfg.value_anchor_window words (asked), the nearest verb before it in a
     past form (asked_event: "founded in 1856", not "completed in 1951"), a kind the question does not ask
@@ -5217,8 +5227,8 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
     ...                                                                 DEFAULT_CONFIG)]
     [('c. 1850', 1.0), ('1901 to 1903', 0.0), ('1903', 0.0)]
     """
-    kinds = MEASURE_KINDS if qtype == "quantity" else TEMPORAL_KINDS
-    values = [v for v, _ in _side_values([sentence], qwords, cfg, kinds)]
+    types = MEASURE_TYPES if qtype == "quantity" else TEMPORAL_TYPES
+    values = [v for v, _ in _side_values([sentence], qwords, cfg, types)]
     # stable sorts: sentence order among equals, and candidates of equal scores keep this order
     values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _numeric_date(v)))
     counted = frozenset().union(*(COUNTED_AS.get(p, ()) for p in preds))
@@ -5239,11 +5249,11 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
                     "asked_event": float(_stem(SYNONYMS.get(verb, verb)) in preds),
                     # a rate ("885 people per square mile") answers no question that does not ask one
                     "ill_fitting": float(_asked_rank(v, qwords) == 2 or _words_after(sentence, end, 1) == ["per"]),
-                    "precision": 0.0 if _numeric_date(v) or v.kind == "date" and v.amount < 1e4  # no year
+                    "precision": 0.0 if _numeric_date(v) or v.type == "date" and v.amount < 1e4  # no year
                     else _specificity(v) / 2,
                     "lifespan": float(lived == (at, end))}
-        joined = _TIME_TO_TIME_RE.match(sentence, end) if v.kind in TEMPORAL_KINDS else None
-        if joined and any(w.kind in TEMPORAL_KINDS and joined["then"].startswith(w.text) for w in values):
+        joined = _TIME_TO_TIME_RE.match(sentence, end) if v.type in TEMPORAL_TYPES else None
+        if joined and any(w.type in TEMPORAL_TYPES and joined["then"].startswith(w.text) for w in values):
             end = joined.end()  # a time span is both its ends: "1790 to 1794", "1953 and 1954"
         word = (_words_before(sentence, at, 1) or [""])[0]
         start = sentence.rfind(word, 0, at) if word.lower() in VALUE_QUALIFIERS else at
@@ -5270,8 +5280,6 @@ def asked_stems(sentence: str, qwords: frozenset[str]) -> frozenset[str]:
             | {verb for verb, aliases in PREDICATE_ALIASES.items() if aliases & preds})
 
 
-# A question asks for money or a share only when it names one; else an amount of money or a percentage beside the
-# count it asks for ("population 3,559; 10.4% under 18; median income $15,553") is not the answer.
 DECIMALS_OF_A_COORDINATE = 4  # "40.159366": a number with this many decimals is a coordinate or a code, not an amount
 _COORDINATE_RE = re.compile(rf"\d\.\d{{{DECIMALS_OF_A_COORDINATE},}}")
 
@@ -5288,7 +5296,7 @@ def _specificity(v: Value) -> int:
     >>> [_specificity(extract_values(t)[0]) for t in ("2 April 1916", "April 1916", "1916")]
     [2, 1, 0]
     """
-    if v.kind != "date":
+    if v.type != "date":
         return 0
     return 2 if int(v.amount) % 100 else 1 if int(v.amount) // 100 % 100 else 0
 
@@ -5299,7 +5307,7 @@ def _numeric_date(v: Value) -> bool:
     >>> [_numeric_date(extract_values(t)[0]) for t in ("1941-03-19", "19 March 1941")]
     [True, False]
     """
-    return v.kind == "date" and not any(c.isalpha() for c in v.text)
+    return v.type == "date" and not any(c.isalpha() for c in v.text)
 
 
 def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
@@ -5314,14 +5322,14 @@ def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
     >>> _asked_rank(extract_values("$15,553")[0], frozenset({"median", "income"}))
     0
     """
-    if v.kind in ("money", "percent"):
-        return 0 if qwords & (ASKING_WORDS["money"] if v.kind == "money" else ASKING_WORDS["percent"]) else 2
-    if v.kind == "quantity" and not v.unit and _COORDINATE_RE.search(v.text) or v.kind == "date" and v.amount < 1e4:
+    if v.type in ("money", "percent"):
+        return 0 if qwords & (ASKING_WORDS["money"] if v.type == "money" else ASKING_WORDS["percent"]) else 2
+    if v.type == "quantity" and not v.unit and _COORDINATE_RE.search(v.text) or v.type == "date" and v.amount < 1e4:
         return 2
     counts = "many" in qwords or any(_stem(w) in COUNTED_AS for w in qwords)
     if v.written and counts and not _asked_unit(v, _plurals(qwords)):
         return 2
-    year_like = (v.kind == "quantity" and 1800 <= v.amount <= 2100 and v.amount.is_integer() and "," not in v.text
+    year_like = (v.type == "quantity" and 1800 <= v.amount <= 2100 and v.amount.is_integer() and "," not in v.text
                  and _ANY_YEAR_RE.search(v.text) is not None)
     return 2 if year_like else 1
 
@@ -6044,9 +6052,9 @@ class SentenceReader:
                for start, end, features, value in sentence_spans(found[i][2], qtype, qwords, self.cfg)]
         first = {}
         for i, start, end, _, v in out:
-            if v is not None and v.kind in TEMPORAL_KINDS and _year_of(v):
+            if v is not None and v.type in TEMPORAL_TYPES and _year_of(v):
                 first[document[i]] = min(first.get(document[i], _year_of(v)), _year_of(v))
-        out = [(i, start, end, {**f, "earliest": float(v is not None and v.kind in TEMPORAL_KINDS
+        out = [(i, start, end, {**f, "earliest": float(v is not None and v.type in TEMPORAL_TYPES
                                                        and _year_of(v) == first.get(document[i]))})
                for i, start, end, f, v in out]
         return [c for c in out if sims[c[0]] >= self.cfg.relevance_gate] or out
@@ -6081,7 +6089,7 @@ def _year_of(v):
     >>> [_year_of(v) for v in extract_values("In 1901, on 3 May 1902")]
     [1901, 1902]
     """
-    return int(v.amount) if v.kind == "year" else int(v.amount) // 10000
+    return int(v.amount) if v.type == "year" else int(v.amount) // 10000
 
 
 def _same_document(found, i, candidates, context):
@@ -6107,14 +6115,14 @@ def precise_date(found, i, span, candidates, context, qwords=frozenset()):  # qw
     (1, (19, 32))
     """
     values = extract_values(found[i][2][span[0]:span[1]])
-    if len(values) != 1 or values[0].kind != "year":
+    if len(values) != 1 or values[0].type != "year":
         return i, span
     year = int(values[0].amount)
     for j in _same_document(found, i, candidates, context):
         sentence = found[j][2]
         for v in sorted(extract_values(sentence), key=_numeric_date):
             start = sentence.find(v.text)
-            if v.kind == "date" and int(v.amount) // 10000 == year and _specificity(v) and start >= 0:
+            if v.type == "date" and int(v.amount) // 10000 == year and _specificity(v) and start >= 0:
                 return j, (start, start + len(v.text))
     return i, span
 
@@ -9303,7 +9311,7 @@ class TestValues(unittest.TestCase):
     def assertAmounts(self, sentences, kind, amount, unit):
         for s in sentences:
             v = one(s)
-            self.assertEqual((v.kind, v.unit), (kind, unit), s)
+            self.assertEqual((v.type, v.unit), (kind, unit), s)
             self.assertAlmostEqual(v.amount, amount, delta=amount * 1e-9, msg=s)
 
     def test_money_formats(self):
@@ -9352,7 +9360,7 @@ class TestValues(unittest.TestCase):
                  "In the first half of 2024, sales hit $1M.": "H1-2024", "Sales in January 2023 were $1M.": "2023-01",
                  "Sales were $1M.": ""}
         for sentence, period in cases.items():
-            money = [v for v in extract_values(sentence) if v.kind == "money"]
+            money = [v for v in extract_values(sentence) if v.type == "money"]
             self.assertEqual(money[0].period, period, sentence)
 
     def test_entities(self):
@@ -9374,7 +9382,7 @@ class TestValues(unittest.TestCase):
         self.assertEqual([v.period for v in values], ["Q3", "Q2"])
 
     def test_period_years_are_not_event_years(self):
-        self.assertEqual([v.kind for v in extract_values("FY2023 revenue was $1M.")], ["money"])
+        self.assertEqual([v.type for v in extract_values("FY2023 revenue was $1M.")], ["money"])
 
     def test_numeric_dates_compared_as_dates(self):
         q = "When does the fourth season come out?"
@@ -9440,7 +9448,7 @@ class TestUnitsAndRanges(unittest.TestCase):
                  "Members are aged 18-25.": ("quantity", 18.0, 25.0, "18-25")}  # an age word: no score
         for sentence, (kind, low, high, text) in cases.items():
             v = one(sentence)
-            self.assertEqual((v.kind, v.amount, v.high, v.text), (kind, low, high, text), sentence)
+            self.assertEqual((v.type, v.amount, v.high, v.text), (kind, low, high, text), sentence)
 
     def test_what_is_no_range(self):
         cases = {"Revenue rose from 3% to 5%.": ["3%", "5%"], "Unemployment rose 0.5% to 5%.": ["0.5%", "5%"],
@@ -9538,7 +9546,7 @@ class TestUnitsAndRanges(unittest.TestCase):
     def test_a_number_longer_than_int_reads(self):
         self.assertEqual(parse_number(" ".join(["nine hundred ninety"] * 200)), math.inf)  # no OverflowError
         huge = "9" * 5000  # int() refuses 4,300 digits or more; the value is read as a float (inf), never a crash
-        self.assertEqual([v.kind for v in extract_values(f"It has {huge} users and {huge} km.")], ["quantity"] * 2)
+        self.assertEqual([v.type for v in extract_values(f"It has {huge} users and {huge} km.")], ["quantity"] * 2)
         self.assertIsNone(compare_answers("How many?", [f"It has {huge} users."], [f"It has {huge} users."]))
 
     def test_number_formats_of_other_conventions(self):
@@ -9831,14 +9839,14 @@ class TestSwaps(unittest.TestCase):
                             ["He played as a Forward for the club until 1990."])
         self.assertEqual((f.kind, f.evidence), ("slot", ("Defender", "Forward")))
 
-    def test_a_kind_question_compares_no_amounts(self):
+    def test_a_category_question_compares_no_amounts(self):
         a = ["Vestri is a football club in Isafjordur with 4 senior teams and 120 members."]
         b = ["Vestri is a football club in Isafjordur with 9 senior teams and 300 members."]
         for question in ("What sport is Vestri associated with?", "What is the profession of C. Mayer?",
                          "What political party is Senator Pellow a member of?"):
             self.assertEqual(read_question(question).form, "category", question)
         self.assertIsNone(compare_answers("What sport is Vestri associated with?", a, b))
-        # near misses: a question that asks no kind still compares them, and a kind question its kinds
+        # near misses: a question that asks no category still compares them, and a category question its categories
         self.assertNotEqual(read_question("What is the maximum firing range of the Blaster?").form, "category")
         self.assertNotEqual(read_question("What caused the oil crisis of 1974?").form, "category")
         self.assertNotEqual(read_question("What was the trade deficit in 2020?").form, "category")  # "trade" qualifies
