@@ -10318,6 +10318,7 @@ class TestSentenceReader(unittest.TestCase):
         pipe.read(question, context_text(docs))
         sentences = [x for x in calls if x != question]
         self.assertEqual(len(sentences), len(set(sentences)))  # every sentence embedded once, by one of the two
+        self.assertIs(pipe.detector.read_alone, pipe.read_alone)  # and every document read once
 
     def test_main_names_the_reader_everywhere(self):
         code, out, err = run_main(["--json", "--reader", "sentence"], read=None)
@@ -10794,6 +10795,8 @@ class TestSubjects(unittest.TestCase):
         unnamed = [Retrieved(guests, 0.5, 0), kept[1]]
         self.assertFalse(names_subject(unnamed[0].doc))
         self.assertEqual(subject_answer(question, unnamed, pipe), read_all(question, unnamed, pipe.read))
+        unread = replace(pipe, read_alone=None)  # no reader on one document: all of them read at once
+        self.assertEqual(subject_answer(question, kept, unread), read_all(question, kept, pipe.read))
         # a subject alone is answered so too once resolution has acted; with no conflict, as in the naive phase, the
         # whole retrieval goes to the reader
         old = Document("o", "o", "2019-01-01", "Mercury Lodge had 30 rooms before it was rebuilt.")
