@@ -72,7 +72,7 @@ Contents (the file's sections in order, each with its entry points):
   Retrieval                  retrieve
   Detection                  make_detector, ConflictDetector.detect, QuestionAwareDetector.check_pair, PAIR_STEPS
   Resolution                 resolve_by_kind, resolve_by_recency
-  The pipeline               retrieve_and_detect, run_query, answer_once, answer_per_subject
+  The pipeline               make_pipeline, retrieve_and_detect, run_query, answer_once, answer_per_subject
   Support                    settle_disputes
   The walkthrough            KNOWLEDGE_BASE, SCENARIOS, run_walkthrough
   Knowledge base files       load_kb, parse_document
@@ -480,6 +480,18 @@ class Reply:
     sources: tuple = ()  # source_ids it was read from
     subject: str | None = None  # AMBIGUOUS: the subject as its documents name it
     disputed: bool = False  # a candidate of a dispute nothing settles, not an answer
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The models both phases of a question run with, and their Config: make_pipeline wires them."""
+
+    embed: Callable  # texts -> (n, dim) L2-normalised float32 rows, for retrieval and the detector
+    detector: object  # make_detector's ConflictDetector: the conflicts among the top-k
+    read: Callable | None  # (question, context) -> Answer; None where nothing is read (--eval on pairs)
+    read_alone: object  # a ReadAlone of read (one document at a time), shared with the detector; None when read is
+    nli: object  # an NLIJudge that also judges ConflictScore's claims, or None
+    cfg: Config
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -908,67 +920,74 @@ class ReadAlone:
         return self.answers[question, content]
 
 
+def make_pipeline(cfg, embed, read, nli=None):
+    """The Pipeline of cfg's detector on these models: the detector and the reader share one ReadAlone (one reading
+    per document and question, whoever asks) and the sentence reader's SentenceCache (one embedding per sentence)."""
+    read_alone = ReadAlone(read) if read else None
+    shared = read.sentences if isinstance(read, SentenceReader) else None
+    return Pipeline(embed, make_detector(cfg.detector, cfg, embed, read_alone, nli, shared), read, read_alone, nli, cfg)
+
+
 STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
 
 
-def retrieve_and_detect(query, index, embed, detector, cfg, timings=None):
+def retrieve_and_detect(query, index, pipe, timings=None):
     """(retrieved, report): the top-k and its conflicts, computed once per question and shared by both phases.
 
     timings, a dict, collects seconds per stage (for --bench).
     """
     with timed(timings, "retrieval"):
-        query_vector = embed([query])[0]
-        retrieved = retrieve(index, query_vector, cfg.top_k, cfg.read_passages)
+        query_vector = pipe.embed([query])[0]
+        retrieved = retrieve(index, query_vector, pipe.cfg.top_k, pipe.cfg.read_passages)
     with timed(timings, "detection"):
-        report = detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
-                                 query_vector)
+        report = pipe.detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
+                                      query_vector)
     return retrieved, report
 
 
-def run_query(query, found, read, read_alone, nli, cfg, resolve, timings=None, announce=True):
+def run_query(query, found, pipe, resolved, timings=None, announce=True):
     """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
 
-    read answers from the context, read_alone (a ReadAlone of the same reader) from one document, nli (or None)
-    also judges ConflictScore's claims. Resolved, documents about different subjects sharing a name are answered
-    subject by subject (AMBIGUOUS), each from the document that names it (subject_answer), as is a lone subject
-    whose conflicts were settled; in each, superseded documents are dropped, an undated dispute one answer clearly
-    outnumbers is settled by support, and any other dispute withholds the answer: the reader runs on each of its
-    documents alone and every candidate is reported (UNCERTAIN), so nothing is picked silently. announce: log each
-    conflict as a warning (an evaluation of many questions reports scores instead).
+    pipe.read answers from the context, pipe.read_alone from one document, pipe.nli (or None) also judges
+    ConflictScore's claims. Resolved, documents about different subjects sharing a name are answered subject by
+    subject (AMBIGUOUS), each from the document that names it (subject_answer), as is a lone subject whose conflicts
+    were settled; in each, superseded documents are dropped, an undated dispute one answer clearly outnumbers is
+    settled by support, and any other dispute withholds the answer: the reader runs on each of its documents alone
+    and every candidate is reported (UNCERTAIN), so nothing is picked silently. announce: log each conflict as a
+    warning (an evaluation of many questions reports scores instead).
     """
     retrieved, report = found
     for c in report.conflicts if announce else ():
-        log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolve else "naive",
+        log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolved else "naive",
                     printable(c.a.source_id), printable(c.b.source_id), printable(c.reason), c.topic_sim)
-    if resolve and cfg.strategy == "kind" and report.subjects:
-        parts = subject_parts(query, retrieved, report, read_alone)
+    if resolved and pipe.cfg.strategy == "kind" and report.subjects:
+        parts = subject_parts(query, retrieved, report, pipe.read_alone)
         if len(parts) > 1:
-            return answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg)
-    return answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, timings)
+            return answer_per_subject(query, retrieved, report, parts, pipe)
+    return answer_once(query, retrieved, report, pipe, resolved, timings)
 
 
-def answer_once(query, retrieved, report, read, read_alone, nli, cfg, resolve, timings=None):
+def answer_once(query, retrieved, report, pipe, resolved, timings=None):
     """One answer from the whole retrieval, or, once resolution has settled its conflicts, from what it keeps
     (subject_answer); with no conflict both phases read the same."""
     context, clusters = tuple(retrieved), ()
-    if resolve and report.has_conflict:
-        resolution = settled(query, retrieved, report, read_alone, cfg)
+    if resolved and report.has_conflict:
+        resolution = settled(query, retrieved, report, pipe)
         context, clusters = resolution.kept, resolution.clusters
-    warning = describe(report, clusters, resolve, same_titles(r.doc for r in retrieved))
-    phase = "resolved" if resolve else "naive"
+    warning = describe(report, clusters, resolved, same_titles(r.doc for r in retrieved))
+    phase = "resolved" if resolved else "naive"
     disputed = [d for c in clusters if c.kind == "disputed" for d in c.members]
     common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
-                  clusters=clusters, warning=warning, reader=reader_name(read))
+                  clusters=clusters, warning=warning, reader=reader_name(pipe.read))
     if disputed:
         candidates = tuple(c for cl in clusters if cl.kind == "disputed"
-                           for c in dispute_candidates(query, cl.members, read_alone, report))
+                           for c in dispute_candidates(query, cl.members, pipe.read_alone, report))
         return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
                            candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
                                                                       disputed=True) for c in candidates), **common)
     with timed(timings, "reading"):
-        answer, cited = (subject_answer(query, context, read, read_alone) if clusters and read_alone is not None
-                         else read_all(query, context, read))
-    score = conflict_score(query, answer.text, [r.doc for r in context], cfg, nli, report, cited)
+        answer, cited = subject_answer(query, context, pipe) if clusters else read_all(query, context, pipe.read)
+    score = conflict_score(query, answer.text, [r.doc for r in context], pipe.cfg, pipe.nli, report, cited)
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
                        label="RESOLVED" if any(c.discarded for c in clusters) else "ANSWERED", score=score,
                        answers=(Reply(answer.text, answer.confidence, cited),) if answer.text else (), **common)
@@ -1015,12 +1034,12 @@ def says_something(text):
     return any(ch.isalnum() for ch in text)
 
 
-def settled(query, retrieved, report, read_alone, cfg):
+def settled(query, retrieved, report, pipe):
     """The Resolution of the strategy; with 'kind', its disputed clusters settled by support where they can be."""
-    resolution = STRATEGIES[cfg.strategy](retrieved, report)
-    if cfg.strategy != "kind" or not any(c.kind == "disputed" for c in resolution.clusters) or read_alone is None:
+    resolution, cfg = STRATEGIES[pipe.cfg.strategy](retrieved, report), pipe.cfg
+    if cfg.strategy != "kind" or not any(c.kind == "disputed" for c in resolution.clusters) or pipe.read_alone is None:
         return resolution
-    readings = answering(query, [r.doc for r in retrieved], read_alone)
+    readings = answering(query, [r.doc for r in retrieved], pipe.read_alone)
     return settle_disputes(retrieved, resolution, readings, cfg, report.conflicts, query)
 
 
@@ -1035,20 +1054,20 @@ def subject_parts(query, retrieved, report, read_alone):
     return parts
 
 
-def answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg):
+def answer_per_subject(query, retrieved, report, parts, pipe):
     """AMBIGUOUS: one answer per subject (subject_answer), once its conflicts are resolved; a subject whose
     documents stay disputed gives its candidates."""
     answers, clusters = [], []
     for group, members in parts:
         inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
-        resolution = settled(query, members, ConflictReport(inside), read_alone, cfg)
+        resolution = settled(query, members, ConflictReport(inside), pipe)
         clusters += resolution.clusters
         disputed = [c for cl in resolution.clusters if cl.kind == "disputed"
-                    for c in dispute_candidates(query, cl.members, read_alone, report)]
+                    for c in dispute_candidates(query, cl.members, pipe.read_alone, report)]
         if disputed:
             answers += [Reply(c.answer, c.confidence, (c.doc.source_id,), group.name, True) for c in disputed]
             continue
-        answer, cited = subject_answer(query, resolution.kept, read, read_alone)
+        answer, cited = subject_answer(query, resolution.kept, pipe)
         if answer.text:
             answers.append(Reply(answer.text, answer.confidence, cited, group.name))
     twice = same_titles(r.doc for r in retrieved)
@@ -1058,16 +1077,16 @@ def answer_per_subject(query, retrieved, report, parts, read, read_alone, cfg):
     return RAGResponse(query=query, phase="resolved", answer="", confidence=0.0, sources=tuple(retrieved),
                        context=tuple(context), report=report, clusters=tuple(clusters), warning=warning,
                        cited=tuple(dict.fromkeys(s for a in answers for s in a.sources)), label="AMBIGUOUS",
-                       answers=tuple(answers), reader=reader_name(read))
+                       answers=tuple(answers), reader=reader_name(pipe.read))
 
 
-def subject_answer(query, kept, read, read_alone):
+def subject_answer(query, kept, pipe):
     """(Answer, cited source_ids) of one subject: the own reading of its highest-ranked kept document that names
     the subject, the one document known to be about it (the others joined its group by similarity only); when
-    none names it or that reading does not answer, the reader on all its kept documents."""
+    none names it, that reading does not answer or there is no read_alone, the reader on all its kept documents."""
     namer = next((r.doc for r in kept if names_subject(r.doc)), None)
-    own = answering(query, [namer], read_alone).get(namer.source_id) if namer else None
-    return (own, (namer.source_id,)) if own else read_all(query, kept, read)
+    own = answering(query, [namer], pipe.read_alone).get(namer.source_id) if namer and pipe.read_alone else None
+    return (own, (namer.source_id,)) if own else read_all(query, kept, pipe.read)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -1332,24 +1351,25 @@ SCENARIOS = (  # (short name, question)
 )
 
 
-def run_walkthrough(docs, questions, embed, detector, read, read_alone, nli, cfg, args):
+def run_walkthrough(docs, questions, pipe, args):
     """Both phases on every question. Each question's conflict records (--log-conflicts) and JSON line (--json) are
     written as soon as it is done; the human output's blocks and side-by-side table come at the end."""
+    cfg = pipe.cfg
     if cfg.top_k > len(docs):
         if args.top_k:  # the user asked for more than there is; the default needs no note
             note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
-        cfg = replace(cfg, top_k=len(docs))
-    index = build_index(docs, embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
-                        cfg.passage_chars, kept_index(args, embed, cfg))
+        pipe = replace(pipe, cfg=replace(cfg, top_k=len(docs)))  # retrieval's; nothing else reads top_k
+    index = build_index(docs, pipe.embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
+                        cfg.passage_chars, kept_index(args, pipe.embed, cfg))
     log.info("indexed %d documents%s", len(index.docs), split_note(index, cfg))
     naive, resolved = [], []
     step = None if args.quiet else Progress("questions")
     with conflict_log(args.log_conflicts) as append_log:
         for n, (_, q) in enumerate(questions, 1):
             with Heartbeat(f"question {n}/{len(questions)}") if step else contextlib.nullcontext():
-                found = retrieve_and_detect(q, index, embed, detector, cfg)  # once, shared by both phases
-                naive.append(run_query(q, found, read, read_alone, nli, cfg, False))
-                resolved.append(run_query(q, found, read, read_alone, nli, cfg, True))
+                found = retrieve_and_detect(q, index, pipe)  # once, shared by both phases
+                naive.append(run_query(q, found, pipe, False))
+                resolved.append(run_query(q, found, pipe, True))
             append_log(resolved[-1])  # first: a stdout that fails next loses no record
             if args.json:
                 emit(json.dumps({"query": q, "naive": result_json(naive[-1]), "resolved": result_json(resolved[-1])}))
@@ -7212,8 +7232,7 @@ def answer_notes(questions, path):
 LABELS = ("ANSWERED", "RESOLVED", "UNCERTAIN", "AMBIGUOUS")
 
 
-def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=None, progress=None, on_question=None,
-                     heartbeat=None):
+def evaluate_answers(questions, pipe, top_k=None, progress=None, on_question=None, heartbeat=None):
     """Both phases on each question over its own documents (top_k of them, all when None), scored against its gold
     and wrong answers: exact match, gold-answer recall, the share of responses holding a wrong answer anywhere
     (listed as a disputed candidate or asserted) and the share asserting one (as the answer or a subject's), the
@@ -7225,27 +7244,27 @@ def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=No
     and, embedding its window's passages and sentences, how many are done.
     """
     stage = progress("eval: questions") if progress else None
-    rows = {"naive": [], "resolved": []}
-    embed = EmbeddingsAhead(embed, cfg.embed_batch)
+    rows, cfg = {"naive": [], "resolved": []}, pipe.cfg
+    pipe = replace(pipe, embed=EmbeddingsAhead(pipe.embed, cfg.embed_batch), nli=None)  # ConflictScore is not scored
     # the sentence caches of the detector and the reader: one object when they share it (the sentence reader's)
-    caches = {id(c): c for c in (getattr(detector, "sentences", None), getattr(read, "sentences", None)) if c}
+    caches = {id(c): c for c in (getattr(pipe.detector, "sentences", None), getattr(pipe.read, "sentences", None)) if c}
     for n, q in enumerate(questions, 1):
         with (heartbeat or functools.partial(Heartbeat, after=None))(f"eval: question {n}/{len(questions)}") as beat:
             if (n - 1) % EVAL_WINDOW == 0:  # the window's passages and sentences, each embedded once, by length
                 docs = [d.content for w in questions[n - 1:n - 1 + EVAL_WINDOW] for d in w.docs]
                 beat.stage = "embedding passages"  # splitting them first: a long document takes a while
-                embed.ahead([x for d in docs for x in passages_of(d, cfg.passage_chars)],
-                            beat.counter("embedding passages"))
+                pipe.embed.ahead([x for d in docs for x in passages_of(d, cfg.passage_chars)],
+                                 beat.counter("embedding passages"))
                 for cache in caches.values():
                     beat.stage = "embedding sentences"
                     cache.prime(docs, beat.counter("embedding sentences"))
             beat.stage = "retrieval and detection"
             k = min(top_k or len(q.docs), len(q.docs))
-            index = build_index(q.docs, embed, cfg.embed_batch, None, cfg.passage_chars)
-            found = retrieve_and_detect(q.question, index, embed, detector, replace(cfg, top_k=k))
+            index = build_index(q.docs, pipe.embed, cfg.embed_batch, None, cfg.passage_chars)
+            found = retrieve_and_detect(q.question, index, replace(pipe, cfg=replace(cfg, top_k=k)))
             beat.stage = "reading"
-            responses = {phase: run_query(q.question, found, read, read_alone, None, cfg, phase == "resolved",
-                                          announce=False) for phase in rows}
+            responses = {phase: run_query(q.question, found, pipe, phase == "resolved", announce=False)
+                         for phase in rows}
         judged = {}
         for phase, resp in responses.items():
             judged[phase] = judge_answers([a.text for a in resp.answers], q.gold, q.wrong)
@@ -7253,7 +7272,7 @@ def evaluate_answers(questions, embed, read, read_alone, detector, cfg, top_k=No
             judged[phase]["wrong_asserted"] = firm["wrong_held"]
             rows[phase].append((judged[phase], len(q.gold), resp.label))
         if on_question:
-            readings = {d.source_id: read_alone(q.question, d.content) for d in q.docs} if read_alone else {}
+            readings = {d.source_id: pipe.read_alone(q.question, d.content) for d in q.docs} if pipe.read_alone else {}
             on_question(q, responses["naive"], responses["resolved"], judged, readings)
         if stage:
             stage(n, len(questions))
@@ -7728,24 +7747,22 @@ class EmbedClock:
             self.seconds += time.perf_counter() - start
 
 
-def bench_long_input(cfg, embed, read, nli, sizes, done=None):
+def bench_long_input(pipe, sizes, done=None):
     """[{"chars", "seconds", "embedding_seconds", "other_seconds"}]: the walkthrough's work (index, then both phases
     of each question) on long_run_kb(chars) and LONG_RUN_QUESTIONS, with the walkthrough's reader and detector made
     afresh on an EmbedClock, so every embedding (passages, questions, sentences) is counted. done(n) after the n-th.
     """
-    rows, cfg = [], replace(cfg, top_k=min(cfg.top_k, 2))  # as the walkthrough clamps top_k to the documents
+    rows, cfg = [], replace(pipe.cfg, top_k=min(pipe.cfg.top_k, 2))  # as the walkthrough clamps top_k to the documents
     for chars in sizes:
-        clock = EmbedClock(embed)
-        reader = SentenceReader(clock, cfg) if isinstance(read, SentenceReader) else read
-        read_alone = ReadAlone(reader)
-        detector = make_detector(cfg.detector, cfg, clock, read_alone, nli,
-                                 reader.sentences if isinstance(reader, SentenceReader) else None)
+        clock = EmbedClock(pipe.embed)
+        read = SentenceReader(clock, cfg) if isinstance(pipe.read, SentenceReader) else pipe.read
+        clocked = make_pipeline(cfg, clock, read, pipe.nli)
         start = time.perf_counter()
         index = build_index(long_run_kb(chars), clock, cfg.embed_batch, None, cfg.passage_chars)
         for question in LONG_RUN_QUESTIONS:
-            found = retrieve_and_detect(question, index, clock, detector, cfg)
-            for resolve in (False, True):
-                run_query(question, found, reader, read_alone, nli, cfg, resolve, announce=False)
+            found = retrieve_and_detect(question, index, clocked)
+            for resolved in (False, True):
+                run_query(question, found, clocked, resolved, announce=False)
         seconds = time.perf_counter() - start
         rows.append({"chars": chars, "seconds": round(seconds, 3), "embedding_seconds": round(clock.seconds, 3),
                      "other_seconds": round(seconds - clock.seconds, 3)})
@@ -8498,24 +8515,21 @@ def run_experiment(argv, embed, read, nli):
     except ModelUnavailable as e:
         error(str(e), argv)
         return 1
-    shared = read.sentences if isinstance(read, SentenceReader) else None  # one embedding per sentence per run
-    read_alone = ReadAlone(read) if read else None  # one reading per document and question, whoever asks
     # a scan makes its own (no question to read: 'full' runs as 'heuristic'), so 'full' without a reader is no error
-    detector = (None if args.scan or args.fit_reader
-                else make_detector(cfg.detector, cfg, embed, read_alone, nli, shared))
+    pipe = None if args.scan or args.fit_reader else make_pipeline(cfg, embed, read, nli)
     if args.bench:
-        result = run_bench(cfg, stages, embed, detector, read, read_alone, nli, None if args.quiet else Progress)
+        result = run_bench(pipe, stages, None if args.quiet else Progress)
         emit(json.dumps(result) if args.json else render_bench(result, cfg))
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
     elif args.fit_reader:
         emit(render_reader_weights(fit_reader(inputs, SentenceReader(embed, cfg), cfg)))
     elif args.eval and args.eval_questions:
-        run_answer_eval(inputs, embed, read, read_alone, detector, cfg, args)
+        run_answer_eval(inputs, pipe, args)
     elif args.eval:
         lines = functools.partial(eval_log_lines, source=args.eval, detector=cfg.detector)
         with conflict_log(args.log_conflicts, lines) as append_log:
-            result = evaluate(inputs, detector, embed, cfg.embed_batch, None if args.quiet else Progress,
+            result = evaluate(inputs, pipe.detector, embed, cfg.embed_batch, None if args.quiet else Progress,
                               cfg.passage_chars, append_log)
         reader = reader_name(read) if cfg.detector == "full" else None
         used = ", ".join(filter(None, (reader and f"reader {reader}", nli and f"NLI {cfg.nli_model}")))
@@ -8523,7 +8537,7 @@ def run_experiment(argv, embed, read, nli):
              if args.json else render_eval(result, f"detector '{cfg.detector}'{f' ({used})' if used else ''} on "
                                                    f"{args.eval}"))
     else:
-        run_walkthrough(*inputs, embed, detector, read, read_alone, nli, cfg, args)
+        run_walkthrough(*inputs, pipe, args)
     return 0
 
 
@@ -8636,7 +8650,7 @@ def fit_reader_inputs(args):
     return labelled
 
 
-def run_answer_eval(questions, embed, read, read_alone, detector, cfg, args):
+def run_answer_eval(questions, pipe, args):
     """--eval on answered questions: both phases per question; with --json a line per question as soon as it is
     done, then the summary line."""
     with conflict_log(args.log_conflicts) as append_log:
@@ -8645,12 +8659,12 @@ def run_answer_eval(questions, embed, read, read_alone, detector, cfg, args):
             if args.json:
                 emit(json.dumps(question_json(q, naive, resolved, judged, readings)))
 
-        result = evaluate_answers(questions, embed, read, read_alone, detector, cfg, args.top_k,
-                                  None if args.quiet else Progress, done, None if args.quiet else Heartbeat)
-    summary = {"eval": str(args.eval), "reader": reader_name(read), "detector": cfg.detector,
+        result = evaluate_answers(questions, pipe, args.top_k, None if args.quiet else Progress, done,
+                                  None if args.quiet else Heartbeat)
+    summary = {"eval": str(args.eval), "reader": reader_name(pipe.read), "detector": pipe.cfg.detector,
                "top_k": args.top_k or "all", **result}
     emit(json.dumps(summary) if args.json else render_answer_eval(
-        result, f"answers of reader '{reader_name(read)}', detector '{cfg.detector}' on {args.eval} (top-k "
+        result, f"answers of reader '{reader_name(pipe.read)}', detector '{pipe.cfg.detector}' on {args.eval} (top-k "
                 f"{args.top_k or 'all'})"))
 
 
@@ -8762,28 +8776,28 @@ def split_note(index, cfg):
             f"characters split)" if split else "")
 
 
-def run_bench(cfg, stages, embed, detector, read, read_alone, nli, progress=None):
+def run_bench(pipe, stages, progress=None):
     """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements.
 
     progress(label) -> callable(done, total), or None: how the run reports its progress (the CLI's Progress).
     """
-    step = progress("bench") if progress else None
+    cfg, step = pipe.cfg, progress("bench") if progress else None
     start = time.perf_counter()
-    index = build_index(KNOWLEDGE_BASE, embed, cfg.embed_batch, None, cfg.passage_chars)
+    index = build_index(KNOWLEDGE_BASE, pipe.embed, cfg.embed_batch, None, cfg.passage_chars)
     stages["kb_embedding"] = round(time.perf_counter() - start, 4)
     timings = {}
-    found = {query: retrieve_and_detect(query, index, embed, detector, cfg, timings) for _, query in SCENARIOS}
-    for resolve in (False, True):
+    found = {query: retrieve_and_detect(query, index, pipe, timings) for _, query in SCENARIOS}
+    for resolved in (False, True):
         for _, query in SCENARIOS:
-            run_query(query, found[query], read, read_alone, nli, cfg, resolve, timings)
+            run_query(query, found[query], pipe, resolved, timings)
     stages["walkthrough"] = round(time.perf_counter() - start, 4)
     walkthrough_stages(stages, timings)
     steps = len(cfg.bench_long_sizes) + len(cfg.bench_ks) + len(cfg.bench_scan_sizes) + 1  # 1: indexing
     done = [len(cfg.bench_long_sizes), len(cfg.bench_long_sizes) + len(cfg.bench_ks)]  # steps before each part
-    long_input = bench_long_input(cfg, embed, read, nli, cfg.bench_long_sizes, step and (lambda n: step(n, steps)))
+    long_input = bench_long_input(pipe, cfg.bench_long_sizes, step and (lambda n: step(n, steps)))
     detection = bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats, step and (lambda n: step(done[0] + n, steps)))
     scan = bench_scan(cfg, cfg.bench_scan_sizes, step and (lambda n: step(done[1] + n, steps)))
-    indexing = bench_indexing(cfg, embed)
+    indexing = bench_indexing(cfg, pipe.embed)
     if step:
         step(steps, steps)
     return {"detection": detection, "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": scan,
@@ -8903,6 +8917,11 @@ def doc(source_id, content, date="2024-01-01", title=None):
     return Document(source_id, title or source_id, date, content)
 
 
+def tiny_pipeline(embed, read=None, cfg=DEFAULT_CONFIG):
+    """make_pipeline on a test embedder, wired as the CLI wires it; the reader is the sentence reader unless given."""
+    return make_pipeline(cfg, embed, read or SentenceReader(embed, cfg))
+
+
 class TestArticleSignals(unittest.TestCase):
     """The article's detector: the numbers it counts as meaningful, and its two signals."""
 
@@ -9015,9 +9034,8 @@ class TestPassages(unittest.TestCase):
         self.assertEqual([(r.doc.source_id, r.passages > 150) for r in retrieved], [("a-handbook", True),
                                                                                    ("b-faq", False)])
         self.assertGreater(retrieved[0].score, 0.9)
-        cfg = replace(DEFAULT_CONFIG, top_k=2)
-        _, report = retrieve_and_detect(question, index, window_embed, make_detector("heuristic", cfg, window_embed),
-                                        cfg)
+        pipe = tiny_pipeline(window_embed, cfg=replace(DEFAULT_CONFIG, top_k=2))
+        _, report = retrieve_and_detect(question, index, pipe)
         (c,) = report.conflicts
         self.assertEqual(((c.a.source_id, c.b.source_id), c.evidence), (("a-handbook", "b-faq"),
                                                                           (("100 requests per minute",),
@@ -9041,10 +9059,8 @@ class TestPassages(unittest.TestCase):
         def counting(texts):
             embedded.extend(texts)
             return window_embed(texts)
-        reader = SentenceReader(counting, cfg)
-        found = retrieve_and_detect(question, index, counting, make_detector("heuristic", cfg, counting,
-                                                                             sentences=reader.sentences), cfg)
-        resolved = run_query(question, found, reader, ReadAlone(reader), None, cfg, True, announce=False)
+        pipe = tiny_pipeline(counting, cfg=cfg)
+        resolved = run_query(question, retrieve_and_detect(question, index, pipe), pipe, True, announce=False)
         self.assertIn("100 requests per minute", [resolved.answer] + [getattr(c, "text", "") for c in
                                                                        resolved.candidates])
         self.assertLess(sum(map(len, embedded)), (cfg.read_passages + 1) * cfg.passage_chars)
@@ -10278,14 +10294,14 @@ class TestSentenceReader(unittest.TestCase):
             calls.extend(texts)
             return overlap_embed(texts)
 
-        read = SentenceReader(counting_embed, DEFAULT_CONFIG)
-        detector = make_detector("full", DEFAULT_CONFIG, counting_embed, ReadAlone(read), sentences=read.sentences)
+        pipe = tiny_pipeline(counting_embed, cfg=replace(DEFAULT_CONFIG, detector="full"))
         docs = [doc("a", "The beacon status is ACTIVE. It sits on the pier."), doc("b", "The beacon is INACTIVE.")]
         question = "What is the status of the beacon?"
-        detector.detect(docs, overlap_embed([d.content for d in docs]), question, overlap_embed([question])[0])
-        read(question, context_text(docs))
+        pipe.detector.detect(docs, overlap_embed([d.content for d in docs]), question, overlap_embed([question])[0])
+        pipe.read(question, context_text(docs))
         sentences = [x for x in calls if x != question]
         self.assertEqual(len(sentences), len(set(sentences)))  # every sentence embedded once, by one of the two
+        self.assertIs(pipe.detector.read_alone, pipe.read_alone)  # and every document read once
 
     def test_main_names_the_reader_everywhere(self):
         code, out, err = run_main(["--json", "--reader", "sentence"], read=None)
@@ -10703,11 +10719,9 @@ class TestSupport(unittest.TestCase):
         beacon = [d for d in KNOWLEDGE_BASE if d.source_id.startswith("ops-")]
         arena = [d for d in KNOWLEDGE_BASE if d.source_id.startswith("arena-")]
         for docs, question, label in ((beacon, SCENARIOS[3][1], "UNCERTAIN"), (arena, SCENARIOS[5][1], "RESOLVED")):
-            read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
-            detector = make_detector("heuristic", DEFAULT_CONFIG, overlap_embed, sentences=read.sentences)
-            index = build_index(docs, overlap_embed)
-            found = retrieve_and_detect(question, index, overlap_embed, detector, replace(DEFAULT_CONFIG, top_k=3))
-            resp = run_query(question, found, read, ReadAlone(read), None, DEFAULT_CONFIG, True)
+            pipe = tiny_pipeline(overlap_embed, cfg=replace(DEFAULT_CONFIG, top_k=3))
+            found = retrieve_and_detect(question, build_index(docs, overlap_embed), pipe)
+            resp = run_query(question, found, pipe, True)
             self.assertEqual(resp.label, label, resp.warning)
         self.assertEqual([a.text for a in resp.answers], ["18,000 spectators"])
         self.assertEqual([d.source_id for c in resp.clusters for d in c.discarded], ["arena-003"])
@@ -10741,59 +10755,56 @@ class TestSubjects(unittest.TestCase):
         self.assertEqual(subject_name(Document("d", "d", None, "A snippet from the middle.")), "d")
 
     def test_namesakes_answered_apart(self):
-        read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
-        detector = make_detector("heuristic", DEFAULT_CONFIG, overlap_embed, sentences=read.sentences)
+        pipe = tiny_pipeline(overlap_embed, cfg=replace(DEFAULT_CONFIG, top_k=2))
         question = "How many rooms does Mercury Lodge have?"
-        found = retrieve_and_detect(question, build_index(self.INNS[:2], overlap_embed), overlap_embed, detector,
-                                    replace(DEFAULT_CONFIG, top_k=2))
-        resp = run_query(question, found, read, ReadAlone(read), None, DEFAULT_CONFIG, True)
+        found = retrieve_and_detect(question, build_index(self.INNS[:2], overlap_embed), pipe)
+        resp = run_query(question, found, pipe, True)
         self.assertEqual(resp.label, "AMBIGUOUS")
         self.assertEqual(sorted((a.subject, a.text) for a in resp.answers),
                          [("Mercury Lodge (Aspen, Colorado)", "48 rooms"), ("Mercury Lodge (Quarry Harbor, Maine)",
                                                                             "12 rooms")])
-        naive = run_query(question, found, read, ReadAlone(read), None, DEFAULT_CONFIG, False)
+        naive = run_query(question, found, pipe, False)
         self.assertEqual((naive.label, len(naive.answers)), ("ANSWERED", 1))
 
     def test_a_subject_is_answered_by_the_document_that_names_it(self):
-        read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
-        question = "How many rooms does Mercury Lodge have?"
+        pipe, question = tiny_pipeline(overlap_embed), "How many rooms does Mercury Lodge have?"
         named = Document("n", "Mercury Lodge (Aspen, Colorado)", None, "Mercury Lodge is a ski hotel with 48 rooms.")
         snippet = Document("s", "s", None, "How many rooms does a lodge need? The Mercury Lodge plan had 60 rooms.")
         kept = [Retrieved(named, 0.5, 0), Retrieved(snippet, 0.9, 1)]
-        answer, cited = subject_answer(question, kept, read, ReadAlone(read))
+        answer, cited = subject_answer(question, kept, pipe)
         self.assertEqual((answer.text, cited), ("48 rooms", ("n",)))
         # near miss: no document names the subject, so the reader reads them all
         guests = Document("u", "u", None, "Guests of Mercury Lodge ski all winter; it has 48 rooms.")
         unnamed = [Retrieved(guests, 0.5, 0), kept[1]]
         self.assertFalse(names_subject(unnamed[0].doc))
-        self.assertEqual(subject_answer(question, unnamed, read, ReadAlone(read)), read_all(question, unnamed, read))
+        self.assertEqual(subject_answer(question, unnamed, pipe), read_all(question, unnamed, pipe.read))
+        unread = replace(pipe, read_alone=None)  # no reader on one document: all of them read at once
+        self.assertEqual(subject_answer(question, kept, unread), read_all(question, kept, pipe.read))
         # a subject alone is answered so too once resolution has acted; with no conflict, as in the naive phase, the
         # whole retrieval goes to the reader
         old = Document("o", "o", "2019-01-01", "Mercury Lodge had 30 rooms before it was rebuilt.")
         named = replace(named, date="2024-01-01")
         found = [kept[1], Retrieved(named, 0.5, 1), Retrieved(old, 0.4, 2)]
         report = ConflictReport((Conflict(named, old, "value", "different counts", 0.9, (("48",), ("30",))),))
-        resolved = answer_once(question, found, report, read, ReadAlone(read), None, DEFAULT_CONFIG, True)
+        resolved = answer_once(question, found, report, pipe, True)
         self.assertEqual((resolved.label, resolved.answer, resolved.cited), ("RESOLVED", "48 rooms", ("n",)))
-        calm = [answer_once(question, found[:2], ConflictReport(), read, ReadAlone(read), None, DEFAULT_CONFIG, phase)
-                for phase in (False, True)]
+        calm = [answer_once(question, found[:2], ConflictReport(), pipe, phase) for phase in (False, True)]
         self.assertEqual([(r.label, r.answer, r.cited) for r in calm], [("ANSWERED", "60 rooms", ("s",))] * 2)
 
     def test_a_subject_is_defined_by_the_opening_of_the_document_that_names_it(self):
-        read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
+        pipe = tiny_pipeline(overlap_embed)
         club = Document("c", "Oxford University Cycling Club", None, "The Oxford University Cycling Club is a "
                         "cycling club. The OUCC was founded in 1873 as the primary club of the university.")
-        answer, cited = subject_answer("What is the primary activity of the OUCC?", [Retrieved(club, 0.9, 0)],
-                                       read, ReadAlone(read))
+        answer, cited = subject_answer("What is the primary activity of the OUCC?", [Retrieved(club, 0.9, 0)], pipe)
         self.assertEqual((answer.text, cited), ("The Oxford University Cycling Club is a cycling club.", ("c",)))
         # near misses: a question of a typed answer takes the reading, wherever it stands; so does a document
         # that names no subject (a snippet from the middle of an article)
-        answer, _ = subject_answer("When was the OUCC founded?", [Retrieved(club, 0.9, 0)], read, ReadAlone(read))
+        answer, _ = subject_answer("When was the OUCC founded?", [Retrieved(club, 0.9, 0)], pipe)
         self.assertEqual(answer.text, "1873")
         snippet = Document("s", "s", None, "Rowing came later. The OUCC was founded in 1873 as the primary club.")
-        readings = answering("What is the primary activity of the OUCC?", [snippet], ReadAlone(read))
+        readings = answering("What is the primary activity of the OUCC?", [snippet], pipe.read_alone)
         self.assertEqual(readings["s"].text, "The OUCC was founded in 1873 as the primary club.")
-        how = answering("How was the OUCC founded in 1873?", [club], ReadAlone(read))  # asks no definition
+        how = answering("How was the OUCC founded in 1873?", [club], pipe.read_alone)  # asks no definition
         self.assertEqual(how["c"].text, "The OUCC was founded in 1873 as the primary club of the university.")
 
     def test_namesakes_are_not_compared(self):
@@ -12934,8 +12945,7 @@ class TestNothingLost(KnowledgeBaseInTmp):
         with unittest.mock.patch("time.monotonic", lambda: next(clock)):
             code, _, err = run_main(["--kb", self.kb, "--json"])
             with contextlib.redirect_stderr(bench):
-                run_bench(cfg, {}, fake_embed, QuestionAwareDetector(cfg, fake_embed), fake_read, ReadAlone(fake_read),
-                          None, Progress)
+                run_bench(tiny_pipeline(fake_embed, fake_read, cfg), {}, Progress)
         self.assertEqual(code, 0)
         self.assertEqual([line.split(" (")[0] for line in err.splitlines() if line.startswith("questions: ")],
                          ["questions: 1/3", "questions: 2/3", "questions: 3/3"])
@@ -13569,8 +13579,7 @@ class TestScanAndBench(unittest.TestCase):
     def test_bench_output_shape(self):
         cfg = replace(DEFAULT_CONFIG, bench_ks=(3, 10), bench_repeats=2, bench_scan_sizes=(40,),
                       bench_long_sizes=(200, 2000))
-        detector = QuestionAwareDetector(cfg, fake_embed)
-        result = run_bench(cfg, {}, fake_embed, detector, fake_read, ReadAlone(fake_read), None)
+        result = run_bench(tiny_pipeline(fake_embed, fake_read, cfg), {})
         self.assertEqual(set(result), {"detection", "stages", "peak_rss_mb", "scan", "long_input", "indexing"})
         self.assertEqual((result["indexing"]["texts"], result["indexing"]["ratio"]), (cfg.bench_index_texts, None))
         self.assertGreater(result["indexing"]["index_per_s"], 0)
