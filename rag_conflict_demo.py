@@ -412,8 +412,9 @@ class Cluster:
     kept: Document | None  # None when the cluster is disputed: nothing says which document is current
     discarded: tuple
     # 'superseded' (ordered), 'outnumbered' (settled by support), 'disputed', or 'aside' (the members disagree on
-    # something other than what was asked: nothing discarded, the answer stands); only the first two discard
-    kind: str = "superseded"
+    # something other than what was asked: nothing discarded, the answer stands); only the first two discard. JSON
+    # calls it the cluster's "kind".
+    outcome: str = "superseded"
     basis: str | None = "date"  # what settled it: 'date', 'version', 'cue', 'support'; 'rank' (recency tie); None
     support: tuple = ()  # 'outnumbered': (answer or swapped span, source_ids that give it) per side, most first
 
@@ -976,11 +977,11 @@ def answer_once(query, retrieved, report, pipe, resolved, timings=None):
         context, clusters = resolution.kept, resolution.clusters
     warning = describe(report, clusters, resolved, same_titles(r.doc for r in retrieved))
     phase = "resolved" if resolved else "naive"
-    disputed = [d for c in clusters if c.kind == "disputed" for d in c.members]
+    disputed = [d for c in clusters if c.outcome == "disputed" for d in c.members]
     common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
                   clusters=clusters, warning=warning, reader=reader_name(pipe.read))
     if disputed:
-        candidates = tuple(c for cl in clusters if cl.kind == "disputed"
+        candidates = tuple(c for cl in clusters if cl.outcome == "disputed"
                            for c in dispute_candidates(query, cl.members, pipe.read_alone, report))
         return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
                            candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
@@ -1037,7 +1038,7 @@ def says_something(text):
 def settled(query, retrieved, report, pipe):
     """The Resolution of the strategy; with 'kind', its disputed clusters settled by support where they can be."""
     resolution, cfg = STRATEGIES[pipe.cfg.strategy](retrieved, report), pipe.cfg
-    if cfg.strategy != "kind" or not any(c.kind == "disputed" for c in resolution.clusters) or pipe.read_alone is None:
+    if cfg.strategy != "kind" or pipe.read_alone is None or all(c.outcome != "disputed" for c in resolution.clusters):
         return resolution
     readings = answering(query, [r.doc for r in retrieved], pipe.read_alone)
     return settle_disputes(retrieved, resolution, readings, cfg, report.conflicts, query)
@@ -1062,7 +1063,7 @@ def answer_per_subject(query, retrieved, report, parts, pipe):
         inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
         resolution = settled(query, members, ConflictReport(inside), pipe)
         clusters += resolution.clusters
-        disputed = [c for cl in resolution.clusters if cl.kind == "disputed"
+        disputed = [c for cl in resolution.clusters if cl.outcome == "disputed"
                     for c in dispute_candidates(query, cl.members, pipe.read_alone, report)]
         if disputed:
             answers += [Reply(c.answer, c.confidence, (c.doc.source_id,), group.name, True) for c in disputed]
@@ -1276,13 +1277,13 @@ def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG, conflic
 
     def settle(c):
         c = settle_by_support(c, readings, texts, cfg, conflicts)
-        if c.kind == "disputed":
+        if c.outcome == "disputed":
             c = settle_by_evidence(c, conflicts, texts, cfg)
-        if c.kind == "disputed":
+        if c.outcome == "disputed":
             c = answer_stands(question, c, readings, conflicts, texts, cfg)
         return c
 
-    clusters = tuple(settle(c) if c.kind == "disputed" else c for c in resolution.clusters)
+    clusters = tuple(settle(c) if c.outcome == "disputed" else c for c in resolution.clusters)
     dropped = {d.source_id for c in clusters for d in c.discarded}
     return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), clusters)
 
@@ -6748,7 +6749,7 @@ def result_json(resp):
                      "version": r.doc.version, "score": round(r.score, SCORE_DECIMALS)} for r in resp.context],
         "conflicts": [conflict_json(c) for c in resp.report.conflicts],
         "clusters": [{"members": [d.source_id for d in c.members], "kept": c.kept.source_id if c.kept else None,
-                      "discarded": [d.source_id for d in c.discarded], "kind": c.kind, "basis": c.basis}
+                      "discarded": [d.source_id for d in c.discarded], "kind": c.outcome, "basis": c.basis}
                      for c in resp.clusters],
         "cited_source_ids": list(resp.cited),
         "warning": resp.warning,
@@ -6774,7 +6775,7 @@ def conflict_log_lines(resp, now):
     fate = {}
     for cl in resp.clusters:
         for d in cl.members:
-            fate[d.source_id] = {"kind": cl.kind, "kept": cl.kept.source_id if cl.kept else None,
+            fate[d.source_id] = {"kind": cl.outcome, "kept": cl.kept.source_id if cl.kept else None,
                                  "discarded": [x.source_id for x in cl.discarded]}
     return [{"time": now, "query": resp.query, **conflict_json(c), "resolution": fate.get(c.a.source_id)}
             for c in resp.report.conflicts]
@@ -6813,15 +6814,15 @@ def describe(report, clusters, resolved, twice=frozenset(), subjects=()):
     if not resolved:
         return "; ".join(told) + "; the answer was read from all of them."
     for c in clusters:
-        if c.kind == "disputed":
+        if c.outcome == "disputed":
             names = ", ".join(name(d) for d in c.members)
             told.append(f"{names} disagree and nothing says which is current, so no answer was picked: every "
                         f"candidate answer is reported and all of them are cited")
-        elif c.kind == "aside":
+        elif c.outcome == "aside":
             names = ", ".join(name(d) for d in c.members)
             told.append(f"{names} give the same answer and disagree only on something else, so the answer stands "
                         f"and nothing was discarded")
-        elif c.kind == "outnumbered":
+        elif c.outcome == "outnumbered":
             votes = " against ".join(f"{len(sids)} giving {text}" for text, sids in c.support)
             gone = ", ".join(name(d) for d in c.discarded)
             told.append(f"nothing dates them, but the documents outnumber each other ({votes}): kept {name(c.kept)}, "
@@ -6877,7 +6878,7 @@ def said(doc, report):
 @dataclass(frozen=True)
 class ScanReport:
     conflicts: tuple  # Conflict, most similar first
-    clusters: tuple  # Cluster with kind superseded / disputed, in order of their most similar conflict
+    clusters: tuple  # Cluster with outcome superseded / disputed, in order of their most similar conflict
     documents: int
     pairs_checked: int  # candidate pairs at or above the gate, each run through the detector once
     passages: int = 0  # rows embedded: more than documents when long documents were split
@@ -7901,15 +7902,15 @@ def block_conflicts(resp, paint, name):
         lines.append(paint(f"  ! {name(c.a)} vs {name(c.b)}: {c.reason}, topic similarity {c.topic_sim:.2f}{shown}",
                            "conflict"))
     for cl in resp.clusters:
-        if cl.kind == "disputed":
+        if cl.outcome == "disputed":
             names = " and ".join(f"'{name(d)}'" for d in cl.members)
             lines.append(paint(f"  Conflict cluster disputed: {names} disagree and nothing says which is current; "
                                f"kept all, picked none.", "uncertain"))
-        elif cl.kind == "aside":
+        elif cl.outcome == "aside":
             names = " and ".join(f"'{name(d)}'" for d in cl.members)
             lines.append(paint(f"  Conflict cluster aside: {names} give the same answer and disagree on something "
                                f"else; kept all, the answer stands.", "resolved"))
-        elif cl.kind == "outnumbered":
+        elif cl.outcome == "outnumbered":
             votes = " vs ".join(f"{text} ({len(sids)})" for text, sids in cl.support)
             lines.append(paint(f"  Conflict cluster outnumbered: {votes} documents; kept '{name(cl.kept)}', "
                                f"discarded {len(cl.discarded)} outnumbered doc(s).", "resolved"))
@@ -8022,7 +8023,7 @@ def what_changed(naive, resolved):
     twice = same_titles(r.doc for r in resolved.sources)
     dropped = ", ".join(doc_label(d, twice) for c in resolved.clusters for d in c.discarded)
     verb = "answer changed" if naive.answer != resolved.answer else "same answer"
-    why = "outnumbered" if any(c.kind == "outnumbered" for c in resolved.clusters) else "dropped"
+    why = "outnumbered" if any(c.outcome == "outnumbered" for c in resolved.clusters) else "dropped"
     return f"{verb}; {why} {dropped}", "resolved"
 
 
@@ -8115,7 +8116,7 @@ def render_scan(report, cfg, seconds, paint):
     for c in report.conflicts:
         by_cluster.setdefault(c.a.source_id, []).append(c)
     for n, cl in enumerate(report.clusters, 1):
-        if cl.kind == "disputed":
+        if cl.outcome == "disputed":
             head = paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg, twice)} disagree and nothing says "
                          f"which is current.", "uncertain")
         else:
@@ -8831,8 +8832,8 @@ def scan_json_lines(report, threshold):
     cluster_of = {d.source_id: (n, c) for n, c in enumerate(report.clusters, 1) for d in c.members}
     for c in report.conflicts:
         n, cl = cluster_of[c.a.source_id]
-        yield {**conflict_json(c), "cluster": n, "cluster_kind": cl.kind, "kept": cl.kept.source_id if cl.kept else None,
-               "discarded": [d.source_id for d in cl.discarded]}
+        yield {**conflict_json(c), "cluster": n, "cluster_kind": cl.outcome,
+               "kept": cl.kept.source_id if cl.kept else None, "discarded": [d.source_id for d in cl.discarded]}
     for d, same in report.copies:
         yield {"same_text": [x.source_id for x in same], "compared": d.source_id,
                "cluster": cluster_of[d.source_id][0] if d.source_id in cluster_of else None}
@@ -10534,7 +10535,7 @@ class TestResolutionKinds(unittest.TestCase):
     def test_disputed_cluster_keeps_everyone(self):
         a, b = doc("a", "ACTIVE", None), doc("b", "INACTIVE", None)
         res = resolve_by_kind(retrieved_of(a, b), ConflictReport((conflict(a, b),), 1))
-        self.assertEqual(([r.doc for r in res.kept], res.clusters[0].kind), ([a, b], "disputed"))
+        self.assertEqual(([r.doc for r in res.kept], res.clusters[0].outcome), ([a, b], "disputed"))
         self.assertIsNone(res.clusters[0].kept)
         res = resolve_by_recency(retrieved_of(a, b), ConflictReport((conflict(a, b),), 1))
         self.assertEqual(res.clusters[0].kept, a)  # the article's policy picks anyway (higher rank)
@@ -10555,7 +10556,7 @@ class TestSupport(unittest.TestCase):
     def test_outnumbered_answer_is_set_aside(self):
         a, b, c = self.ARENA
         settled = settle_by_support(self.disputed(a, b, c), readings_of(a="18,000", b="81,000", c="18,000 people"))
-        self.assertEqual((settled.kind, settled.basis, settled.kept, settled.discarded),
+        self.assertEqual((settled.outcome, settled.basis, settled.kept, settled.discarded),
                          ("outnumbered", "support", a, (b,)))
         self.assertEqual(settled.support, (("18,000 people", ("a", "c")), ("81,000", ("b",))))
 
@@ -10567,7 +10568,7 @@ class TestSupport(unittest.TestCase):
     def test_support_from_outside_the_cluster_counts(self):
         a, b, c = self.ARENA  # c agrees with a without being in conflict with anyone
         settled = settle_by_support(self.disputed(a, b), readings_of(a="18,000", b="81,000", c="18,000"))
-        self.assertEqual((settled.kind, settled.discarded), ("outnumbered", (b,)))
+        self.assertEqual((settled.outcome, settled.discarded), ("outnumbered", (b,)))
 
     def test_margin_is_configurable(self):
         a, b, c = self.ARENA
@@ -10599,16 +10600,16 @@ class TestSupport(unittest.TestCase):
                      Conflict(b, c, "value", "", 1.0, (("81,000",), ("18,000",))))
         texts = {d.source_id: d.content for d in self.ARENA}
         settled = settle_by_evidence(self.disputed(a, b, c), conflicts, texts)
-        self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
+        self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
         self.assertEqual(settled.support, (("18,000", ("a", "c")), ("81,000", ("b",))))
         # one against one never settles; nor do conflicts that name several pairs of values
         pair = {sid: texts[sid] for sid in "ab"}
-        self.assertEqual(settle_by_evidence(self.disputed(a, b), conflicts[:1], pair).kind, "disputed")
+        self.assertEqual(settle_by_evidence(self.disputed(a, b), conflicts[:1], pair).outcome, "disputed")
         other = (conflicts[0], Conflict(b, c, "value", "", 1.0, (("81,000",), ("9,000",))))
-        self.assertEqual(settle_by_evidence(self.disputed(a, b, c), other, texts).kind, "disputed")
+        self.assertEqual(settle_by_evidence(self.disputed(a, b, c), other, texts).outcome, "disputed")
         # a text that states both sides votes for neither
         texts["c"] = "It seats 18,000, not 81,000."
-        self.assertEqual(settle_by_evidence(self.disputed(a, b, c), conflicts, texts).kind, "disputed")
+        self.assertEqual(settle_by_evidence(self.disputed(a, b, c), conflicts, texts).outcome, "disputed")
 
     def test_an_answer_the_dispute_is_not_about_stands(self):
         a = doc("a", "The alarm threshold was set by the facilities team. It is 27 degrees.", None)
@@ -10617,16 +10618,16 @@ class TestSupport(unittest.TestCase):
         readings = {d.source_id: Answer("the facilities team", 0.9, d.content.index("the facilities")) for d in (a, b)}
         texts = {d.source_id: d.content for d in (a, b)}
         question = "Who set the alarm threshold?"
-        self.assertEqual(answer_stands(question, self.disputed(a, b), readings, conflicts, texts).kind, "aside")
+        self.assertEqual(answer_stands(question, self.disputed(a, b), readings, conflicts, texts).outcome, "aside")
         # near misses: the answer's own sentence holds the disputed value; the answers differ; the question asks
         # the disputed type of value
         said = {sid: Answer("27 degrees" if sid == "a" else "32 degrees", 0.9, texts[sid].index("It is") + 6)
                 for sid in texts}
-        self.assertEqual(answer_stands(question, self.disputed(a, b), said, conflicts, texts).kind, "disputed")
+        self.assertEqual(answer_stands(question, self.disputed(a, b), said, conflicts, texts).outcome, "disputed")
         inside = {sid: Answer("It", 0.9, texts[sid].index("It is")) for sid in texts}
-        self.assertEqual(answer_stands(question, self.disputed(a, b), inside, conflicts, texts).kind, "disputed")
+        self.assertEqual(answer_stands(question, self.disputed(a, b), inside, conflicts, texts).outcome, "disputed")
         asked = "How many degrees is the alarm threshold?"
-        self.assertEqual(answer_stands(asked, self.disputed(a, b), readings, conflicts, texts).kind, "disputed")
+        self.assertEqual(answer_stands(asked, self.disputed(a, b), readings, conflicts, texts).outcome, "disputed")
 
     def test_a_document_supports_what_its_text_states(self):
         readings = readings_of(a="Blitzen Trapper", b="Horseshack", c="The Beatles")
@@ -10641,8 +10642,8 @@ class TestSupport(unittest.TestCase):
         readings = readings_of(a="18,000", b="81,000")  # c's reader found no sentence that answers
         self.assertEqual(support(readings, texts), [("18,000", ["a", "c"]), ("81,000", ["b"])])
         settled = settle_by_support(self.disputed(a, b), readings, texts)
-        self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
-        self.assertEqual(settle_by_support(self.disputed(a, b), readings, {"a": a.content, "b": b.content}).kind,
+        self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
+        self.assertEqual(settle_by_support(self.disputed(a, b), readings, {"a": a.content, "b": b.content}).outcome,
                       "disputed")  # one against one never settles
 
     def test_the_sides_are_the_members_own_answers(self):
@@ -10655,7 +10656,7 @@ class TestSupport(unittest.TestCase):
         self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1993-94"), texts), cluster)
         # near miss: a third document giving b's own answer settles it, b kept as the member that gives it
         settled = settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1975"), texts)
-        self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", b, (a,)))
+        self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", b, (a,)))
         # c's text states the winning answer too: c is no loser, nothing is set aside, and the dispute stands
         c = doc("c", "Some say 28 April 1948; Fitzgerald was born in 1975.")
         texts = {"a": a.content, "c": c.content, "d": "He was born on 28 April 1948."}
@@ -10667,7 +10668,7 @@ class TestSupport(unittest.TestCase):
         texts = {"x": x.content, "y": y.content, "z": "It seats 18,000.", "m": "Main Street"}
         readings = readings_of(x="18,000", y="81,000", z="18,000", m="Main Street")
         settled = settle_by_support(self.disputed(x, y), readings, texts)
-        self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", x, (y,)))
+        self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", x, (y,)))
 
     def test_a_document_supports_the_shortest_reading_of_an_answer(self):
         readings = readings_of(a="Blitzen Trapper", b="Blitzen Trapper Eric Earley Brian Koch", c="Horseshack")
@@ -10696,7 +10697,7 @@ class TestSupport(unittest.TestCase):
         cluster = Cluster((a, b), None, (), "disputed", None)
         self.assertIs(settle_by_support(cluster, readings, texts), cluster)  # three readings, none agrees
         settled = settle_by_evidence(cluster, (swap,), texts)
-        self.assertEqual((settled.kind, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
+        self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
         self.assertEqual(settled.support, (("academy", ("a", "c")), ("university", ("b",))))
         resolution = settle_disputes([Retrieved(d, 1.0, i) for i, d in enumerate((a, b, c))],
                                      Resolution((), (cluster,)), readings, conflicts=(swap,))
@@ -13514,7 +13515,7 @@ class TestScanAndBench(unittest.TestCase):
         self.assertTrue(report.conflicts)
         self.assertEqual([c.topic_sim for c in report.conflicts],
                          sorted((c.topic_sim for c in report.conflicts), reverse=True))
-        self.assertTrue(all(cl.kind in ("superseded", "disputed") for cl in report.clusters))
+        self.assertTrue(all(cl.outcome in ("superseded", "disputed") for cl in report.clusters))
         self.assertEqual(report.pairs_checked, 60)  # 10 topics x 6 pairs; nothing across topics
 
     def test_scan_progress_counts_pairs(self):
@@ -13827,7 +13828,7 @@ class TestIntegration(unittest.TestCase):
                     resolution = resolve_by_kind(retrieved, report)
                     kept = {r.doc.source_id for r in resolution.kept}
                     if old.startswith("ops"):  # undated: disputed, both kept
-                        self.assertEqual(resolution.clusters[0].kind, "disputed")
+                        self.assertEqual(resolution.clusters[0].outcome, "disputed")
                         self.assertLessEqual({old, new}, kept)
                     else:
                         self.assertIn(new, kept)
