@@ -2216,9 +2216,8 @@ _THOUSANDS_SPACES = "\u00a0\u202f\u2009"
 _DIGITS = rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d{{1,3}}(?:[{_THOUSANDS_SPACES}]\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _NO_THOUSANDS_MARKS = str.maketrans("", "", "," + _THOUSANDS_SPACES)  # "10,000" and "10\u202f000": "10000"
 _WORDNUM_ALT = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
-# Words of one number in words, at most: "twenty one hundred ninety nine" has five. Bounded because a pattern that
-# needs something after the number would otherwise read a long run of number words again from each of its words
-# (quadratic: 40,000 characters of "one one ..." took 260 s); a longer run is read as numbers of at most this many.
+# Words of one number in words, at most ("twenty one hundred ninety nine" has five; a longer run is several numbers).
+# Bounded, or a pattern needing something after the number rereads a long run from each of its words (quadratic).
 WORDNUM_MAX_WORDS = 8
 _WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred)){{0,{WORDNUM_MAX_WORDS - 1}}})"
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
@@ -2284,22 +2283,18 @@ _LIST_MARKER_BEFORE_RE = re.compile(r"(?:^|[,;:·|])\s*$")
 _CLAUSE_BREAK_RE = re.compile(r"[,;:]|\b(?:and|but|while|whereas|versus|vs)\b")
 _NUMBER_WORD_SPLIT_RE = re.compile(r"[\s-]+")
 _CURRENCY_PREFIX_RE = re.compile(r"^(?:us|u\.s\.)\s+")
-_QUARTER_RE = re.compile(r"(?<![\w])(?:Q(?P<q>[1-4])|(?P<qw>(?i:first|second|third|fourth))[\s-](?i:quarter))"
-                         r"(?:\s?(?:of\s)?(?:(?i:fiscal\s(?:year\s)?)|FY\s?|-)?(?P<year>\d{4})|['’](?P<yy>\d{2}))?"
-                         r"(?![\w])")
-_HALF_RE = re.compile(r"(?<![\w])(?:H(?P<q>[12])|(?P<qw>(?i:first|second))[\s-](?i:half))"
-                      r"(?:\s?(?:of\s)?(?:(?i:fiscal\s(?:year\s)?)|FY\s?|-)?(?P<year>\d{4})|['’](?P<yy>\d{2}))?"
-                      r"(?![\w])")
+_SUB_PERIOD_YEAR = r"(?:\s?(?:of\s)?(?:(?i:fiscal\s(?:year\s)?)|FY\s?|-)?(?P<year>\d{4})|['’](?P<yy>\d{2}))?(?![\w])"
+_QUARTER_RE = re.compile(rf"(?<![\w])(?:Q(?P<q>[1-4])|(?P<qw>(?i:first|second|third|fourth))[\s-](?i:quarter))"
+                         rf"{_SUB_PERIOD_YEAR}")
+_HALF_RE = re.compile(rf"(?<![\w])(?:H(?P<q>[12])|(?P<qw>(?i:first|second))[\s-](?i:half)){_SUB_PERIOD_YEAR}")
 _FISCAL_RE = re.compile(r"(?<![\w])(?:FY\s?['’]?(?P<year>\d{4}|\d{2})"
                         r"|(?i:(?:(?:for|in)\s(?:the\s)?)?fiscal\s(?:year\s)?)(?P<y2>\d{4})"
                         r"|(?:for|in)\s(?:the\s)?year\s(?P<y3>\d{4}))(?![\w])")
 _PREPOSITION_YEAR_RE = re.compile(rf"(?<![\w])(?:(?P<fiscal>for)|[Ii]n|[Dd]uring|[Aa]s of)\s(?P<year>{_YEAR})"
                                   r"(?![\w])")
 _CAP_SPAN = r"[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*"
-# Every capitalised span, whole, and "'s" after it when it owns something (the owners are the spans with "owns"):
-# each span is read once. Asked to end in "'s", a span without it would be tried again from each of its words, each
-# try reading to its end: quadratic in a long run of capitalised words (50,000 characters of them: 17 s). The
-# patterns that need nothing after their span (_FOR_ENTITY_RE, _LEADING_ENTITY_RE, _DESC_PLACE_RE) read it once.
+# Every capitalised span, whole, with "'s" after it when it owns something ("owns"): each span is read once. Required
+# to end in "'s", a span without it would be retried from each of its words to its end (quadratic in a long run).
 _POSSESSIVE_RE = re.compile(rf"(?<![\w])(?P<name>{_CAP_SPAN})(?P<owns>['’]s(?![\w]))?")
 _FOR_ENTITY_RE = re.compile(rf"(?<![\w])(?:[Ff]or|[Aa]t)\s(?P<name>{_CAP_SPAN})")
 _LEADING_ENTITY_RE = re.compile(r"^\W*(?P<name>[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)+)")
@@ -2491,33 +2486,19 @@ def _year_range_values(m: re.Match) -> list[Value]:
     return [Value("year", float(y), "", "", "", m.group(0)) for y in (start, stop)]
 
 
-def _next_word(m: re.Match) -> str:
-    """
-    >>> _next_word(_YEAR_RE.search("2000 employees"))
-    'employees'
-    """
-    nxt = _NEXT_WORD_RE.match(m.string, m.end())
-    return nxt.group(1) if nxt else ""
-
-
-def _is_count_noun(word: str) -> bool:
-    """A lowercase plural right after a number makes it a count, not a year.
-
-    >>> _is_count_noun("employees")
-    True
-    >>> _is_count_noun("after")
-    False
-    """
-    w = word.lower()
-    return word.islower() and w not in STOPWORDS and (w in PLURAL_FORMS or (w.endswith("s") and not w.endswith("ss")))
-
-
 def _year_values(m: re.Match) -> list[Value]:
-    """
+    """A year, unless a lowercase plural right after it makes it a count.
+
     >>> _year_values(_YEAR_RE.search("opened in 1998"))[0].amount
     1998.0
+    >>> _year_values(_YEAR_RE.search("2000 employees")), len(_year_values(_YEAR_RE.search("1998 after")))
+    ([], 1)
     """
-    return [] if _is_count_noun(_next_word(m)) else _value("year", float(m["year"]), "", m)
+    nxt = _NEXT_WORD_RE.match(m.string, m.end())
+    w = nxt.group(1) if nxt else ""
+    if w.islower() and w not in STOPWORDS and (w in PLURAL_FORMS or (w.endswith("s") and not w.endswith("ss"))):
+        return []
+    return _value("year", float(m["year"]), "", m)
 
 
 LIST_MARKER_LIMIT = 100  # "18." can number a list item; "1998." ends a sentence (lists this long are rare)
@@ -2549,11 +2530,9 @@ def _is_identifier(m: re.Match) -> bool:
 
 
 def _previous_word(before: str) -> tuple[str, int, int] | None:
-    """(word, its start, its end) of the word that ends the text, up to two non-word characters after it, as
-    _PREV_WORD_RE finds it. Searched in the last PREV_WORD_REACH characters first: a search anchored at the end tries
-    every start position, so reading each number's word from the sentence's start made a sentence of 2,000 values
-    quadratic. A match that starts before the reach covers everything after it, so when those characters could be
-    the end of one match the whole text is searched: the answer is the same.
+    """(word, start, end) of the word ending the text (up to two non-word characters after it), as _PREV_WORD_RE
+    finds it. Searched in the last PREV_WORD_REACH characters first, as a search from the start is quadratic in a
+    sentence of many values; when those characters could all be one match's end, the whole text is searched.
 
     >>> _previous_word("Sold by Season 7, ")
     ('7', 15, 16)
@@ -2563,7 +2542,6 @@ def _previous_word(before: str) -> tuple[str, int, int] | None:
         reach = 0  # subtle: the last characters are one word's (and two after it): the word may start before them
     m = _PREV_WORD_RE.search(before, reach)
     return None if m is None else (m.group(1), m.start(), m.end(1))
-
 
 
 _LEADING_ZERO_RE = re.compile(r"0\d")
@@ -2577,22 +2555,19 @@ def _count_values(m: re.Match) -> list[Value]:
     """
     noun = (m["noun"] or "").lower()
     amount = _scaled(m)
-    is_word = not m["num"][:1].isdigit()
     if amount is None or _is_identifier(m) or _LEADING_ZERO_RE.match(m["num"]):
         return []  # subtle: "007", or the "000" of "10 000" written with a plain space, is no amount
     if len(noun) > 1 and noun not in STOPWORDS and noun not in MONTHS:
-        unit = _plural(noun)
-        unit = "people" if unit in HEADCOUNT_NOUNS else unit  # "1,200 employees" counts the same as "1,200 people"
-        return [Value("quantity", amount, unit, "", "", m.group(0).strip())]
-    if is_word:
+        unit = _plural(noun)  # "1,200 employees" counts the same as "1,200 people"
+        return _value("quantity", amount, "people" if unit in HEADCOUNT_NOUNS else unit, m)
+    if not m["num"][:1].isdigit():
         return []  # subtle: "one of", "the two" are pronouns far more often than amounts
     return [Value("quantity", amount, "", "", "", m.string[m.start():m.end("scale") if m["scale"] else m.end("num")])]
 
 
-# Measurements: a length, mass, speed, area, volume, power, energy or amount of data, in SI units, so "630km",
-# "630 kilometres" and "391.5 mi" meet, and "5 kg" meets "11 lb". Unit as written -> (SI unit, factor). Left out
-# where the unit is also a common word or another amount: "in" (inches), "pounds" (also money), "tons" (short or
-# metric), gallons (US or imperial), "B" (billions), degrees (an offset, not a factor).
+# Measurements in SI units, so "630km", "630 kilometres" and "391.5 mi" meet: unit as written -> (SI unit, factor).
+# Left out: units that are also a word or another amount ("in", "pounds": money, "B": billions), ambiguous ones
+# ("tons": short or metric; gallons: US or imperial) and degrees (an offset, not a factor).
 MEASUREMENT_UNITS = {
     **dict.fromkeys(("km", "kilometre", "kilometres", "kilometer", "kilometers"), ("m", 1e3)),
     **dict.fromkeys(("m", "metre", "metres", "meter", "meters"), ("m", 1.0)),
@@ -2659,10 +2634,8 @@ kW MW GW hp kWh MWh GWh TWh KB kB MB GB TB PB KiB MiB GiB TiB
 """.split()) | frozenset(UNIT_SPELLINGS)
 _UNIT_ALT = "|".join(re.escape(u).replace(r"\ ", r"\s") for u in sorted(MEASUREMENT_UNITS, key=len, reverse=True))
 _GLUED_ALT = "|".join(map(re.escape, sorted(GLUED_UNITS, key=len, reverse=True)))
-# subtle: case-sensitive ("MB" megabytes, "mb" millibars), so a unit word opening a heading ("Miles") is not read
-# ... and no word's first letter ("3 t-shirts", "5 g-force"), no first part of a compound ("5 ft 10 in", left a
-# count as before), no rate's numerator ("186,000 miles per second", "... miles (300,000 km) per second", "5 km a
-# day": _RATE_RE's)
+# subtle: case-sensitive ("MB" megabytes, "mb" millibars; a heading's "Miles" is not read), and no word's first
+# letter ("3 t-shirts"), first part of a compound ("5 ft 10 in": a count) or rate's numerator ("5 km a day": _RATE_RE's)
 _PER_AFTER = rf"(?:\s?\([^()]*\)|\))?(?:\s?/\s?|\s(?:per|a|an|each|every)\s)(?:{_PER_UNITS})(?![\w])"
 _MEASURE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?(?:[\s-](?P<unit>{_UNIT_ALT})|(?P<glued>{_GLUED_ALT}))"
                          rf"(?![\w²³/]|-[^\W\d]|\s\d)(?!{_PER_AFTER})")
@@ -2729,38 +2702,22 @@ def _sub_period(m: re.Match, prefix: str) -> str:
     return f"{label}-{_two_digit_year(year)}" if year else label
 
 
-def _fiscal_period(m: re.Match) -> str:
-    """
-    >>> _fiscal_period(_FISCAL_RE.search("for fiscal year 2023"))
-    'FY2023'
-    """
-    return "FY" + _two_digit_year(m["year"] or m["y2"] or m["y3"])
-
-
-def _month_period(m: re.Match) -> str:
-    """
-    >>> _month_period(_DATE_MY_RE.search("January 2023"))
-    '2023-01'
-    """
-    return f"{m['year']}-{MONTHS[m['mon'].rstrip('.').lower()]:02d}"
-
-
 # (regex, label builder, claims span). Claimed markers ("FY2023", "Q3 2023") are periods, never event years;
 # "in 2022" and "January 2023" stay available as years too.
 _PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = (
     (_QUARTER_RE, functools.partial(_sub_period, prefix="Q"), True),
     (_HALF_RE, functools.partial(_sub_period, prefix="H"), True),
-    (_FISCAL_RE, _fiscal_period, True),
+    (_FISCAL_RE, lambda m: "FY" + _two_digit_year(m["year"] or m["y2"] or m["y3"]), True),
     (_PREPOSITION_YEAR_RE, lambda m: ("FY" if m["fiscal"] else "") + m["year"], False),  # "for 2023": FY2023
-    (_DATE_MY_RE, _month_period, False),
+    (_DATE_MY_RE, lambda m: f"{m['year']}-{MONTHS[m['mon'].rstrip('.').lower()]:02d}", False),
     (_MONTH_ONLY_RE, lambda m: f"M{MONTHS[m['mon'].lower()]:02d}", False),  # "In January, diesel cost ..."
     (_ANY_YEAR_RE, lambda m: m["year"], False),  # "the 2019 school year", "until the end of 2022"
 )
 
 
 def _overlaps(span: tuple[int, int], claimed: list[tuple[int, int]]) -> bool:
-    """Whether span overlaps one of claimed: disjoint spans in order (kept so by bisect.insort), so only the last
-    one to start before span ends can reach into it. One look-up, not a scan: a long sentence claims thousands.
+    """Whether span overlaps one of claimed, disjoint spans in order (bisect.insort): only the last one to start
+    before span ends can reach into it, so one look-up, not a scan.
 
     >>> _overlaps((3, 6), [(0, 1), (5, 9)])
     True
@@ -2774,8 +2731,8 @@ def _overlaps(span: tuple[int, int], claimed: list[tuple[int, int]]) -> bool:
 def _period_markers(sentence: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
     """Period labels with their positions, and the spans they claim from value extraction.
 
-    >>> _period_markers("Acme's Q3 revenue")[0]
-    [(7, 'Q3')]
+    >>> _period_markers("Acme's Q3 revenue")[0], _period_markers("for fiscal year 2023, in January 2023")[0]
+    ([(7, 'Q3')], [(0, 'FY2023'), (25, '2023-01')])
     """
     markers, claimed, taken = [], [], []
     for regex, label, claims in _PERIOD_RULES:
@@ -2850,11 +2807,8 @@ def _clause_breaks(sentence: str) -> tuple[list[int], list[int]]:
 
 
 def _period_for(pos: int, markers: list[tuple[int, str]], breaks: tuple[list[int], list[int]]) -> str:
-    """The nearest period marker in the value's clause, else the nearest one; ties go to the earlier marker.
-    markers: sorted; breaks: the sentence's _clause_breaks. A marker is in the value's clause when no break lies
-    whole between the two, so the clause is the stretch between the last break ending at or before the value and
-    the first one starting at or after it, and the candidates are the markers on either side of the value: a few
-    look-ups, however many markers and breaks the sentence holds.
+    """The nearest period marker in the value's clause (no break whole between them), else the nearest one; ties go
+    to the earlier marker. markers: sorted; breaks: _clause_breaks. A few look-ups, however many of either.
 
     >>> _period_for(14, [(0, "Q3"), (22, "H2")], _clause_breaks("Q3 sales were $1M and H2 is $2M"))
     'Q3'
@@ -2876,12 +2830,10 @@ def _period_for(pos: int, markers: list[tuple[int, str]], breaks: tuple[list[int
     return min(same_clause or near, key=lambda mk: (abs(mk[0] - pos), mk[0]))[1]
 
 
-# Ranges: "3 to 5 days", "3-5 days", "two to three weeks", "57–58%", "$10-$20", "$1-2 million", "between 5,000 and
-# 6,000 people" are one value, which agrees with a value or a range inside it. Amounts only: a span of years or
-# dates ("1947–2021") is a period of office or a timeline whose ends are claims of their own. Left apart: "X to Y"
-# after a word of change ("rose 0.5% to 5%", "from 3 to 5": as often a change as a range), two bare numbers joined
-# by a dash (a score, "lost 1-3"), a spaced dash between two ends that each say their unit (a clause break, "3 km
-# – 5 km shorter").
+# Ranges ("3-5 days", "two to three weeks", "57–58%", "$1-2 million", "between 5,000 and 6,000 people") are one
+# value, agreeing with a value or range inside it. Amounts only: the ends of "1947–2021" are claims of their own.
+# Left apart: "X to Y" after a word of change ("rose 0.5% to 5%", "from 3 to 5"), two bare numbers joined by a dash
+# (a score, "lost 1-3"), a spaced dash between two ends that each say their unit (a clause break, "3 km – 5 km").
 CHANGE_WORDS = frozenset(CHANGE_VERBS) | frozenset("from up down by".split())  # before the low end of a change
 DASHES = ("-", "–", "—")
 AGE_WORDS = frozenset({"aged", "ages", "age", "ageing", "aging"})  # "aged 18-25" is a range of ages, never a score
@@ -2953,9 +2905,8 @@ def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int
 
 
 def _word_before(sentence: str, pos: int, words: list[tuple[int, int]]) -> str | None:
-    """The last word of sentence[:pos] (as str.split() cuts it), lowercased; None when there is none. words: the
-    sentence's word spans (_NON_SPACE_RE), found once, so a sentence of thousands of values is not split again for
-    each.
+    """The last word of sentence[:pos] as str.split() cuts it, lowercased, or None. words: the sentence's word spans
+    (_NON_SPACE_RE), found once, not per value.
 
     >>> _word_before("rose from 3 to 5", 10, [(0, 4), (5, 9), (10, 11), (12, 14), (15, 16)])
     'from'
@@ -2975,26 +2926,20 @@ def _money_then_number(low: Value, high: Value) -> bool:
 
 
 def _range_value(low: Value, high: Value, text: str) -> Value:
-    """The range from low to high as one Value, in the kind and unit of the end that says them.
+    """The range from low to high as one Value, in the kind and unit of the end that says them. A bare low end, or
+    money or a percentage with no scale of its own, is scaled and converted as the upper end is ("1" of "1-2 years":
+    365 days; "$5" of "$5-$10 million": 5,000,000).
 
     >>> [(v.amount, v.high) for v in extract_values("Worth $1-2 million, €2bn–3bn or $5-$10 million.")]
     [(1000000.0, 2000000.0), (2000000000.0, 3000000000.0), (5000000.0, 10000000.0)]
-    """
-    owner = low if _money_then_number(low, high) else high
-    return replace(owner, amount=_range_low(low, high), high=high.amount, text=text)
-
-
-def _range_low(low: Value, high: Value) -> float:
-    """The low end's amount; a bare number, or money or a percentage with no scale of its own, is scaled and
-    converted as the upper end is ("1" of "1-2 years": 365 days; "$5" of "$5-$10 million": 5,000,000).
-
     >>> [v.amount for v in extract_values("It takes 1-2 years, or 0 to 5 km.")]
     [365.0, 0.0]
     """
-    if not (_is_bare(low) or low.type in ("money", "percent") and not _SCALED_RE.search(low.text)):
-        return low.amount
-    number, high_number = _written_number(low), _written_number(high)
-    return number * high.amount / high_number if number is not None and high_number else low.amount
+    owner, amount = (low if _money_then_number(low, high) else high), low.amount
+    if _is_bare(low) or low.type in ("money", "percent") and not _SCALED_RE.search(low.text):
+        number, high_number = _written_number(low), _written_number(high)
+        amount = number * high.amount / high_number if number is not None and high_number else amount
+    return replace(owner, amount=amount, high=high.amount, text=text)
 
 
 def _written_number(v: Value) -> float | None:
@@ -3048,8 +2993,7 @@ def _with_context(v: Value, pos: int, markers: list[tuple[int, str]], breaks: tu
 
 def _words_around(sentence: str, text: str, window: int) -> tuple[list[str], list[str]]:
     """The `window` words before the first occurrence of text in the sentence and the `window` after it ([] and []
-    when it does not occur). Read outward from the text, not from the sentence's ends: a sentence of 2,000 values
-    re-read whole for each value was quadratic.
+    when it does not occur), read outward from the text so a sentence of many values is not re-read for each.
 
     >>> _words_around("It was built in 1998 by Jo Li.", "1998", 2)
     (['built', 'in'], ['by', 'Jo'])
@@ -3061,8 +3005,8 @@ def _words_around(sentence: str, text: str, window: int) -> tuple[list[str], lis
 
 
 def _words_before(sentence: str, end: int, n: int) -> list[str]:
-    """The last n words of sentence[:end]; a piece cut from the end holds them once it holds more than n words (its
-    first may be cut short). A window of 0 is none (sliced as [-0:], it had been every word before).
+    """The last n words of sentence[:end], from a piece cut from the end once it holds more than n (its first word
+    may be cut short); none for n <= 0 (not [-0:], every word).
 
     >>> _words_before("one two three", 13, 2), _words_before("one two three", 13, 0)
     (['two', 'three'], [])
@@ -3186,9 +3130,8 @@ SIGNIFICANT_MIN = 2  # digits of a round number taken as significant: "1,000 ft 
 
 
 def _rounding(v: Value) -> float:
-    """Half the place of the last significant digit of the number a value is written with, in its unit: how far
-    the amount it stands for may be from it. Trailing zeros of a whole number are not significant beyond the first
-    SIGNIFICANT_MIN digits. A number in words is whole.
+    """How far a value's amount may be from what it stands for: half the place of its written number's last
+    significant digit (a whole number's trailing zeros past SIGNIFICANT_MIN digits are not; words are whole).
 
     >>> [round(_rounding(extract_values(t)[0]), 3) for t in ("833.9 mi", "1,333 km", "1,000 ft", "10 miles")]
     [80.467, 500.0, 15.24, 804.672]
@@ -3199,27 +3142,21 @@ def _rounding(v: Value) -> float:
         number = _written_number(v)
         return 0.5 * _upper(v) / number if number else 0.0
     digits = found[-1].translate(_NO_THOUSANDS_MARKS)
-    if "." in digits:
-        place = -len(digits.split(".")[1])
-    else:
-        place = min(len(digits) - len(digits.rstrip("0")), max(len(digits) - SIGNIFICANT_MIN, 0))
+    place = (-len(digits.split(".")[1]) if "." in digits
+             else min(len(digits) - len(digits.rstrip("0")), max(len(digits) - SIGNIFICANT_MIN, 0)))
     number = float(digits)
     if not number or not math.isfinite(number):  # subtle: a number of 309 digits or more is no float
         return 0.0
     return 0.5 * 10.0 ** min(place, 300) * _upper(v) / number
 
 
-def _comparable(a: Value, b: Value) -> bool:
-    """
-    >>> _comparable(Value("money", 1.0, "USD", "Q3", "", ""), Value("money", 2.0, "USD", "Q4", "", ""))
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def _comparable(period_a: str, entity_a: str, period_b: str, entity_b: str) -> bool:
+    """Whether two values' periods and entities are compatible; cached by those, as a text has few (and many pairs).
+
+    >>> _comparable("Q3", "", "Q4", "")
     False
     """
-    return _parts_comparable(a.period, a.entity, b.period, b.entity)
-
-
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
-def _parts_comparable(period_a: str, entity_a: str, period_b: str, entity_b: str) -> bool:
-    """_comparable from the few distinct periods and entities of a text (pairs of values are many more)."""
     return _periods_compatible(period_a, period_b) and _entities_compatible(entity_a, entity_b)
 
 
@@ -3285,19 +3222,12 @@ def value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset
     >>> value_finding(["Opened in 1998."], ["Opened in 2001."], event_years=True).evidence
     ('1998', '2001')
     """
-    va, vb = (_by_key(_side_values(side, qwords, cfg, types, event_years)) for side in (a, b))
-    for key in sorted(va.keys() & vb.keys()):
-        pairs = [(x, y) for x, ex in va[key] for y, ey in vb[key]
-                 if _comparable(x, y) and not (event_years and key == ("time", "") and not ex & ey)]
-        pairs = _disagreeing(pairs, cfg)
-        if pairs:
-            return _describe_values(key, pairs)
-    return None
+    va, vb = (_by_key([(v, e, ()) for v, e in _side_values(side, qwords, cfg, types, event_years)]) for side in (a, b))
+    return _first_disagreement(va, vb, cfg, event_years)
 
 
 def _by_key(rows: list[tuple]) -> dict[tuple[str, str], list[tuple]]:
-    """A side's (value, ...) rows by the value's key, each key's rows in reading order: values of two keys are never
-    paired, so a key's pairs are built from its own rows only."""
+    """A side's (value, ...) rows by the value's key, in reading order: values of two keys are never paired."""
     out: dict[tuple[str, str], list[tuple]] = {}
     for row in rows:
         out.setdefault(_value_key(row[0]), []).append(row)
@@ -3305,11 +3235,9 @@ def _by_key(rows: list[tuple]) -> dict[tuple[str, str], list[tuple]]:
 
 
 def _disagreeing(pairs: list[tuple[Value, Value]], cfg: Config = DEFAULT_CONFIG) -> list[tuple[Value, Value]]:
-    """The pairs of one key that show a disagreement, [] when the values agree. Measurements are compared in each
-    unit both sides write, and a unit in which no pair agrees is a disagreement ("5 km trail, 300 m climb" vs "8 km
-    trail, 300 m climb"); the units only one side writes are compared across, as a conversion is the coarser reading
-    ("about 6 trillion miles (9 trillion km)" against "5.88 trillion miles" differs in miles). Other values: no pair
-    agrees.
+    """The pairs of one key that show a disagreement, [] when the values agree: measurements disagree when no pair
+    agrees in a unit both sides write ("5 km trail, 300 m climb" vs "8 km trail") or across the units only one side
+    writes (a conversion, "6 trillion miles (9 trillion km)", is the coarser reading); other values when no pair does.
 
     >>> a, b = extract_values("A 5 km trail, a 300 m climb"), extract_values("An 8 km trail, a 300 m climb")
     >>> [(x.text, y.text) for x, y in _disagreeing([(x, y) for x in a for y in b])]
@@ -3347,32 +3275,27 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
     >>> _describe_values(("percent", "%"), [tuple(extract_values("1% or 2%"))]).evidence
     ('1%', '2%')
     """
-    left = list(dict.fromkeys(x.text for x, _ in pairs))
-    right = list(dict.fromkeys(y.text for _, y in pairs))
+    left, right = (", ".join(dict.fromkeys(p[side].text for p in pairs)) for side in (0, 1))
     x = pairs[0][0]
     # The unit is named only as the texts say it: durations are compared in days and headcounts in people, but
-    # "12 hours vs 8 hours" and "1,200 employees vs 3,400 people" keep their own words.
-    if key[0] in ("time", "duration") or key == ("quantity", "people"):
-        what = {"time": "dates", "duration": "durations", "quantity": "headcounts"}[key[0]]
-    elif key[0] == "quantity" and key[1] in MEASURE_NAMES:
-        what = MEASURE_NAMES[key[1]]  # "different lengths: 630km vs 607 km", not "values in m"
-    else:
-        what = f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else "")
+    # "12 hours vs 8 hours" and "1,200 employees vs 3,400 people" keep their own words; a measurement is named by its
+    # kind ("different lengths: 630km vs 607 km", not "values in m").
+    what = ({"time": "dates", "duration": "durations"}.get(key[0])
+            or key[0] == "quantity" and {**MEASURE_NAMES, "people": "headcounts"}.get(key[1])
+            or f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else ""))
     context = " ".join(filter(None, (x.entity, x.period)))
     label = f"different {what}" + (f" for {context}" if context else "")
-    return Finding("value", f"{label}: {', '.join(left)} vs {', '.join(right)}", (", ".join(left), ", ".join(right)))
+    return Finding("value", f"{label}: {left} vs {right}", (left, right))
 
 
-# Anchored values: compare the value attached to what the question asks about, not a bag of values
-# "1985, 1912, 1959, 1976 vs 1874, 1906" is a bag of dates, not an answer; "14 days of sick leave" and "30 days of
-# annual leave" measure two things. A side that gives several values of one kind keeps only those within
-# value_anchor_window words of a predicate word of the question ("built", "median age", "warranty"), and abstains
-# when none is; two values whose measured phrases share a head but not its modifiers are not compared.
+# Anchored values: compare the value attached to what the question asks about, not a bag ("1985, 1912, 1959 vs 1874,
+# 1906" is no answer; "14 days of sick leave" and "30 days of annual leave" measure two things). A side giving several
+# values of one kind keeps those within value_anchor_window words of a predicate word of the question ("built",
+# "warranty"), else abstains; values whose measured phrases share a head but not its modifiers are not compared.
 
 def predicate_words(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
-    """Stems of the question's content words that the sentences use as common words: the predicate it asks about.
-    A word the sentences capitalise away from a sentence start names the subject ("India", "Company"), which
-    every value of the document sits near, so it anchors nothing.
+    """Stems of the question's content words that the sentences use as common words: the predicate it asks about. A
+    word they capitalise away from a sentence start names the subject ("India"), near every value: it anchors nothing.
 
     >>> predicate_words(["The Acme tower was built in 1998."], frozenset({"when", "acme", "built"}))
     frozenset({'build'})
@@ -3413,13 +3336,9 @@ def _measured_phrase(sentence: str, v: Value) -> tuple[str, ...]:
     at = sentence.find(v.text)
     if at < 0:
         return ()
-    words = []
-    for w in _words_after(sentence, at + len(v.text), 4):
-        if not w.islower() or (w in STOPWORDS and w != "of") or w in UNIT_WORDS:
-            break
-        if w != "of":
-            words.append(w)
-    return tuple(words[:3])
+    words = itertools.takewhile(lambda w: w.islower() and (w not in STOPWORDS or w == "of") and w not in UNIT_WORDS,
+                                _words_after(sentence, at + len(v.text), 4))
+    return tuple(w for w in words if w != "of")[:3]
 
 
 def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
@@ -3439,11 +3358,9 @@ def _sentence_anchors(sentence: str, qwords: frozenset[str], types: frozenset[st
     """(value, event words, measured phrase, stems near it) for each value of the types in one sentence: a
     document's part of _anchored_side, cached, the same whichever document it meets."""
     values = [v for v in extract_values(sentence) if v.type in types]
-    rows = []
-    for v in _drop_period_years(values) if event_years else values:
-        rows.append((v, _event_words(sentence, v, qwords, event_window), _measured_phrase(sentence, v),
-                     _window_stems(sentence, v, anchor_window)))
-    return tuple(rows)
+    return tuple((v, _event_words(sentence, v, qwords, event_window), _measured_phrase(sentence, v),
+                  _window_stems(sentence, v, anchor_window))
+                 for v in (_drop_period_years(values) if event_years else values))
 
 
 _LABEL_BEFORE_RE = re.compile(r"(\w+)(\W*)$")  # the word before a number, and what separates them
@@ -3463,9 +3380,8 @@ def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str
 
 
 def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
-    """A bare number in a sentence that names exactly one of the asked-for counted nouns counts that noun: "The
-    number of moons is 95" and "Moons: 95" meet "Jupiter has 95 moons". It stays bare with two such nouns in the
-    sentence, and after a word that labels it ("Apollo 11", "lap 52", "Of the moons, 57 have names").
+    """A bare number in a sentence that names exactly one asked-for counted noun counts it ("The number of moons is
+    95", "Moons: 95"), unless a word labels it ("Apollo 11", "lap 52", "Of the moons, 57 have names").
 
     >>> _counted_bare("The number of moons is 95.", extract_values("95")[0], frozenset({"moons"})).unit
     'moons'
@@ -3516,10 +3432,9 @@ def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozense
                                                               cfg.event_window)]
     plurals = _plurals(qwords) if rows else frozenset()
     asked = [r for r in rows if _asked_unit(r[0], plurals)]
-    rows = asked or rows  # "How many moons?": count moons, not the diameter in km that shares the sentence (as before)
+    rows = asked or rows  # "How many moons?": count moons, not the diameter in km that shares the sentence
     keep = []
-    for key in {_value_key(v) for v, *_ in rows}:
-        same = [r for r in rows if _value_key(r[0]) == key]
+    for same in _by_key(rows).values():
         bag = _distinct_amounts([r[0] for r in same], cfg) >= cfg.value_bag_min
         keep.extend(r[:3] for r in same if r[3] or not bag)
     return keep
@@ -3528,7 +3443,7 @@ def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozense
 def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
                            cfg: Config = DEFAULT_CONFIG, types: frozenset[str] = VALUE_TYPES,
                            event_years: bool = False) -> Finding | None:
-    """Like _value_finding, but each side compares only the values attached to what the question asks about.
+    """Like value_finding, but each side compares only the values attached to what the question asks about.
 
     >>> anchored_value_finding(["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."],
     ...                        frozenset({"leave"})) is None
@@ -3539,11 +3454,17 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
     preds = predicate_words(a + b, qwords)
     units = counted_units(a + b, qwords) if "quantity" in types else frozenset()  # "How many moons?": "95" of them
     va, vb = (_by_key(_anchored_side(side, qwords, preds, cfg, types, event_years, units)) for side in (a, b))
+    return _first_disagreement(va, vb, cfg, event_years)
+
+
+def _first_disagreement(va: dict[tuple[str, str], list[tuple]], vb: dict[tuple[str, str], list[tuple]], cfg: Config,
+                        event_years: bool) -> Finding | None:
+    """The finding of the first key whose comparable (value, event words, measured phrase) rows of the two sides
+    disagree; with event_years, two times meet only when their event words do."""
     for key in sorted(va.keys() & vb.keys()):
-        pairs = [(x, y) for x, ex, px in va[key] for y, ey, py in vb[key]
-                 if _comparable(x, y) and not _phrases_clash(px, py)
-                 and not (event_years and key == ("time", "") and not ex & ey)]
-        pairs = _disagreeing(pairs, cfg)
+        pairs = _disagreeing([(x, y) for x, ex, px in va[key] for y, ey, py in vb[key]
+                              if _comparable(x.period, x.entity, y.period, y.entity) and not _phrases_clash(px, py)
+                              and not (event_years and key == ("time", "") and not ex & ey)], cfg)
         if pairs:
             return _describe_values(key, pairs)
     return None
