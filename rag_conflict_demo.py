@@ -2379,13 +2379,14 @@ def _time_unit(word: str) -> str:
     return w[:-1] if w.endswith("s") and w[:-1] in DURATION_DAYS else w
 
 
-def _value(vtype: str, amount: float, unit: str, m: re.Match) -> list[Value]:
-    """One context-free Value from a match; period and entity are attached later.
+def _value(vtype: str, amount: float | None, unit: str, m: re.Match) -> list[Value]:
+    """One context-free Value from a match, none when its amount is unread; period and entity are attached later.
 
-    >>> _value("percent", 12.0, "%", _PERCENT_RE.search("12%"))[0].text
-    '12%'
+    >>> m = _PERCENT_RE.search("12%")
+    >>> _value("percent", 12.0, "%", m)[0].text, _value("percent", None, "%", m), extract_values("12 percent")[0].amount
+    ('12%', [], 12.0)
     """
-    return [Value(vtype, amount, unit, "", "", m.group(0).strip())]
+    return [] if amount is None else [Value(vtype, amount, unit, "", "", m.group(0).strip())]
 
 
 def _money_values(m: re.Match) -> list[Value]:
@@ -2395,17 +2396,7 @@ def _money_values(m: re.Match) -> list[Value]:
     """
     cur = _CURRENCY_PREFIX_RE.sub("", m["cur"].lower())
     cur = cur[:-1] if cur.endswith("s") and cur[:-1] in CURRENCIES else cur
-    amount = _scaled(m)
-    return [] if amount is None else _value("money", amount, CURRENCIES[cur], m)
-
-
-def _percent_values(m: re.Match) -> list[Value]:
-    """
-    >>> _percent_values(_PERCENT_RE.search("12 percent"))[0].amount
-    12.0
-    """
-    amount = _scaled(m)
-    return [] if amount is None else _value("percent", amount, "%", m)
+    return _value("money", _scaled(m), CURRENCIES[cur], m)
 
 
 def _rate_values(m: re.Match) -> list[Value]:
@@ -2415,10 +2406,9 @@ def _rate_values(m: re.Match) -> list[Value]:
     'requests/minute'
     """
     what = m["what"].lower()
-    amount = _scaled(m)
-    if amount is None or what in STOPWORDS:
+    if what in STOPWORDS:
         return []
-    return _value("quantity", amount, f"{_plural(UNIT_ALIASES.get(what, what))}/{_time_unit(m['per'])}", m)
+    return _value("quantity", _scaled(m), f"{_plural(UNIT_ALIASES.get(what, what))}/{_time_unit(m['per'])}", m)
 
 
 def _duration_values(m: re.Match) -> list[Value]:
@@ -2481,9 +2471,7 @@ def _year_range_values(m: re.Match) -> list[Value]:
     """
     start, end = int(m["year"]), m["end"]
     stop = int(end) if len(end) == 4 else start // 100 * 100 + int(end)
-    if stop <= start:
-        return []
-    return [Value("year", float(y), "", "", "", m.group(0)) for y in (start, stop)]
+    return [] if stop <= start else [Value("year", float(y), "", "", "", m.group(0)) for y in (start, stop)]
 
 
 def _year_values(m: re.Match) -> list[Value]:
@@ -2530,9 +2518,8 @@ def _is_identifier(m: re.Match) -> bool:
 
 
 def _previous_word(before: str) -> tuple[str, int, int] | None:
-    """(word, start, end) of the word ending the text (up to two non-word characters after it), as _PREV_WORD_RE
-    finds it. Searched in the last PREV_WORD_REACH characters first, as a search from the start is quadratic in a
-    sentence of many values; when those characters could all be one match's end, the whole text is searched.
+    """(word, start, end) of the word ending the text (up to two non-word characters after it) as _PREV_WORD_RE finds
+    it, searched in the last PREV_WORD_REACH characters (not quadratic), or all when those could be one match's end.
 
     >>> _previous_word("Sold by Season 7, ")
     ('7', 15, 16)
@@ -2648,9 +2635,8 @@ def _measure_values(m: re.Match) -> list[Value]:
     >>> v.amount, v.unit, v.written
     (630000.0, 'm', 'km')
     """
-    amount = _scaled(m)
     written = " ".join((m["unit"] or m["glued"]).split())
-    return [] if amount is None else [_in_si(Value("quantity", amount, "", "", "", m.group(0).strip()), written)]
+    return [_in_si(v, written) for v in _value("quantity", _scaled(m), "", m)]
 
 
 def _in_si(v: Value, written: str) -> Value:
@@ -2666,7 +2652,7 @@ def _in_si(v: Value, written: str) -> Value:
 # (regex, builder) in priority order: a span claimed by an earlier rule is skipped by later ones.
 _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] = (
     *((r, _money_values) for r in _MONEY_RES),
-    (_PERCENT_RE, _percent_values),
+    (_PERCENT_RE, lambda m: _value("percent", _scaled(m), "%", m)),
     (_MEASURE_RE, _measure_values),
     (_RATE_RE, _rate_values),
     (_DATE_ISO_RE, _date_values),
@@ -2821,11 +2807,9 @@ def _period_for(pos: int, markers: list[tuple[int, str]], breaks: tuple[list[int
     first = bisect.bisect_left(starts, pos)  # the first break that starts at or after the value
     closes = ends[first] if first < len(starts) else math.inf
     after = bisect.bisect_left(markers, (pos + 1,))  # markers[:after] start at or before the value
-    near = []  # the nearest marker on each side, the first of those that share its position
+    near = markers[after:after + 1]  # the nearest marker on each side, the first of those that share its position
     if after:
         near.append(markers[bisect.bisect_left(markers, (markers[after - 1][0],))])
-    if after < len(markers):
-        near.append(markers[after])
     same_clause = [mk for mk in near if opens < mk[0] < closes]
     return min(same_clause or near, key=lambda mk: (abs(mk[0] - pos), mk[0]))[1]
 
@@ -3169,12 +3153,16 @@ def _value_key(v: Value) -> tuple[str, str]:
     return ("time", "") if v.type in TEMPORAL_TYPES else (v.type, v.unit)
 
 
-def _drop_period_years(values: list[Value]) -> list[Value]:
-    """Years that only say which period another value is about are not claims of their own.
+def _typed_values(sentence: str, types: frozenset[str], event_years: bool) -> list[Value]:
+    """A sentence's values of the types; with event_years, without the years that only say which period another
+    value is about (no claims of their own).
 
-    >>> len(_drop_period_years(extract_values("In 2022 revenue was $4M.")))
-    1
+    >>> [v.text for v in _typed_values("In 2022 revenue was $4M.", VALUE_TYPES, True)]
+    ['$4M']
     """
+    values = [v for v in extract_values(sentence) if v.type in types]
+    if not event_years:
+        return values
     years = {_period_parts(v.period)[0] for v in values if v.period}
     return [v for v in values if not (v.type == "year" and str(int(v.amount)) in years)]
 
@@ -3197,17 +3185,13 @@ def _asked_dimensions(plurals: frozenset[str]) -> frozenset[str]:
 
 def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg: Config = DEFAULT_CONFIG,
                  types: frozenset[str] = VALUE_TYPES, event_years: bool = False) -> list[tuple[Value, frozenset[str]]]:
-    """(value, event words) for one side; with event_years, years that only name a period are dropped.
+    """(value, event words) for one side's values of the types (_typed_values).
 
     >>> [v.type for v, _ in _side_values(["In 2022 revenue was $4M."], event_years=True)]
     ['money']
     """
-    out = []
-    for s in sentences:
-        values = [v for v in extract_values(s) if v.type in types]
-        if event_years:
-            values = _drop_period_years(values)
-        out.extend((v, _event_words(s, v, qwords, cfg.event_window)) for v in values)
+    out = [(v, _event_words(s, v, qwords, cfg.event_window)) for s in sentences
+           for v in _typed_values(s, types, event_years)]
     plurals = _plurals(qwords) if out else frozenset()
     asked = [(v, e) for v, e in out if _asked_unit(v, plurals)]
     return asked or out  # "How many moons?": count moons, not the diameter in km that shares the sentence
@@ -3356,11 +3340,9 @@ def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
 def _sentence_anchors(sentence: str, qwords: frozenset[str], types: frozenset[str], event_years: bool,
                       anchor_window: int, event_window: int) -> tuple:
     """(value, event words, measured phrase, stems near it) for each value of the types in one sentence: a
-    document's part of _anchored_side, cached, the same whichever document it meets."""
-    values = [v for v in extract_values(sentence) if v.type in types]
+    document's part of _anchored_side, cached as it is the same whichever document it meets."""
     return tuple((v, _event_words(sentence, v, qwords, event_window), _measured_phrase(sentence, v),
-                  _window_stems(sentence, v, anchor_window))
-                 for v in (_drop_period_years(values) if event_years else values))
+                  _window_stems(sentence, v, anchor_window)) for v in _typed_values(sentence, types, event_years))
 
 
 _LABEL_BEFORE_RE = re.compile(r"(\w+)(\W*)$")  # the word before a number, and what separates them
@@ -3404,8 +3386,8 @@ def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
 
 
 def _distinct_amounts(values: list[Value], cfg: Config = DEFAULT_CONFIG) -> int:
-    """How many different amounts the values state; one amount written in two units ("186,000 miles (300,000
-    km)") is one. Sorted once, so a side of thousands of values costs n log n, not n squared.
+    """How many different amounts the values state, one written in two units ("186,000 miles (300,000 km)") being
+    one; sorted once (n log n).
 
     >>> _distinct_amounts(extract_values("It is 186,000 miles (300,000 km), not 5 miles."))
     2
