@@ -2223,9 +2223,8 @@ _WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred)){{0,{WORDN
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
 _SCALE_WORDS = r"thousand|million|billion|trillion|lakhs?|crores?"
 _SCALE_ANY = rf"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:{_SCALE_WORDS})(?![\w]))"
-# A lowercase "m" or "b" glued to a number scales a count before what it counts, a plural ("5m users", "1.2m
-# subscribers", "3b people"); spaced, "m" is metres as SI writes it ("5 m users", "a 5 m wall", "5 m was recorded").
-# "mn" and "bn" are never units. Words that only end in "s" ("this", "was", "thus", "towards") count nothing.
+# A lowercase "m" or "b" glued to a number scales a count before a plural ("5m users", "3b people"); spaced, "m" is
+# metres as SI writes it ("5 m users"). "mn", "bn" are never units; words only ending in "s" ("this") count nothing.
 _NOT_COUNTED = "|".join(sorted({w for w in STOPWORDS if w.endswith("s")} | {"thus", "plus", "towards", "upwards",
                                                                             "downwards", "afterwards", "always"}))
 _COUNTED_NOUN = (rf"(?!(?:{_NOT_COUNTED})(?![\w'-]))(?:{'|'.join(sorted(PLURAL_FORMS))}|[a-z][a-z'-]*[^\W\ds]s)"
@@ -2519,7 +2518,8 @@ def _is_identifier(m: re.Match) -> bool:
 
 def _previous_word(before: str) -> tuple[str, int, int] | None:
     """(word, start, end) of the word ending the text (up to two non-word characters after it) as _PREV_WORD_RE finds
-    it, searched in the last PREV_WORD_REACH characters (not quadratic), or all when those could be one match's end.
+    it. Searched in the last PREV_WORD_REACH characters (from the start, many values make it quadratic), or in all of
+    it when those characters could be one match's end.
 
     >>> _previous_word("Sold by Season 7, ")
     ('7', 15, 16)
@@ -2621,8 +2621,9 @@ kW MW GW hp kWh MWh GWh TWh KB kB MB GB TB PB KiB MiB GiB TiB
 """.split()) | frozenset(UNIT_SPELLINGS)
 _UNIT_ALT = "|".join(re.escape(u).replace(r"\ ", r"\s") for u in sorted(MEASUREMENT_UNITS, key=len, reverse=True))
 _GLUED_ALT = "|".join(map(re.escape, sorted(GLUED_UNITS, key=len, reverse=True)))
-# subtle: case-sensitive ("MB" megabytes, "mb" millibars; a heading's "Miles" is not read), and no word's first
-# letter ("3 t-shirts"), first part of a compound ("5 ft 10 in": a count) or rate's numerator ("5 km a day": _RATE_RE's)
+# subtle: case-sensitive ("MB" megabytes, "mb" millibars; a heading's "Miles" is not read); never a word's first
+# letter ("3 t-shirts"), a compound's first part ("5 ft 10 in": a count) or a rate's numerator ("5 km a day", "186,000
+# miles (300,000 km) per second": _RATE_RE's)
 _PER_AFTER = rf"(?:\s?\([^()]*\)|\))?(?:\s?/\s?|\s(?:per|a|an|each|every)\s)(?:{_PER_UNITS})(?![\w])"
 _MEASURE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?(?:[\s-](?P<unit>{_UNIT_ALT})|(?P<glued>{_GLUED_ALT}))"
                          rf"(?![\w²³/]|-[^\W\d]|\s\d)(?!{_PER_AFTER})")
@@ -2990,7 +2991,7 @@ def _words_around(sentence: str, text: str, window: int) -> tuple[list[str], lis
 
 def _words_before(sentence: str, end: int, n: int) -> list[str]:
     """The last n words of sentence[:end], from a piece cut from the end once it holds more than n (its first word
-    may be cut short); none for n <= 0 (not [-0:], every word).
+    may be cut short); none for n <= 0 (where [-0:] would give every word).
 
     >>> _words_before("one two three", 13, 2), _words_before("one two three", 13, 0)
     (['two', 'three'], [])
@@ -3136,7 +3137,7 @@ def _rounding(v: Value) -> float:
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _comparable(period_a: str, entity_a: str, period_b: str, entity_b: str) -> bool:
-    """Whether two values' periods and entities are compatible; cached by those, as a text has few (and many pairs).
+    """Whether values of these periods and entities may be compared; cached, as a text has few but many value pairs.
 
     >>> _comparable("Q3", "", "Q4", "")
     False
