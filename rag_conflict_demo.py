@@ -3779,8 +3779,6 @@ def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
 
 # A yes/no question states its own answer ("Do Tarnwick FC play at Orlo Brandt Stadium?"): two sentences of one frame
 # whose one differing span holds a question word the other lacks give two answers, whatever the span's length.
-
-
 def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
     """The two spans of sentences alike but for one replaced run that holds an asked stem the other lacks.
 
@@ -3974,7 +3972,6 @@ def _name_tokens(names: Iterable[str]) -> set[str]:
 # words make most false alarms ("americans vs us, us marines"). A slot name stands within name_slot_window words of
 # a predicate word of the question ("plays", "wrote"). Two names agree when they share a token, when one abbreviates
 # the other ("RBI", "Reserve Bank of India"), or when one is a group holding the other ("Gladys Knight and the Pips").
-
 # What a name question's verb is said with in the answer ("Who plays X?" -> "X is portrayed by", "starring").
 PREDICATE_ALIASES = {_stem(verb): frozenset(map(_stem, aliases.split())) for verb, aliases in {
     "play": "portray star cast voic role actor actress", "write": "writer author compos penn lyric songwrit",
@@ -4087,7 +4084,6 @@ def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = froze
 # --- Slots and swaps: one frame with one span changed (capital ... Sydney vs ... Canberra; 45.7 vs 30.2 years)
 
 # Slots: one frame, one answer slot swapped
-
 _SLOT_TOKEN_RE = re.compile(rf"[$€£]?\d[\d,.]*[%\w]*|{_LETTER_WORD}")
 
 
@@ -4247,7 +4243,6 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
 # Swaps: two sentences word for word the same but for one short span (45.7 years vs 30.2 years): an edited copy or
 # a stale mirror, the plainest contradiction there is, whatever the question asks. Formatting variants of one value
 # ("$4.2M" vs "4.2 million dollars"), synonyms, abbreviations and misspellings are not swaps.
-
 # Words whose swap changes nothing a reader would dispute (tense, articles, connectives).
 SWAP_FILLER = STOPWORDS | frozenset("also still currently now then later about approximately around nearly".split())
 
@@ -4395,7 +4390,6 @@ def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str
 # formatting variant is what one copy changed. Not a claim's edit: a run in the subject's place ("The Acme limit" vs
 # "The Globex limit": two subjects), the page's own metadata ("Retrieved 12 March 2021", "[12]"), or only what names
 # the subject (namesakes: "John Sparke (died 1566)" / "(died 1680)", unless the body was edited too: _edited_text).
-
 COPY_MAX_TOKENS = 1000  # a longer document is compared on its first 1,000 tokens (the matcher is quadratic at worst)
 # A word just before a changed number or date that makes it the page's metadata, not a claim ("Retrieved 12 March
 # 2021", "last modified on 3 May 2023", "Page 1 of 3"), and one just after ("1,204 views").
@@ -4890,7 +4884,6 @@ def answers_another_period(question: str, a: list[str], b: list[str]) -> bool:
 
 
 # Subjects: with no question (a corpus scan), statements about different named subjects are not compared
-
 _ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,}\b")
 STATE_WORDS = frozenset(p[0] for p in POLARITY_LEXICON if len(p) == 1)  # "active", "closed", ...
 
@@ -4942,8 +4935,6 @@ def _side_common(sentences: tuple[str, ...]) -> frozenset[str]:
 
 
 # Subjects of one question: documents grouped by the namesake they are about, so each is answered apart
-
-
 def names_subject(doc):
     """Whether a document says which subject it is about: a title line, a disambiguator, an acronym it defines, or
     the name its first sentence describes ("X is a ..."). A snippet from the middle of an article says none."""
