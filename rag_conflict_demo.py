@@ -3463,43 +3463,30 @@ class PolarityHit:
     text: str      # surface predicate, with its negator when flipped ("no longer required")
 
 
-# Predicate groups: phrase (lowercased tokens) -> (group, sign). Only the same group can conflict.
+# Predicate groups: group -> (its words of sign +1, of sign -1), a phrase's words joined by "_"; only the same group
+# can conflict. "available" holds change-of-state verbs ("no longer accepts", "stopped selling", "was cancelled").
+POLARITY_WORDS = {
+    "active": ("active", "inactive deactivated"), "online": ("online", "offline"), "enabled": ("enabled", "disabled"),
+    "allowed": ("allowed permitted may allow allows permit permits", "prohibited forbidden banned disallowed"),
+    "available": ("available in_service offered accepts accepting accepted resumed reinstated restored relaunched "
+                  "operational in_operation supported supports on_sale",
+                  "retired discontinued deprecated unavailable shut_down sunset sunsetted withdrawn decommissioned "
+                  "out_of_service phased_out stopped_selling stopped_offering ceased cancelled canceled scrapped "
+                  "abolished terminated suspended out_of_operation removed unsupported"),
+    "required": ("required require requires mandatory must compulsory obligatory", "optional voluntary"),
+    "open": ("open", "closed"), "approved": ("approved", "rejected denied"),
+}
+# phrase (lowercased tokens) -> (group, sign)
 POLARITY_LEXICON = {
-    ("active",): ("active", 1), ("inactive",): ("active", -1), ("deactivated",): ("active", -1),
-    ("online",): ("online", 1), ("offline",): ("online", -1),
-    ("enabled",): ("enabled", 1), ("disabled",): ("enabled", -1),
-    ("allowed",): ("allowed", 1), ("permitted",): ("allowed", 1), ("may",): ("allowed", 1),
-    ("prohibited",): ("allowed", -1), ("forbidden",): ("allowed", -1), ("banned",): ("allowed", -1),
-    ("disallowed",): ("allowed", -1), ("allow",): ("allowed", 1), ("allows",): ("allowed", 1),
-    ("permit",): ("allowed", 1), ("permits",): ("allowed", 1),
-    ("available",): ("available", 1), ("in", "service"): ("available", 1), ("offered",): ("available", 1),
-    ("retired",): ("available", -1), ("discontinued",): ("available", -1), ("deprecated",): ("available", -1),
-    ("unavailable",): ("available", -1), ("shut", "down"): ("available", -1), ("sunset",): ("available", -1),
-    ("sunsetted",): ("available", -1), ("withdrawn",): ("available", -1), ("decommissioned",): ("available", -1),
-    ("out", "of", "service"): ("available", -1), ("phased", "out"): ("available", -1),
-    # change-of-state verbs ("no longer accepts", "stopped selling", "was cancelled", "resumed")
-    ("accepts",): ("available", 1), ("accepting",): ("available", 1), ("accepted",): ("available", 1),
-    ("resumed",): ("available", 1), ("reinstated",): ("available", 1), ("restored",): ("available", 1),
-    ("relaunched",): ("available", 1), ("operational",): ("available", 1), ("in", "operation"): ("available", 1),
-    ("stopped", "selling"): ("available", -1), ("stopped", "offering"): ("available", -1),
-    ("ceased",): ("available", -1), ("cancelled",): ("available", -1), ("canceled",): ("available", -1),
-    ("scrapped",): ("available", -1), ("abolished",): ("available", -1), ("terminated",): ("available", -1),
-    ("suspended",): ("available", -1), ("out", "of", "operation"): ("available", -1),
-    ("supported",): ("available", 1), ("supports",): ("available", 1), ("on", "sale"): ("available", 1),
-    ("removed",): ("available", -1), ("unsupported",): ("available", -1),
-    ("required",): ("required", 1), ("require",): ("required", 1), ("requires",): ("required", 1),
-    ("mandatory",): ("required", 1), ("must",): ("required", 1), ("compulsory",): ("required", 1),
-    ("obligatory",): ("required", 1), ("optional",): ("required", -1), ("voluntary",): ("required", -1),
-    ("open",): ("open", 1), ("closed",): ("open", -1),
-    ("approved",): ("approved", 1), ("rejected",): ("approved", -1), ("denied",): ("approved", -1),
+    **{tuple(phrase.split("_")): (group, sign) for group, said in POLARITY_WORDS.items()
+       for sign, words in zip((1, -1), said) for phrase in words.split()},
     **{(verb,): ("direction", sign) for verb, sign in CHANGE_VERBS.items() if sign},
 }
 POLARITY_MAX_PHRASE = max(len(p) for p in POLARITY_LEXICON)
 # "did not increase" says nothing about a decrease, so direction is dropped rather than flipped under negation.
 NO_FLIP_GROUPS = frozenset({"direction"})
-# Looking back from a direction verb for the quantity it moves ("revenue was sharply increased"): at most this many
-# words, skipping stopwords (auxiliaries among them), negations and adverbs of degree or pace, which qualify the verb
-# and name no quantity ("costs were significantly reduced" moves costs).
+# Looking back from a direction verb for the quantity it moves: at most this many words, skipping stopwords, negations
+# and adverbs of degree or pace, which qualify the verb and name no quantity ("costs were sharply reduced" moves costs).
 DIRECTION_LOOKBACK = 4
 DIRECTION_ADVERBS = frozenset("""
 sharply slightly significantly substantially considerably dramatically markedly modestly greatly steeply steadily
@@ -3518,9 +3505,7 @@ def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bo
     >>> _is_negated(visa, 2, 3, verb=True), _is_negated(visa, 4, 3, verb=True)
     (True, False)
     """
-    for tok in reversed(lower[max(0, i - window):i]):
-        if not tok[0].isalpha():
-            return False
+    for tok in itertools.takewhile(lambda t: t[0].isalpha(), reversed(lower[max(0, i - window):i])):
         if is_negation(tok):
             return True
         if verb and tok not in STOPWORDS:
@@ -3534,12 +3519,8 @@ def _direction_subject(lower: list[str], i: int) -> str:
     >>> _direction_subject(["revenue", "was", "increased"], 2)
     'revenue'
     """
-    for tok in reversed(lower[max(0, i - DIRECTION_LOOKBACK):i]):
-        if not tok[0].isalpha():
-            return ""
-        if tok not in STOPWORDS and tok not in DIRECTION_ADVERBS and not is_negation(tok):
-            return tok
-    return ""
+    words = itertools.takewhile(lambda t: t[0].isalpha(), reversed(lower[max(0, i - DIRECTION_LOOKBACK):i]))
+    return next((t for t in words if t not in STOPWORDS and t not in DIRECTION_ADVERBS and not is_negation(t)), "")
 
 
 def _lexicon_match(lower: list[str], i: int) -> tuple[int, tuple[str, int]] | None:
@@ -3602,8 +3583,7 @@ def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str,
     if _is_negated(lower, i, cfg.negation_window):
         if group in NO_FLIP_GROUPS:
             return None
-        start = max(j for j in range(max(0, i - cfg.negation_window), i)
-                    if is_negation(lower[j]))
+        start = max(j for j in range(max(0, i - cfg.negation_window), i) if is_negation(lower[j]))
         return PolarityHit(group, -sign, " ".join(tokens[start:i + n]))
     if group == "direction":
         subject = _direction_subject(lower, i)
@@ -3617,13 +3597,11 @@ def _side_polarity(sentences: list[str], cfg: Config) -> dict[str, PolarityHit]:
     >>> list(_side_polarity(["It was retired.", "It is available."], DEFAULT_CONFIG))
     []
     """
-    return _said_one_way((hit.group, hit.sign, hit)
-                         for s in sentences for hit in polarity_hits(s, cfg))
+    return _said_one_way((hit.group, hit.sign, hit) for s in sentences for hit in polarity_hits(s, cfg))
 
 
 def _said_one_way(items: Iterable[tuple[str, int, object]]) -> dict[str, object]:
-    """(key, sign, item) -> {key: its first item} for the keys said with one sign only; a key said both ways is
-    ambiguous and left out (the one rule for a side's polarity and for its asked predicates).
+    """(key, sign, item) -> {key: its first item} for keys said with one sign only; a key said both ways is ambiguous.
 
     >>> _said_one_way([("open", 1, "a"), ("open", 1, "b"), ("paid", 1, "c"), ("paid", -1, "d")])
     {'open': 'a'}
@@ -3641,19 +3619,14 @@ def polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozen
     >>> polarity_finding(["It is ACTIVE."], ["It is INACTIVE."]).evidence
     ('ACTIVE', 'INACTIVE')
     """
-    pa, pb = _side_polarity(a, cfg), _side_polarity(b, cfg)
-    for group in sorted(pa.keys() & pb.keys()):
-        if pa[group].sign != pb[group].sign:
-            ev = (pa[group].text, pb[group].text)
-            return Finding("polarity", f"opposite polarity on '{group}': {ev[0]} vs {ev[1]}", ev)
-    return None
+    pair = _opposite(_side_polarity(a, cfg), _side_polarity(b, cfg))
+    return pair and Finding("polarity", f"opposite polarity on '{pair[0].group}': {pair[0].text} vs {pair[1].text}",
+                            (pair[0].text, pair[1].text))
 
 
 # Asked predicates: a yes/no question's own predicate negated, or its asked-about span swapped, on one side
-# "Can any synthetic chord be analyzed ...?": "... cannot be analyzed in terms of ..." vs "Some synthetic chords
-# may be analyzed as ...". The polarity lexicon knows states ("retired", "available"); a yes/no question names its
-# own predicate, so its content words (predicate_words: the common words, not the subject's name) are read with the
-# negation before them, or with a negating prefix ("nonselective" against "selective").
+# ("cannot be analyzed" vs "may be analyzed"). The lexicon knows only states; the question's own content words
+# (predicate_words) are read with a negation before them, or a negating prefix ("nonselective" vs "selective").
 NEGATING_PREFIXES = ("non", "un", "in", "im", "dis")
 # "in-", "im-" and "dis-" only on words that read as adjectives ("inactive", "dishonest"; never "inform", "display")
 ADJECTIVE_ENDINGS = ("ive", "ible", "able", "al", "ent", "ant", "ous", "ful", "ic", "ar")
@@ -3683,10 +3656,15 @@ def asked_signs(sentence: str, preds: frozenset[str], cfg: Config = DEFAULT_CONF
     return {stem: next(iter(s)) for stem, s in signs.items() if len(s) == 1}
 
 
-def _side_signs(sentences: list[str], preds: frozenset[str], cfg: Config) -> dict[str, tuple[int, str]]:
-    """Stem -> (sign, sentence) over a side; a stem said with both signs on one side is ambiguous and left out."""
-    return _said_one_way((stem, sign, (sign, s)) for s in sentences
+def _side_signs(sentences: list[str], preds: frozenset[str], cfg: Config) -> dict[str, PolarityHit]:
+    """Stem -> PolarityHit(stem, sign, sentence) over a side, as _said_one_way keeps them."""
+    return _said_one_way((stem, sign, PolarityHit(stem, sign, s)) for s in sentences
                          for stem, sign in sorted(asked_signs(s, preds, cfg).items()))
+
+
+def _opposite(pa: dict[str, PolarityHit], pb: dict[str, PolarityHit]) -> tuple[PolarityHit, PolarityHit] | None:
+    """The hits of the first key (sorted) the two sides say with opposite signs."""
+    return next(((pa[k], pb[k]) for k in sorted(pa.keys() & pb.keys()) if pa[k].sign != pb[k].sign), None)
 
 
 def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
@@ -3698,19 +3676,13 @@ def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
     'polarity'
     """
     preds = predicate_words(a + b, qwords)
-    sa, sb = _side_signs(a, preds, cfg), _side_signs(b, preds, cfg)
-    for stem in sorted(sa.keys() & sb.keys()):
-        if sa[stem][0] != sb[stem][0]:
-            ev = (sa[stem][1], sb[stem][1])
-            return Finding("polarity", f"the question's '{stem}' affirmed on one side, negated on the other", ev)
-    return None
+    pair = _opposite(_side_signs(a, preds, cfg), _side_signs(b, preds, cfg))
+    return pair and Finding("polarity", f"the question's '{pair[0].group}' affirmed on one side, negated on the other",
+                            (pair[0].text, pair[1].text))
 
 
-# A yes/no question states its own answer: "Do Tarnwick FC play their home games at Orlo Brandt Stadium?". Two
-# sentences that share their frame and differ in one span that holds a word of the question the other sentence lacks
-# give two answers to it, whatever the span's length ("Calder Finch Sports Complex Stadium" vs "Orlo Brandt Stadium").
-
-
+# A yes/no question states its own answer ("Do Tarnwick FC play at Orlo Brandt Stadium?"): two sentences of one frame
+# whose one differing span holds a question word the other lacks give two answers, whatever the span's length.
 def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
     """The two spans of sentences alike but for one replaced run that holds an asked stem the other lacks.
 
@@ -3775,9 +3747,8 @@ _INITIALS_RE = re.compile(r"(?:[A-Z]\.)+")
 
 
 def _capitalised_spans(sentence: str, most: int | None = None) -> list[tuple[bool, list[str]]]:
-    """(opens the sentence, tokens) for runs of capitalised tokens separated only by spaces; particles such as
-    "van" may sit inside a run, and a possessive or a full stop ends it. most: read the sentence's first `most`
-    tokens only (all when None).
+    """(opens the sentence, tokens) for runs of capitalised tokens separated only by spaces, particles ("van") among
+    them; a possessive or a full stop ends one. most: read the first `most` tokens only (all when None).
 
     >>> _capitalised_spans("Jo Li met Hans van Eyck")
     [(True, ['Jo', 'Li']), (False, ['Hans', 'van', 'Eyck'])]
@@ -3813,9 +3784,7 @@ def _ends_span(word: str) -> bool:
     >>> _ends_span("J.B.")
     False
     """
-    if _strip_possessive(word) != word:
-        return True
-    return word.endswith(".") and not _INITIALS_RE.fullmatch(word)
+    return _strip_possessive(word) != word or (word.endswith(".") and not _INITIALS_RE.fullmatch(word))
 
 
 def _name_word(token: str) -> str:
@@ -3847,8 +3816,7 @@ def extract_names(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
 
 
 def _opening_word(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
-    """A lone capitalised word opening the sentence: as likely "Revenue" as "Indra", so it may confirm agreement
-    but never establish a name on its own.
+    """A lone capitalised word opening the sentence: as likely "Revenue" as "Indra", so it may confirm agreement only.
 
     >>> _opening_word("Indra is a god.", frozenset())
     frozenset({'indra'})
@@ -3887,40 +3855,40 @@ def name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
     >>> name_finding(["Jo Li is CEO."], ["Al Roe is CEO."], frozenset({"ceo"})).kind
     'name'
     """
-    na, nb = (sorted({n for s in side for n in extract_names(s, qwords)}) for side in (a, b))
-    tokens_a, tokens_b = ({t for n in names for t in n.split()} for names in (na, nb))
-    weak_a, weak_b = (frozenset().union(*(_opening_word(s, qwords) for s in side)) for side in (a, b))
-    if not na or not nb or _tokens_meet(tokens_a | weak_a, tokens_b | weak_b):
+    (na, weak_a), (nb, weak_b) = (_side_names(side, qwords) for side in (a, b))
+    if not na or not nb or _tokens_meet(_name_tokens(na) | weak_a, _name_tokens(nb) | weak_b):
         return None
     ev = (", ".join(na), ", ".join(nb))
     return Finding("name", f"different names: {ev[0]} vs {ev[1]}", ev)
 
 
-# Answer-slot names: compare the name in the answer slot, not every name in the sentence
-# In web snippets most false alarms are the other capitalised words of a sentence ("order vs gordon ramsay, head
-# chef"; "americans vs us, us marines"). A side's answer-slot names are the names within name_slot_window words of a
-# predicate word of the question ("plays", "wrote", "won"); a side with none abstains. Two names agree when they
-# share a token, when one abbreviates the other ("RBI", "Reserve Bank of India"), or when one is a group that
-# holds the other ("Gladys Knight and the Pips", "Gladys Knight").
+def _side_names(side: list[str], qwords: frozenset[str]) -> tuple[list[str], frozenset[str]]:
+    """(a side's names, sorted; the lone words opening its sentences, which may confirm agreement only)."""
+    return (sorted({n for s in side for n in extract_names(s, qwords)}),
+            frozenset().union(*(_opening_word(s, qwords) for s in side)))
 
+
+def _name_tokens(names: Iterable[str]) -> set[str]:
+    return {t for n in names for t in n.split()}
+
+
+# Answer-slot names: compare the name in the answer slot, not every name in the sentence, whose other capitalised
+# words make most false alarms ("americans vs us, us marines"). A slot name stands within name_slot_window words of
+# a predicate word of the question ("plays", "wrote"). Two names agree when they share a token, when one abbreviates
+# the other ("RBI", "Reserve Bank of India"), or when one is a group holding the other ("Gladys Knight and the Pips").
 # What a name question's verb is said with in the answer ("Who plays X?" -> "X is portrayed by", "starring").
-PREDICATE_ALIASES_RAW = {
-    "play": frozenset({"portray", "star", "cast", "voic", "role", "actor", "actress"}),
-    "write": frozenset({"writer", "author", "compos", "penn", "lyric", "songwrit"}),
-    "sing": frozenset({"singer", "perform", "record", "vocal"}),
-    "direct": frozenset({"director"}), "win": frozenset({"winner", "champion", "victor"}),
-    "found": frozenset({"founder"}), "invent": frozenset({"inventor"}), "own": frozenset({"owner"}),
-    "lead": frozenset({"leader"}), "create": frozenset({"creator"}), "discover": frozenset({"discoverer"}),
-}
-PREDICATE_ALIASES = {_stem(verb): frozenset(map(_stem, aliases)) for verb, aliases in PREDICATE_ALIASES_RAW.items()}
+PREDICATE_ALIASES = {_stem(verb): frozenset(map(_stem, aliases.split())) for verb, aliases in {
+    "play": "portray star cast voic role actor actress", "write": "writer author compos penn lyric songwrit",
+    "sing": "singer perform record vocal", "direct": "director", "win": "winner champion victor", "found": "founder",
+    "invent": "inventor", "own": "owner", "lead": "leader", "create": "creator", "discover": "discoverer",
+}.items()}
 # A predicate stem this long also meets a word it begins ("produc" meets "production", which _stem leaves whole); a
 # shorter one would meet words of other meanings ("win" in "winter", "play" in "playground").
 PREDICATE_PREFIX_MIN = 5
 
 
 def _is_heading(words: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
-    """A title-case line: at least name_heading_words words and no lowercase content word. A word holding a digit
-    ("150th", "2nd", "v2") is a number, no content word, though str.islower calls it lowercase.
+    """A title-case line: name_heading_words words or more, no lowercase content word (a digit makes "150th" a number).
 
     >>> _is_heading(_WORD_RE.findall("Cameron Smith Overtakes Rory McIlroy to Win the 150th British Open"))
     True
@@ -3961,8 +3929,7 @@ def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str],
 
 
 # Letters an abbreviation may have, "US" to "NASDAQ": one letter abbreviates nothing reliably ("a" is a word), and a
-# longer name that begins with another's initials is more often a word of its own ("Usherwood" against "United
-# States") than an abbreviation.
+# longer name beginning with another's initials is more often a word of its own ("Usherwood", "United States").
 ABBREVIATION_LETTERS = range(2, 7)
 
 
@@ -3993,8 +3960,8 @@ def _names_agree(xs: Iterable[str], ys: Iterable[str]) -> bool:
     False
     """
     xs, ys = list(xs), list(ys)
-    tx, ty = ({t for n in names for t in n.split()} for names in (xs, ys))
-    return _tokens_meet(tx, ty) or any(_abbreviates(x, y) or _abbreviates(y, x) for x in xs for y in ys)
+    return _tokens_meet(_name_tokens(xs), _name_tokens(ys)) or any(
+        _abbreviates(x, y) or _abbreviates(y, x) for x in xs for y in ys)
 
 
 def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
@@ -4006,17 +3973,13 @@ def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = froze
     ('jo li', 'bo yu')
     """
     preds = predicate_words(a + b, qwords) or frozenset(_stem(SYNONYMS.get(w, w)) for w in qwords - STOPWORDS)
-    sa, sb = (sorted({n for s in side
-                      for n in slot_names(s, qwords, preds, cfg)})
-              for side in (a, b))
+    sa, sb = (sorted({n for s in side for n in slot_names(s, qwords, preds, cfg)}) for side in (a, b))
+    (every_a, weak_a), (every_b, weak_b) = (_side_names(side, qwords) for side in (a, b))
     if not sa or not sb:  # no slot on a side: every name, as name_finding reads them (measured: slot-only
-        old = name_finding(a, b, qwords, cfg)  # loses as many QACC conflicts as false alarms; see README)
-        if old is None:
+        if name_finding(a, b, qwords, cfg) is None:  # loses as many QACC conflicts as false alarms; see README)
             return None
-        sa, sb = old.evidence[0].split(", "), old.evidence[1].split(", ")
-    every_a, every_b = ({n for s in side for n in extract_names(s, qwords)} for side in (a, b))
-    weak_a, weak_b = (frozenset().union(*(_opening_word(s, qwords) for s in side)) for side in (a, b))
-    if _names_agree(sa, every_b | weak_b) or _names_agree(sb, every_a | weak_a):
+        sa, sb = every_a, every_b
+    if _names_agree(sa, {*every_b, *weak_b}) or _names_agree(sb, {*every_a, *weak_a}):
         return None  # subtle: the other side may name the same person outside its slot ("..., said Jo Li")
     ev = (", ".join(sa), ", ".join(sb))
     return Finding("name", f"different names in the answer slot: {ev[0]} vs {ev[1]}", ev)
@@ -4024,8 +3987,7 @@ def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = froze
 
 # --- Slots and swaps: one frame with one span changed (capital ... Sydney vs ... Canberra; 45.7 vs 30.2 years)
 
-# Slots: one frame, one answer slot swapped (capital ... Sydney vs ... Canberra)
-
+# Slots: one frame, one answer slot swapped
 _SLOT_TOKEN_RE = re.compile(rf"[$€£]?\d[\d,.]*[%\w]*|{_LETTER_WORD}")
 
 
@@ -4036,13 +3998,8 @@ def _slot_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     >>> [c for c, _ in _slot_tokens("Revenue grew by 12%.")]
     ['revenue', 'increased', '12%']
     """
-    out = []
-    for m in _SLOT_TOKEN_RE.finditer(sentence):
-        original = _strip_possessive(m.group())
-        word = original.lower()
-        if word not in STOPWORDS:
-            out.append((SYNONYMS.get(word, word), original))
-    return tuple(out)
+    words = ((o.lower(), o) for o in (_strip_possessive(m.group()) for m in _SLOT_TOKEN_RE.finditer(sentence)))
+    return tuple((SYNONYMS.get(word, word), original) for word, original in words if word not in STOPWORDS)
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
@@ -4069,8 +4026,7 @@ def _bag(tokens: tuple[str, ...]) -> collections.Counter:
 
 
 def _bag_ratio(x: tuple[str, ...], y: tuple[str, ...]) -> float:
-    """difflib's quick_ratio, the upper bound of its ratio, from each sentence's cached token counts: pairs that
-    cannot share a frame are dropped before any matcher is built (hot path).
+    """difflib's quick_ratio (an upper bound of its ratio) from cached token counts, to drop pairs before any matcher.
 
     >>> _bag_ratio(("a", "b", "b"), ("b", "c", "b"))
     0.6666666666666666
@@ -4080,14 +4036,12 @@ def _bag_ratio(x: tuple[str, ...], y: tuple[str, ...]) -> float:
 
 def _shared_count(bx: collections.Counter, by: collections.Counter) -> int:
     """How many tokens two token counts share (the size of the multiset intersection)."""
-    if len(bx) > len(by):
-        bx, by = by, bx
+    bx, by = sorted((bx, by), key=len)
     return sum(min(n, by[t]) for t, n in bx.items() if t in by)
 
 
 def _within_edits(x: tuple[str, ...], y: tuple[str, ...], limit: int) -> bool:
-    """Whether at most `limit` token insertions and deletions turn x into y (Myers' O(ND) diff stopped at D =
-    limit: time (len(x) + len(y)) * limit, whatever the tokens).
+    """Whether at most `limit` token insertions and deletions turn x into y (Myers' O(ND) diff stopped at D = limit).
 
     >>> _within_edits(("a", "b", "c"), ("a", "x", "c"), 2), _within_edits(("a", "b", "c"), ("x", "y", "c"), 3)
     (True, False)
@@ -4109,8 +4063,7 @@ def _within_edits(x: tuple[str, ...], y: tuple[str, ...], limit: int) -> bool:
 
 
 def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tuple[int, int, int, int] | None:
-    """The single replace op of two near-identical frames, with only small inserts/deletes beside it; None also when
-    the frames are too far apart to hold a replace of slot_max_span tokens or fewer.
+    """The single replace op of two near-identical frames, with only small inserts/deletes beside it, else None.
 
     >>> _slot_diff(["capital", "oz", "sydney"], ["capital", "oz", "canberra"])
     (2, 3, 2, 3)
@@ -4166,9 +4119,8 @@ def _is_salient(original: str, sentence: str) -> bool:
     >>> _is_salient("The", "The capital")
     False
     """
-    if len(original) > 1 and original.isupper():
-        return True
-    return original[:1].isupper() and not sentence.lstrip(" \"'“‘(").startswith(original)
+    return (len(original) > 1 and original.isupper()
+            or original[:1].isupper() and not sentence.lstrip(" \"'“‘(").startswith(original))
 
 
 def slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
@@ -4178,12 +4130,8 @@ def slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
     >>> slot_finding(["Oz's capital is Sydney."], ["Oz's capital is Canberra."]).kind
     'slot'
     """
-    for sa in a:
-        for sb in b:
-            pair = _slot_pair(sa, sb, qwords, cfg)
-            if pair:
-                return Finding("slot", f"same statement, different slot: {pair[0]} vs {pair[1]}", pair)
-    return None
+    pair = _first_swap(a, b, lambda sa, sb: _slot_pair(sa, sb, qwords, cfg))
+    return pair and Finding("slot", f"same statement, different slot: {pair[0]} vs {pair[1]}", pair)
 
 
 def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
@@ -4193,17 +4141,12 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
     >>> state_slot_finding(["Oz's capital is Sydney."], ["Oz's capital is not Sydney."]) is None
     True
     """
-    if any(polarity_hits(s, cfg) for s in a + b):
-        return None
-    return slot_finding(a, b, qwords, cfg)
+    return None if any(polarity_hits(s, cfg) for s in a + b) else slot_finding(a, b, qwords, cfg)
 
 
-# Swaps: two sentences word for word the same but for one short span (45.7 years vs 30.2 years)
-# "The median age in the city was 45.7 years." vs "... 30.2 years."; "directed by A" vs "directed by B". An edited
-# copy or a stale mirror says the same thing with one value or term replaced: the plainest contradiction there is,
-# whatever the question asks. Formatting variants of one value ("$4.2M" vs "4.2 million dollars"), synonyms,
-# abbreviations and spelling variants are not swaps.
-
+# Swaps: two sentences word for word the same but for one short span (45.7 years vs 30.2 years): an edited copy or
+# a stale mirror, the plainest contradiction there is, whatever the question asks. Formatting variants of one value
+# ("$4.2M" vs "4.2 million dollars"), synonyms, abbreviations and misspellings are not swaps.
 # Words whose swap changes nothing a reader would dispute (tense, articles, connectives).
 SWAP_FILLER = STOPWORDS | frozenset("also still currently now then later about approximately around nearly".split())
 
@@ -4254,14 +4197,11 @@ def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CO
     (True, False)
     """
     x, y = " ".join(left), " ".join(right)
-    if re.sub(r"\W", "", x) == re.sub(r"\W", "", y) or _ordinal(x) == _ordinal(y):
-        return True
     canon = lambda ws: [str(MONTHS.get(w, SYNONYMS.get(w, w))) for w in ws if w not in SWAP_FILLER]  # noqa: E731
-    if canon(left) == canon(right):
-        return True
     units = [_UNIT_SPELLED.get(w, _UNIT_SPELLED.get(w.replace(" ", ""))) for w in (x, y)]  # "km 2": "km2"
-    if units[0] and units[0] == units[1]:
-        return True  # one unit spelled two ways: "km" / "kilometres", "km2" / "square kilometres"
+    if (re.sub(r"\W", "", x) == re.sub(r"\W", "", y) or _ordinal(x) == _ordinal(y) or canon(left) == canon(right)
+            or units[0] and units[0] == units[1]):  # one unit spelled two ways: "km" / "kilometres"
+        return True
     nx, ny = (parse_number(w) if _NUMBER_TEXT_RE.fullmatch(w) else None for w in (x, y))
     if nx is not None and ny is not None:
         return math.isclose(nx, ny, rel_tol=cfg.rel_tol)
@@ -4274,8 +4214,6 @@ def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CO
     return letters and min(len(x), len(y)) >= 5 and difflib.SequenceMatcher(None, x, y).ratio() >= cfg.swap_spelling
 
 
-
-
 def _subject_position(tokens: tuple[str, ...], start: int) -> bool:
     """A run at the start of a text, or after its article only: the subject's place ("The Acme limit is ..."), where
     a preposition would make it a fact ("In Paris, the treaty ...").
@@ -4286,17 +4224,12 @@ def _subject_position(tokens: tuple[str, ...], start: int) -> bool:
     return set(tokens[:start]) <= ARTICLES
 
 
-def _common_ends(x: list[str], y: list[str]) -> int:
-    """Tokens two lists share at their start plus at their end, the two never overlapping.
+def _common_start_end(x: list[str], y: list[str]) -> tuple[int, int]:
+    """(tokens two lists share at their start, then at the end of what is left: the two never overlap).
 
-    >>> _common_ends(["a", "b", "c", "d"], ["a", "x", "d"])
+    >>> sum(_common_start_end(["a", "b", "c", "d"], ["a", "x", "d"]))
     2
     """
-    return sum(_common_start_end(x, y))
-
-
-def _common_start_end(x: list[str], y: list[str]) -> tuple[int, int]:
-    """(tokens shared at the start, then at the end of what is left): _common_ends in two parts."""
     limit = min(len(x), len(y))
     start = next((k for k in range(limit) if x[k] != y[k]), limit)
     end = next((k for k in range(limit - start) if x[-1 - k] != y[-1 - k]), limit - start)
@@ -4318,7 +4251,7 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
     la, lb = _canonical_words(ta), _canonical_words(tb)
     if _bag_ratio(la, lb) < cfg.swap_min_ratio:
         return None
-    if _common_ends(la, lb) < max(len(la), len(lb)) - cfg.swap_max_span:
+    if sum(_common_start_end(la, lb)) < max(len(la), len(lb)) - cfg.swap_max_span:
         return None  # subtle: a swap of at most swap_max_span tokens leaves the rest as common start and end, so
         # difflib (cubic on long sentences of repeated tokens: 2,000 dates took minutes) is built only when it can
     matcher = difflib.SequenceMatcher(None, la, lb, autojunk=False)
@@ -4331,9 +4264,7 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
         return None
     if _subject_position(la, i1) and not set(la[i2:]) - SWAP_FILLER <= qwords:
         return None  # the subject itself differs ("The Ixmo staff is 850" vs "The Tormo staff ..."): two subjects
-    if _swap_is_variant(left, right, cfg):
-        return None
-    return _run_text(ta, i1, i2), _run_text(tb, j1, j2)
+    return None if _swap_is_variant(left, right, cfg) else (_run_text(ta, i1, i2), _run_text(tb, j1, j2))
 
 
 def _replaced_run(matcher: difflib.SequenceMatcher) -> tuple[int, int, int, int] | None:
@@ -4356,19 +4287,13 @@ def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str
     return next(filter(None, (swap(sa, sb) for sa in a for sb in b)), None)
 
 
-# Edited copies (same-frame swaps at the document level). A misinformation copy, a stale mirror or an edited
-# revision repeats its source word for word but for the facts it changed, and the changed sentence need not be among
-# the few answer-bearing sentences the signals read (RAMDocs: "Position(s) Defender" vs "Forward" in a sentence the
-# question's words do not reach), nor the only edit (a typo fixed beside it: "chuch" -> "church"). Two documents whose
-# tokens align at swap_min_ratio or more are copies of one text; a replaced run of at most swap_max_span tokens that
-# is no formatting variant is what one copy changed. Not an edit of a claim: a run in the subject's place, at the
-# start or after an article ("The Acme limit is 100" vs "The Globex limit is 500": two subjects); the page's own
-# metadata ("Retrieved 12 March 2021", "last modified on 3 May 2023", "Page 1 of 3", "[12]"). Copies that differ
-# only in what names their subject (a parenthetical, an acronym's expansion: "John Sparke (died 1566)" / "(died
-# 1680)", the rest one template) are namesakes; copies whose body was edited too are one subject, so its marks do not
-# keep them apart ("Paper Lanterns (Tessa Vane album) ... by Australian singer Tessa Vane" edited to "(Rufus Kell
-# album) ... by British singer Rufus Kell"); _edited_text tells the two apart.
-
+# Edited copies (same-frame swaps at the document level). A misinformation copy, a stale mirror or an edited revision
+# repeats its source word for word but for the facts it changed, and the changed sentence need not be among the
+# answer-bearing sentences the signals read, nor the only edit (a typo fixed beside it). Two documents whose tokens
+# align at swap_min_ratio or more are copies of one text; a replaced run of at most swap_max_span tokens that is no
+# formatting variant is what one copy changed. Not a claim's edit: a run in the subject's place ("The Acme limit" vs
+# "The Globex limit": two subjects), the page's own metadata ("Retrieved 12 March 2021", "[12]"), or only what names
+# the subject (namesakes: "John Sparke (died 1566)" / "(died 1680)", unless the body was edited too: _edited_text).
 COPY_MAX_TOKENS = 1000  # a longer document is compared on its first 1,000 tokens (the matcher is quadratic at worst)
 # A word just before a changed number or date that makes it the page's metadata, not a claim ("Retrieved 12 March
 # 2021", "last modified on 3 May 2023", "Page 1 of 3"), and one just after ("1,204 views").
@@ -4413,9 +4338,8 @@ def _copy_tokens(text: str) -> _CopyTokens:
 
 @functools.lru_cache(maxsize=_DOCUMENT_CACHE)
 def _copy_edits(x: str, y: str, min_ratio: float) -> tuple[tuple[str, int, int, int, int], ...] | None:
-    """The non-equal opcodes of two texts that are copies of one text (tokens align at min_ratio or more, not
-    identical); None when they are not copies. One matcher a pair, cached: the subject check and the finding share
-    it."""
+    """The non-equal opcodes of two copies of one text (tokens align at min_ratio or more, not identical), else None;
+    cached, so the subject check and the finding share one matcher a pair."""
     tx, ty = _copy_tokens(x), _copy_tokens(y)
     cx, cy = tx.canon, ty.canon
     if not cx or not cy or cx == cy or 2 * min(len(cx), len(cy)) < min_ratio * (len(cx) + len(cy)):
@@ -4435,15 +4359,11 @@ OVERLAP_RUN_MIN = 4  # tokens a run of function words must share to extend the p
 
 @functools.lru_cache(maxsize=_DOCUMENT_CACHE)
 def _overlap_edits(x: str, y: str, min_ratio: float) -> tuple[tuple[str, int, int, int, int], ...] | None:
-    """The non-equal opcodes, inside the passage two texts share, of two excerpts of one text where one edited it:
-    the longest run of tokens they share, grown over each neighbouring run that an edit of at most OVERLAP_GAP
-    tokens on each side separates from it and that holds a content word (or OVERLAP_RUN_MIN function words), at
-    least OVERLAP_MIN_TOKENS long on both sides and aligned at min_ratio or more. Two windows of one article ("...
-    colleges. Founded in 1954, the academy takes its name ..." / "Founded in 1954, the university takes its name
-    ... In Boston ...") start and end apart, so _copy_edits, which aligns them whole, sees no copy. Where two texts
-    part after a passage they quote, a function word they happen to share after it ("the", "in") is no passage.
-    None when they share no such passage, or share it unedited. One alignment of the two texts' tokens (at most
-    COPY_MAX_TOKENS each) a pair: asked of a question's retrieved documents, not of every pair of a corpus scan."""
+    """The non-equal opcodes inside the passage two excerpts of one text share, where one edited it (None when none,
+    or unedited): their longest shared run, grown over each neighbouring run an edit of at most OVERLAP_GAP tokens a
+    side separates from it (a run of a content word or OVERLAP_RUN_MIN function words), at least OVERLAP_MIN_TOKENS
+    long and aligned at min_ratio or more. Two windows of one article start and end apart, so _copy_edits sees no
+    copy. One alignment a pair: asked of a question's documents, not of every pair of a corpus scan."""
     tx, ty = _copy_tokens(x), _copy_tokens(y)
     cx, cy = tx.canon, ty.canon
     if not cx or not cy or cx == cy or _shared_count(tx.counts, ty.counts) < min_ratio * OVERLAP_MIN_TOKENS:
@@ -4480,8 +4400,7 @@ def _overlap_edits(x: str, y: str, min_ratio: float) -> tuple[tuple[str, int, in
 
 def _shared_edits(x: str, y: str, min_ratio: float,
                   excerpts: bool) -> tuple[tuple[str, int, int, int, int], ...] | None:
-    """The edits of two copies of one text (_copy_edits), or, when excerpts, of two excerpts of it that share an
-    edited passage (_overlap_edits); None when neither."""
+    """The edits of two copies of one text (_copy_edits), or, when excerpts, of two excerpts (_overlap_edits)."""
     return _copy_edits(x, y, min_ratio) or (_overlap_edits(x, y, min_ratio) if excerpts else None)
 
 
@@ -4498,11 +4417,9 @@ def edited_copies(x: str, y: str, min_ratio: float = DEFAULT_CONFIG.swap_min_rat
 def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = frozenset(),
                      excerpts: bool = False) -> bool:
     """Copies (_shared_edits) that are one template filled in for two namesakes: an edit in what names the subject
-    (the disambiguator after its opening name, the expansion of an acronym both define) that no edit of the body
-    repeats. "John Sparke (died 1566)" / "(died 1680)", the rest the same, are two men; "(Tessa Vane album) ... by
-    Tessa Vane" / "(Rufus Kell album) ... by Rufus Kell" is one text edited, its title with it. A question about a
-    date or an age asks for what the disambiguator's dates say ("When was Porush born?"), one naming the acronym for
-    its expansion ("What does RBI stand for?"): then they are the answer.
+    (its disambiguator, an acronym's expansion) that no edit of the body repeats. A question about a date asks for
+    the disambiguator's dates ("When was Porush born?"), one naming the acronym for its expansion: then they are the
+    answer.
 
     >>> _namesake_copies("John Sparke (died 1566) was an MP for Plymouth.",
     ...                  "John Sparke (died 1680) was an MP for Plymouth.", 0.8)
@@ -4513,8 +4430,7 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
     """
     tx, ty = _copy_tokens(x), _copy_tokens(y)
     shared = {a for a in tx.acronyms.keys() & ty.acronyms.keys() if a.lower() not in qwords}  # "What is RBI?" asks it
-    naming_x = tx.mark.union(*(tx.acronyms[a] for a in shared))
-    naming_y = ty.mark.union(*(ty.acronyms[a] for a in shared))
+    naming_x, naming_y = (t.mark.union(*(t.acronyms[a] for a in shared)) for t in (tx, ty))
     dates = qwords & ASKING_WORDS["date"]
     naming, body = set(), set()
     for _, i1, i2, j1, j2 in _shared_edits(x, y, min_ratio, excerpts) or ():
@@ -4530,10 +4446,8 @@ def _namesake_copies(x: str, y: str, min_ratio: float, qwords: frozenset[str] = 
 
 
 def _edited_text(x: str, y: str, min_ratio: float, qwords: frozenset[str] = frozenset(), excerpts: bool = False):
-    """The edits (_shared_edits) of two copies that are one text edited, not one template filled in for two
-    namesakes (_namesake_copies); None when they are neither copies nor one subject. excerpts: two excerpts that
-    share an edited passage count as copies too (they cannot say whether the edit touched the title: the subject
-    check asks for whole copies)."""
+    """The edits (_shared_edits) of two copies that are one text edited, not two namesakes (_namesake_copies), else
+    None. excerpts: excerpts count as copies too (the subject check asks for whole ones: one may lack the title)."""
     edits = _shared_edits(x, y, min_ratio, excerpts)
     return None if edits is None or _namesake_copies(x, y, min_ratio, qwords, excerpts) else edits
 
@@ -4556,12 +4470,6 @@ def _texts_lowercase(*texts: str) -> frozenset[str]:
     return frozenset().union(*(_side_common(sentences_of(t)) for t in texts))
 
 
-def _asks_acronym(qwords: frozenset[str] | None, ta: _CopyTokens, tb: _CopyTokens) -> bool:
-    """The question names an acronym both copies define: their opening is its expansion, which the question asks
-    ("What does RBI stand for?": "The Reserve Bank of India (RBI)" / "The Royal Bank of India (RBI)")."""
-    return any(acr.lower() in (qwords or ()) for acr in ta.acronyms.keys() & tb.acronyms.keys())
-
-
 def _copy_run_text(text: str, start: int, end: int) -> str:
     """Tokens start..end of a document's copy tokens, as the document writes them ("$6.8M", "3rd")."""
     body = strip_snippet_date(text)
@@ -4575,11 +4483,9 @@ def _copy_run_text(text: str, start: int, end: int) -> str:
 
 def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
                         qwords: frozenset[str] | None = None) -> Finding | None:
-    """The first span one copy of a text changed, when the two documents are copies of it (_shared_edits: whole,
-    or, for a question, excerpts that share an edited passage); None else.
-    qwords: the question's words, None for a corpus scan (where the subject veto of PAIR_STEPS has already set
-    aside texts about differently named subjects, and only whole copies are compared). With a question, a changed
-    span the question names on one side is its subject against another one.
+    """The first span one copy of a text changed, when the two documents are copies of it (_shared_edits: whole, or
+    for a question excerpts too), else None. qwords: None for a corpus scan, where PAIR_STEPS' subject veto has already
+    run; with a question, a changed span the question names on one side is its subject against another one.
 
     >>> edited_copy_finding(Document("a", "a", None, "Gary Bennett is a former footballer. Position(s) Defender."),
     ...                     Document("b", "b", None, "Gary Bennett is a former footballer. Position(s) Forward.")).evidence
@@ -4590,9 +4496,11 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
         return None
     ta, tb = _copy_tokens(a.content), _copy_tokens(b.content)
     la, lb = ta.canon, tb.canon
+    # a question naming an acronym both copies define asks for its expansion ("What does RBI stand for?")
+    asks_acronym = any(acr.lower() in (qwords or ()) for acr in ta.acronyms.keys() & tb.acronyms.keys())
     for tag, i1, i2, j1, j2 in edits:
         left, right = la[i1:i2], lb[j1:j2]
-        if tag == "replace" and _subject_position(la, i1) and not _asks_acronym(qwords, ta, tb):
+        if tag == "replace" and _subject_position(la, i1) and not asks_acronym:
             return None  # the subject itself differs ("The Acme ..." / "The Globex ..."): two statements
         if tag != "replace" or max(len(left), len(right)) > cfg.swap_max_span:
             continue  # added or dropped text (an edit's note, a footer) says nothing against the other copy
@@ -4621,12 +4529,9 @@ def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
 
 
 # --- Subjects: documents about different subjects that share a name are not compared, and are answered apart
-# "John Sparke (died 1566)" vs "John Sparke (died 1680)"; "Glass Orchard (Nell Ashby album)" vs "(Corin Dale
-# album)"; "Lake County Library System (LCLS)" vs "Lakeland Cooperative Library System (LCLS)". What says which
-# subject a document is about: a parenthetical disambiguator after its title or leading name, the expansion of an
-# acronym it defines, and the place or year in the description its first sentence gives ("X is a city in Custer
-# County, Nebraska"). Two documents whose marks for one name have nothing to do with each other answer about two
-# subjects, so their different answers are no contradiction.
+# "John Sparke (died 1566)" vs "(died 1680)"; "Lake County Library System (LCLS)" vs "Lakeland Cooperative Library
+# System (LCLS)". A document's subject is marked by a disambiguator after its title or leading name, an acronym's
+# expansion, or the place or year its first sentence's description gives ("X is a city in Custer County, Nebraska").
 
 # Words of a parenthetical that say nothing about which subject it is ("born", "died" stay: they carry the dates).
 SUBJECT_MARK_NOISE = STOPWORDS | frozenset("also known formerly called c circa ca".split())
@@ -4669,9 +4574,8 @@ class Subject:
 
 
 def title_line(text: str) -> frozenset[str]:
-    """The words of the title a text opens with: its first word comes back (after "The", "A" or "An") before any
-    sentence ends, and what comes before reads as a title of the sentence that follows (_checked_title), as in an
-    article that opens with its title. Single letters (initials) and noise words are left out; empty when none.
+    """The words (no initials or noise words) of the title a text opens with: its first word comes back (after "The",
+    "A" or "An") before any sentence ends, and what comes before passes _checked_title; empty when none.
 
     >>> sorted(title_line("1st arrondissement of Lyon The 1st arrondissement of Lyon is one of nine."))
     ['1st', 'arrondissement', 'lyon']
@@ -4718,10 +4622,9 @@ _STATE_CODE_RE = re.compile(r"(,\s*)([A-Z]{2})(?=\W*$|\s*\()")
 
 
 def _checked_title(head: list[str], rest: str) -> frozenset[str]:
-    """The title's words when head reads as a title of the sentence rest opens: no lowercase verb like "was" in it
-    ("What Is Love" may be a title), no amount of money or percentage, no last word like "and" or "in"; and either
-    half its words (its parenthetical aside) said again in that sentence, or the sentence saying what it is ("X is
-    a ...") within TITLE_LINE_MAX_WORDS words.
+    """The title's words when head reads as a title of the sentence rest opens: no lowercase verb like "was", no money
+    or percentage, no last word like "and"; and half its words (parenthetical aside) said again in that sentence, or
+    the sentence saying what it is ("X is a ...") within TITLE_LINE_MAX_WORDS words.
 
     >>> sorted(_checked_title("Dunville, Newfoundland".split(), "Dunville was earlier called Placentia."))
     ['dunville', 'newfoundland']
@@ -4775,10 +4678,8 @@ def _acronym_definitions(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def _parenthetical_marks(source: str, whole: bool) -> tuple[str, frozenset[str]]:
-    """(name, marks) of a "Name (disambiguator)" opening; a parenthetical inside a sentence may be a translation or
-    a pronunciation, so there (whole=False) only its years count, unless the text repeats the name after it as
-    a title line does, with or without an article ("Lahu (1979 film) Lahu is a ...", "Corval City Hall (Corval,
-    Nevada) The Corval City Hall ...").
+    """(name, marks) of a "Name (disambiguator)" opening; inside a sentence (whole=False) a parenthetical may be a
+    translation, so only its years count, unless the text repeats the name after it, as a title line does.
 
     >>> _parenthetical_marks("John Sparke (died 1566) was an MP.", False)
     ('john sparke', frozenset({'1566'}))
@@ -4830,24 +4731,20 @@ def _marks_differ(x: frozenset[str], y: frozenset[str]) -> bool:
 
 def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] = frozenset(),
                                cfg: Config = DEFAULT_CONFIG) -> Finding | None:
-    """A Finding (kind 'subjects') when two documents identify different subjects that share a name: the
-    detector then does not compare them. None when they may be about one subject.
+    """A Finding (kind 'subjects') when two documents identify different subjects that share a name (not compared).
 
     >>> a = Document("a", "a", None, "John Sparke (died 1566) was an MP for Plymouth.")
     >>> different_subjects_finding(a, Document("b", "b", None, "John Sparke (died 1680) was a merchant.")).kind
     'subjects'
 
-    Two copies of one text whose body was edited too (edited_copies) are one subject, whatever else the edit changed:
-    "(Tessa Vane album) ... by Tessa Vane" edited to "(Rufus Kell album) ... by Rufus Kell" is a conflict
-    (edited_copy_finding), not two namesakes. Copies that differ only in the parenthetical are two namesakes.
+    Two copies of one text whose body was edited too are one subject ("(Tessa Vane album) ... by Tessa Vane" edited to
+    "(Rufus Kell album) ... by Rufus Kell"); copies that differ only in the parenthetical are two namesakes.
     """
     sa, sb = (document_subject(d.title if d.title != d.source_id else None, d.content) for d in (a, b))
-    marked = None  # what names a subject: the acronym's expansion, the title line, the disambiguator
-    for acr, exp in sa.acronyms:
-        other = [e for r, e in sb.acronyms if r == acr and e != exp]
-        if other:
-            marked = Finding("subjects", f"different subjects: {exp} vs {other[0]} ({acr.upper()})", (exp, other[0]))
-            break
+    # what names a subject: the acronym's expansion, the title line, the disambiguator
+    clash = next(((acr, exp, e) for acr, exp in sa.acronyms for r, e in sb.acronyms if r == acr and e != exp), None)
+    marked = clash and Finding("subjects", f"different subjects: {clash[1]} vs {clash[2]} ({clash[0].upper()})",
+                               clash[1:])
     same_name = bool(sa.name and sb.name) and _tokens_meet(sa.name.split(), sb.name.split())
     # two title lines that differ, whether or not one holds the other: a reference work titles each subject apart,
     # a namesake by a longer title ("Shoreditch railway station" / "Shoreditch High Street railway station")
@@ -4876,11 +4773,9 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
 
 
 def answers_another_period(question: str, a: list[str], b: list[str]) -> bool:
-    """Whether one side speaks of the reporting period the question names (a quarter, a half, a fiscal year) and
-    the other only of other periods: the other answers another question ("the second half of 2022" beside "the
-    first half of 2022" asked), not a conflicting one, even where the two texts differ only in that period. A year
-    or a month alone in a question dates an event more often than it picks a period of a series, so it does not
-    count.
+    """Whether one side speaks of the reporting period the question names (a quarter, a half, a fiscal year) and the
+    other only of other periods, so answers another question. A year or month alone dates an event more often than it
+    picks a period, so it does not count.
 
     >>> answers_another_period("Revenue in the first half of 2022?", ["In H1 2022 it was $4M."], ["In H2 2022 it was $5M."])
     True
@@ -4893,7 +4788,6 @@ def answers_another_period(question: str, a: list[str], b: list[str]) -> bool:
 
 
 # Subjects: with no question (a corpus scan), statements about different named subjects are not compared
-
 _ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,}\b")
 STATE_WORDS = frozenset(p[0] for p in POLARITY_LEXICON if len(p) == 1)  # "active", "closed", ...
 
@@ -4917,10 +4811,9 @@ def _clean_side(sentences: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _different_subjects(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    """With no question to name the subject (a corpus scan), two sides that name subjects and never the same one
-    are statements about different things ("Ormoor reported $620M" vs "Ortrimi reported $810M"), not a conflict.
-    With a question, retrieval and the question fix the subject, and measured on QACC this check costs more
-    conflicts than it saves (MCC 0.39 -> 0.30), so it is not applied.
+    """With no question (a corpus scan), two sides that name subjects and never the same one are statements about
+    different things ("Ormoor reported $620M" vs "Ortrimi reported $810M"). With a question, retrieval and the
+    question fix the subject, and measured on QACC this check costs more conflicts than it saves (MCC 0.39 -> 0.30).
 
     >>> _different_subjects(("At Kelso, it is required.",), ("At Brora, it is optional.",))
     True
@@ -4946,8 +4839,6 @@ def _side_common(sentences: tuple[str, ...]) -> frozenset[str]:
 
 
 # Subjects of one question: documents grouped by the namesake they are about, so each is answered apart
-
-
 def names_subject(doc):
     """Whether a document says which subject it is about: a title line, a disambiguator, an acronym it defines, or
     the name its first sentence describes ("X is a ..."). A snippet from the middle of an article says none."""
@@ -4975,11 +4866,9 @@ def subject_name(doc):
 
 def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
     """The relevant documents grouped by subject, () when they are about one subject (or say nothing about it).
-
-    Documents that name their subject (names_subject) go, in rank order, to the first group none of whose members
-    is a different subject (different_subjects_finding); each other relevant document joins the group of the naming
-    document most similar to it (sims: the (k, k) cosines). [A (Maine), B (Colorado), snippet near A] -> [A, snippet],
-    [B].
+    Documents that name their subject go, in rank order, to the first group with no different subject in it; each
+    other joins the group of the naming document most similar to it (sims: the (k, k) cosines).
+    [A (Maine), B (Colorado), snippet near A] -> [A, snippet], [B].
     """
     naming = [i for i in range(len(docs)) if relevant[i] and names_subject(docs[i])]
     groups = []
@@ -5004,11 +4893,9 @@ def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
 _MEASURES = functools.partial(anchored_value_finding, types=MEASURE_TYPES, event_years=False)
 _TEMPORAL = functools.partial(anchored_value_finding, types=TEMPORAL_TYPES, event_years=False)
 _ALL_VALUES = functools.partial(anchored_value_finding, types=VALUE_TYPES, event_years=True)
-# Checks per question type ("category": an "other" question that asks which kind of thing its subject is), first
-# finding wins; polarity counts for every type.
-# swap_finding closes every type's list: a swapped span conflicts whatever the question asks;
-# who-questions read the name in the answer slot (slot_name_finding, which falls back to name_finding);
-# yes/no questions also compare anchored values.
+# Checks per question type ("category": an "other" question asking which kind of thing its subject is), first finding
+# wins. Polarity counts for every type, and a swapped span whatever the question asks; who-questions read the name in
+# the answer slot (slot_name_finding); yes/no questions also compare anchored values.
 CHECKS = {
     "quantity": (_MEASURES, polarity_finding, swap_finding),
     "date": (_TEMPORAL, polarity_finding, swap_finding),
@@ -5046,9 +4933,8 @@ POLARITY_GROUP_WORDS = {group: frozenset(w for phrase, (g, _) in POLARITY_LEXICO
                         for group, _ in POLARITY_LEXICON.values()}
 
 
-# A life's dates in the parenthetical after a name, birth first: "Sir Montagu Stopford (11 November 1798 - 10 November
-# 1864) was ..."; a leading gloss before a semicolon aside ("(Hebrew: ...; 1850-1898)"). A parenthetical this long at
-# most is read (a bound that keeps the lifespan pattern's work linear in the sentence's length).
+# A life's dates in the parenthetical after a name, birth first, a gloss before a semicolon aside ("(Hebrew: ...;
+# 1850-1898)"); read in a parenthetical this long at most (which keeps the pattern's work linear in the sentence).
 LIFESPAN_CHARS = 120
 _LIFESPAN_RE = re.compile(r"^(?:[^;]*;\s*)?(?P<born>[^;–—]+?)(?:\s[–—-]\s|\s?[–—]\s?)(?P<died>[^;–—]+)$")
 # The words before a value that are part of it: "about 1820", "late 1914", "c. 1850", "about 50,000".
@@ -5057,9 +4943,8 @@ LIFESPAN_WORDS = VALUE_QUALIFIERS | frozenset("born b died d baptised baptized b
 
 
 def _lifespan(sentence: str, qwords: frozenset[str]) -> tuple[int, int] | None:
-    """(start, end) of the birth date (a question about a birth) or the death date (about a death) that a lifespan
-    parenthetical gives, each side one date or year and nothing else ("c. 1850", "born 3 May 1901" are dates; "served
-    2001 - 2005" is a term); None when the question asks neither or the sentence has none.
+    """(start, end) of the birth or death date (as the question asks) a lifespan parenthetical gives, each side one
+    date and nothing else ("born 3 May 1901" is a date; "served 2001 - 2005" a term); None when there is none.
 
     >>> s = "Sir Montagu Stopford (11 November 1798 – 10 November 1864) was an officer."
     >>> [s[slice(*_lifespan(s, frozenset(q.split())))] for q in ("when born", "when died")]
@@ -5088,11 +4973,9 @@ COUNTED_AS = {_stem(noun): frozenset(units.split()) for noun, units in {
 def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
                       cfg: Config = DEFAULT_CONFIG) -> list[tuple[int, int, dict, Value | None]]:
     """[(start, end, features, value)]: every span of the asked-for type in the sentence, with what the reader's
-    ranking reads of it (READER_WEIGHTS): for 'quantity' an amount with its unit, for 'date' a date or year (with a
-    qualifier that is part of it, "about 1820", and both ends of a span, "1790 to 1794"), for 'name' a name the
-    question does not hold, for 'state' a state predicate with its negation; for other questions the whole sentence,
-    and, in a sentence longer than cfg.reading_chars, the passages around each word of the question. value: the
-    amount or time read, else None. features["asked"]: the question's predicate stands beside the span.
+    ranking reads of it (READER_WEIGHTS): an amount or time (_value_candidates), a name the question does not hold, a
+    state predicate with its negation; for other questions the whole sentence and, in one longer than
+    cfg.reading_chars, the passages around each question word. features["asked"]: the question's predicate is near.
 
     >>> s = "It was built in 1998 and sold in 2003."
     >>> [(s[a:b], f["asked"]) for a, b, f, _ in answer_candidates(s, "date", frozenset({"when", "built"}))]
@@ -5118,9 +5001,8 @@ def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
                 "in_parentheses": float(sentence.rfind("(", 0, start) > sentence.rfind(")", 0, start))}, None))
         return sorted(found, key=lambda c: c[:2])
     if qtype == "state":
-        hits = polarity_hits(sentence, cfg)
         spans = [(_surfaces(h.text, sentence)[:1], POLARITY_GROUP_WORDS.get(h.group.split(":")[0], frozenset()))
-                 for h in hits]
+                 for h in polarity_hits(sentence, cfg)]
         found = [(*sp[0], {"asked": float(bool(words & qwords))}, None) for sp, words in spans if sp]
         return sorted(found, key=lambda c: -c[2]["asked"])  # stable: a hit the question names first
     words = list(_WORD_RE.finditer(sentence))
@@ -5141,11 +5023,10 @@ def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
 
 def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: frozenset[str],
                       cfg: Config) -> list[tuple[int, int, dict, Value | None]]:
-    """answer_candidates for an amount or a time: each value of the asked-for types, with the qualifier that is part
-    of it ("about 1820", "c. 1850", "late 1914") and, for a time, the other end of a span said next ("1790 to 1794");
-    features: the question's predicate within cfg.value_anchor_window words (asked), the nearest verb before it in a
-    past form (asked_event: "founded in 1856", not "completed in 1951"), a kind the question does not ask
-    (ill_fitting), how precisely a time is given (precision), a birth or death date of a lifespan (lifespan).
+    """answer_candidates for an amount or a time: each value of the asked-for types, with a qualifier that is part of
+    it ("c. 1850") and, for a time, the other end of a span said next ("1790 to 1794"); features: the question's
+    predicate within cfg.value_anchor_window words (asked) or as the nearest past-form verb before it (asked_event),
+    a kind the question does not ask (ill_fitting), how precisely a time is given (precision), a lifespan's date.
 
     >>> s = "The hall was founded c. 1850 and completed in 1901 to 1903."
     >>> [(s[a:b], f["asked_event"]) for a, b, f, _ in _value_candidates(s, "date", frozenset(), frozenset({"found"}),
@@ -5215,8 +5096,7 @@ _REGION_AFTER_RE = re.compile(r",\s(?:[A-Z][\w'’.-]*)(?:\s[A-Z][\w'’.-]*){0,
 
 
 def _specificity(v: Value) -> int:
-    """How precisely a time is given: 2 a day, 1 a month, 0 a year or anything else. A date answers "when" more
-    fully than its year alone ("2 April 1916" over "1916").
+    """How precisely a time is given: 2 a day, 1 a month, 0 a year or anything else (a date answers "when" fully).
 
     >>> [_specificity(extract_values(t)[0]) for t in ("2 April 1916", "April 1916", "1916")]
     [2, 1, 0]
@@ -5236,10 +5116,9 @@ def _numeric_date(v: Value) -> bool:
 
 
 def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
-    """How well a value's kind fits the question, best first: 0 money or a percentage the question names, 1 any
-    other amount, 2 money or a percentage it does not name, a measurement where a count is asked ("0.44 square
-    miles" for a population), a count that reads as a year ("2010 census") or a coordinate ("40.159366"), or a date
-    without its year ("Aug. 24").
+    """How well a value's kind fits the question, best first: 0 money or a percentage the question names, 1 any other
+    amount, 2 money or a percentage it does not name, a measurement where a count is asked, a count that reads as a
+    year ("2010 census") or a coordinate, or a date without its year ("Aug. 24").
 
     >>> [_asked_rank(extract_values(t)[0], frozenset({"population"}))
     ...  for t in ("3,559 people", "10.4%", "2010 census", "40.159366", "0.44 square miles")]
@@ -5292,15 +5171,10 @@ def extract_numbers(text):
 
     "revenue of $4.2M for fiscal year 2023, 3 offices" -> frozenset({'$4.2M'})
     """
-    found = set()
-    for match in NUMBER_RE.finditer(text):
-        number = match.group()
-        bare = number.isdigit()  # no currency sign, separator, decimal point or suffix
-        # subtle: a year or a small number has at most four digits, and 5,000 digits are more than int() reads
-        if bare and len(number) <= 4 and (int(number) in ARTICLE_YEARS or int(number) < ARTICLE_SMALL):
-            continue
-        found.add(number)
-    return frozenset(found)
+    # subtle: a bare number (no sign, separator, decimal point or suffix) that is a year or small has at most four
+    # digits, and 5,000 digits are more than int() reads
+    return frozenset(n for n in NUMBER_RE.findall(text)
+                     if not (n.isdigit() and len(n) <= 4 and (int(n) in ARTICLE_YEARS or int(n) < ARTICLE_SMALL)))
 
 
 def tokens(text):
@@ -5316,8 +5190,7 @@ class DocFeatures:
 
 def doc_features(doc):
     """Per-document features, computed once per document and shared by all its pairs."""
-    words = set(tokens(doc.content))
-    return DocFeatures(extract_numbers(doc.content), frozenset(words & SIGNAL_TOKENS))
+    return DocFeatures(extract_numbers(doc.content), frozenset(set(tokens(doc.content)) & SIGNAL_TOKENS))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -10039,7 +9912,7 @@ class TestFeatureProperties(unittest.TestCase):
             y[at:at + int(rng.integers(0, 4))] = list(rng.choice(list("abcxy"), size=rng.integers(0, 5)))
             run = _replaced_run(difflib.SequenceMatcher(None, x, y, autojunk=False))
             if run and max(run[1] - run[0], run[3] - run[2]) <= span:
-                self.assertGreaterEqual(_common_ends(x, y), max(len(x), len(y)) - span, (x, y))
+                self.assertGreaterEqual(sum(_common_start_end(x, y)), max(len(x), len(y)) - span, (x, y))
             if run:  # the asked swap's check: the middles of one replaced run share no token
                 start, end = _common_start_end(x, y)
                 self.assertFalse(set(x[start:len(x) - end]) & set(y[start:len(y) - end]), (x, y))
