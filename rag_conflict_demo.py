@@ -5445,9 +5445,8 @@ PASSAGE_MERGE_BELOW = 0.25
 
 
 def passages_of(text, budget):
-    """Passages of at most budget characters, one per paragraph: a short one (under PASSAGE_MERGE_BELOW of budget)
-    takes in the paragraphs after it while they fit, a long one is cut at sentence ends (sentence_windows). A text
-    within budget is one passage, itself.
+    """Passages of at most budget characters, one per paragraph (a text within budget: itself). A short one (under
+    PASSAGE_MERGE_BELOW of budget) takes in the next while they fit; a long one is cut by sentence_windows.
 
     >>> passages_of("Refunds take 30 days. Shipping is free. Returns are easy.", 40)
     ['Refunds take 30 days. Shipping is free.', 'Shipping is free. Returns are easy.']
@@ -5543,7 +5542,7 @@ class EmbeddingsAhead:
 # uncompressed .npz file per knowledge base and model, of three arrays: 'manifest' (a JSON string: format, the model's
 # name and fingerprint, rows, dimension), 'keys' ((n, 32) uint8: each passage's SHA-256) and 'vectors' ((n, dim)
 # float32, before normalisation). A save renames a temporary file over the old one, so a reader finds one file whole
-# (a kill, two runs at once: the last rename wins); the zip's CRC-32s make a damaged file fail to load, not load wrong.
+# (a kill, two runs at once: the last rename wins); zip CRC-32s make a damaged file fail to load, not give wrong rows.
 
 INDEX_FORMAT = "rag_conflict_demo passage embeddings 1"  # a file of another format is refused, never read
 INDEX_KEY_BYTES = 32  # SHA-256
@@ -5946,9 +5945,8 @@ def span_score(qtype, features):
 
 
 def sentence_spans(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
-    """answer_candidates with what else one sentence says of each span: the share of the question's content words
-    (not STOPWORDS) within cfg.name_slot_window words of it (near_question), a title, a subject and the predicate
-    said beside it ("Blue Sky is an album by Jo Li").
+    """answer_candidates, each with the share of the question's content words (not STOPWORDS) within
+    cfg.name_slot_window words of it (near_question): a title, a subject, a predicate ("Blue Sky is an album by").
 
     >>> s = "Blue Sky is an album by Jo Li, produced by Al Bo."
     >>> [(s[a:b], f["near_question"]) for a, b, f, _ in sentence_spans(s, "name", question_words("Who made Blue Sky?"))]
@@ -5977,10 +5975,10 @@ def answer_span(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
 
 class SentenceReader:
     """The built-in extractive reader, with only the embedder: the best scored (span_score) span of the asked-for type
-    (candidates; else a sentence or passage), as fully as its document says it (FULLER_FORMS). It fits (Answer.fits)
-    when its sentence is at least cfg.relevance_gate similar to the question and, for a typed question, there is a
-    span. Confidence: the softmax of cfg.sentence_scale * cosine over the context's sentences and a "no answer" at
-    cfg.relevance_gate, at the chosen sentence. No answer crosses a CONTEXT_SEPARATOR."""
+    (candidates; for other questions a sentence), as fully as its document says it (FULLER_FORMS). It fits
+    (Answer.fits) when its sentence is at least cfg.relevance_gate similar to the question and, for a typed question,
+    there is a span. Confidence: the softmax of cfg.sentence_scale * cosine over the context's sentences and a "no
+    answer" at cfg.relevance_gate, at the chosen sentence. No answer crosses a CONTEXT_SEPARATOR."""
 
     name = "sentence"
 
@@ -6077,9 +6075,8 @@ def _same_document(found, i, candidates, context):
 
 
 def precise_date(found, i, span, candidates, context, qwords=frozenset()):  # qwords: FULLER_FORMS' one signature
-    """(sentence index, span) of a bare year said more precisely: the first date in that year with a month or day in
-    the candidate sentences (most similar first) of the same document, else the span as it is ("(2009 album)" ->
-    "released on June 30, 2009").
+    """(sentence index, span) of a bare year said more precisely ("(2009 album)" -> "released on June 30, 2009"): the
+    first date in that year with a month or day in the candidates of the same document, else the span as it is.
 
     >>> found = [(0.8, 0, "X (2009 album) is an album."), (0.5, 28, "It was released on June 30, 2009.")]
     >>> precise_date(found, 0, (3, 7), [0, 1], "X (2009 album) is an album. It was released on June 30, 2009.")
@@ -6099,9 +6096,9 @@ def precise_date(found, i, span, candidates, context, qwords=frozenset()):  # qw
 
 
 def fuller_name(found, i, span, candidates, context, qwords):
-    """(sentence index, span) of a one-word name in full when a person is asked for (who, whom, whose): the first
-    longer name ending in it ("Joseph Haydn" for "Haydn") in the candidate sentences of the same document, else the
-    span as it is. Not a place: "West Springfield" is not Springfield said in full.
+    """(sentence index, span) of a one-word name in full ("Joseph Haydn" for "Haydn") when a person is asked for: the
+    first longer name ending in it in the candidates of the same document, else the span as it is. Not a place:
+    "West Springfield" is not Springfield said in full.
 
     >>> found = [(0.9, 0, "The symphony is by Haydn."), (0.6, 26, "Joseph Haydn wrote it.")]
     >>> fuller_name(found, 0, (19, 24), [0, 1], "The symphony is by Haydn. Joseph Haydn wrote it.", frozenset({"who"}))
@@ -6332,8 +6329,7 @@ class NLIJudge:
         enc = self.tokenizer([a, b], [b, a], truncation=True, max_length=self.cfg.max_seq_len, padding=True,
                              return_tensors="pt")
         with self.torch.no_grad():
-            probs = self.torch.softmax(self.model(**enc).logits, dim=-1)[:, self.contradiction]
-        p = float(probs.max())
+            p = float(self.torch.softmax(self.model(**enc).logits, dim=-1)[:, self.contradiction].max())
         if p < self.cfg.nli_threshold:
             return None
         return Finding("nli", f"NLI model reads a contradiction (p={p:.2f})", (a[:EVIDENCE_CHARS], b[:EVIDENCE_CHARS]))
@@ -6515,7 +6511,7 @@ def tokenizer_problem(tokenizer, config):
 
 def sequence_length_problem(length, config):
     """None when an embedder that cuts texts at length tokens (None: no cut) can read them; else why not. Checked at
-    load, as sentence-transformers uses it only to embed, failing at the first text (a word) or long one (too long)."""
+    load, as sentence-transformers only embeds with it: a word fails the first text, too many the first long one."""
     if length is None:
         return None
     positions = getattr(config, "max_position_embeddings", None)
@@ -6567,6 +6563,7 @@ def answer_claims(answer):
 def judge_claim(question, claim, doc, cfg, nli=None, contradictable=True):
     """'CONTRADICT' when a contradictable document disagrees with the claim on the question (compare_answers; NLI
     when on), else 'SUPPORT' when it says the claim in whole or in part, else 'IRRELEVANT'.
+
     claim "$4.2M" vs "Revenue was restated to $6.8M." -> 'CONTRADICT'
     """
     sentences = split_sentences(doc.content) or [doc.content]
