@@ -5199,9 +5199,8 @@ def doc_features(doc):
 
 def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None,
                 passage_chars=DEFAULT_CONFIG.passage_chars, kept=None):
-    """Embed every document once, as passages the embedder reads whole (passages_of), in batches of batch_size;
-    vectors are L2-normalised rows. A document within passage_chars is one passage, its text unchanged. kept, a
-    KeptIndex or None: passages embedded by an earlier run are read from it, the others embedded and kept."""
+    """Embed every document once as passages (passages_of) in batches, as L2-normalised rows. kept, a KeptIndex or
+    None: passages embedded by an earlier run are read from it, the others embedded and kept."""
     docs = tuple(docs)
     if not docs:
         raise ValueError("build_index: no documents to index")
@@ -5211,10 +5210,9 @@ def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=Non
     parts = [passages_of(d.content, passage_chars) for d in docs]
     starts = np.cumsum([0] + [len(p) for p in parts])
     texts = [x for p in parts for x in p]
-    if kept is not None:
-        return Index(docs, normalise(kept.rows(texts, embed, batch_size, progress), in_place=True), starts,
-                     tuple(texts))
-    return Index(docs, embed_in_batches(embed, texts, batch_size, progress), starts, tuple(texts))
+    rows = (kept.rows(texts, embed, batch_size, progress) if kept is not None
+            else embedded_rows(embed, texts, batch_size, progress))
+    return Index(docs, normalise(rows, in_place=True), starts, tuple(texts))
 
 
 PARAGRAPH_RE = re.compile(r"\n[ \t]*\n")
@@ -5224,10 +5222,8 @@ PASSAGE_MERGE_BELOW = 0.25
 
 
 def passages_of(text, budget):
-    """A document as the embedder can read it: passages of at most budget characters, one per paragraph. A heading
-    or a one-line paragraph (under PASSAGE_MERGE_BELOW of the budget) is joined by the paragraphs after it while they
-    fit; a paragraph longer than budget is cut at sentence ends into passages of its own (sentence_windows, with a
-    one-sentence overlap). A text within budget is one passage, itself.
+    """Passages of at most budget characters, one per paragraph (a text within budget: itself). A short one (under
+    PASSAGE_MERGE_BELOW of budget) takes in the next while they fit; a long one is cut by sentence_windows.
 
     >>> passages_of("Refunds take 30 days. Shipping is free. Returns are easy.", 40)
     ['Refunds take 30 days. Shipping is free.', 'Shipping is free. Returns are easy.']
@@ -5283,20 +5279,13 @@ def cut_at_spaces(sentence, budget):
 
 
 def embed_in_batches(embed, texts, batch_size, progress=None):
-    """(len(texts), dim) L2-normalised embeddings, batch_size texts per call of embed: the one batching loop.
-
-    progress(done, total) is called after each batch (the CLI prints it once embedding takes a while).
-    """
+    """(len(texts), dim) L2-normalised embeddings (embedded_rows); progress(done, total) after each batch."""
     return normalise(embedded_rows(embed, texts, batch_size, progress), in_place=True)
 
 
 def embedded_rows(embed, texts, batch_size, progress=None, on_batch=None):
-    """(len(texts), dim): embed's rows for texts, as it returns them, in texts' order.
-
-    Texts are batched longest first, so each batch holds texts of about one length: a batch is padded to its longest
-    text, and a short sentence batched with a long one costs as much as the long one. on_batch(positions, rows) is
-    called after each batch with the positions in texts it embedded (the kept index saves its work as it goes).
-    """
+    """(len(texts), dim): embed's rows for texts, in texts' order, batch_size texts per call. Batched longest first,
+    as a batch is padded to its longest text; on_batch(positions in texts, rows) is called after each batch."""
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     chunks = []
     for i in range(0, len(texts), batch_size):
@@ -5305,16 +5294,12 @@ def embedded_rows(embed, texts, batch_size, progress=None, on_batch=None):
             on_batch(order[i:i + batch_size], chunks[-1])
         if progress:
             progress(min(i + batch_size, len(texts)), len(texts))
-    rows = np.vstack(chunks)
-    ordered = np.empty_like(rows)
-    ordered[order] = rows
-    return ordered
+    return np.vstack(chunks)[np.argsort(order)]
 
 
 class EmbeddingsAhead:
-    """embed, answering from rows embedded ahead when it is asked for texts that all have one: a run over many
-    small knowledge bases (--eval on answered questions) embeds a window of them in one pass, batched by length,
-    instead of each in its own short, mostly padded batches. Other calls go to embed. Only the last window is held."""
+    """embed, answering from the rows of the last window embedded ahead when it holds every text asked for: many
+    small knowledge bases (--eval) are embedded in one pass, batched by length, not each in short padded batches."""
 
     def __init__(self, embed, batch_size):
         self.embed, self.batch_size, self.rows = embed, batch_size, {}
@@ -5330,14 +5315,11 @@ class EmbeddingsAhead:
         return self.embed(texts)
 
 
-# The kept index: passage embeddings kept between runs, so a knowledge base is embedded once and a later run embeds
-# only the passages it has not seen. One file per knowledge base and embedding model, an uncompressed NumPy .npz
-# archive (np.load reads it) of three arrays: 'manifest' (a JSON string: format, the model's name and fingerprint,
-# rows, dimension), 'keys' ((n, 32) uint8: the SHA-256 of each passage's UTF-8 text) and 'vectors' ((n, dim) float32:
-# the embedder's rows, before normalisation). A save writes the whole file to a temporary file in its directory and
-# renames it over the old one, so a reader finds the old file or the new one and never part of one (a kill, a full
-# disk, two runs at once: the last rename wins); the zip format's CRC-32 of each array makes a damaged file fail to
-# load instead of loading wrong rows.
+# The kept index: passage embeddings kept between runs, so a later run embeds only the passages it has not seen. One
+# uncompressed .npz file per knowledge base and model, of three arrays: 'manifest' (a JSON string: format, the model's
+# name and fingerprint, rows, dimension), 'keys' ((n, 32) uint8: each passage's SHA-256) and 'vectors' ((n, dim)
+# float32, before normalisation). A save renames a temporary file over the old one, so a reader finds one file whole
+# (a kill, two runs at once: the last rename wins); zip CRC-32s make a damaged file fail to load, not give wrong rows.
 
 INDEX_FORMAT = "rag_conflict_demo passage embeddings 1"  # a file of another format is refused, never read
 INDEX_KEY_BYTES = 32  # SHA-256
@@ -5367,9 +5349,8 @@ class KeptIndex:
         self.writable = True  # until a save fails (said once; the run goes on, keeping nothing more)
 
     def rows(self, texts, embed, batch_size, progress=None):
-        """(len(texts), dim) float32: embed's rows for texts, those the file holds read from it, the others embedded
-        in embedded_rows' batches and saved (every checkpoint seconds, at the end, and when the run is interrupted).
-        Logs how many rows were reused and how many embedded."""
+        """(len(texts), dim) float32: embed's rows for texts, read from the file where it holds them, the others
+        embedded (embedded_rows) and saved every checkpoint seconds, at the end and when the run is interrupted."""
         keys = [passage_key(t) for t in texts]
         held_keys, held = ([], None) if self.rebuild else read_index(self.path, self.fingerprint, self.model)
         at = {k: i for i, k in enumerate(held_keys)}
@@ -5396,8 +5377,7 @@ class KeptIndex:
         return np.stack([fresh[k] if k in fresh else held[at[k]] for k in keys])
 
     def save(self, keys, at, held, fresh):
-        """Write the rows of keys that are held or fresh (rows of passages no longer in the knowledge base are
-        dropped); a failure (a read-only location, a full disk) is said once and the run goes on."""
+        """Write keys' held or fresh rows (others are dropped); a failure is said once and the run goes on."""
         if not self.writable:
             return
         order = [k for k in dict.fromkeys(keys) if k in fresh or k in at]
@@ -5415,9 +5395,8 @@ class KeptIndex:
                         self.path, e.strerror or e)
 
 
-# What reading a damaged archive raises, by what is damaged: its data (BadZipFile: a CRC-32 that does not match), its
-# length (EOFError, BadZipFile, ValueError), a header (ValueError, OSError from a seek out of range, and for a flag
-# or method byte NotImplementedError or RuntimeError); no index the program writes raises any of them
+# What reading a damaged archive raises: its data (BadZipFile: a CRC-32 mismatch), its length (EOFError, BadZipFile,
+# ValueError), a header (ValueError, OSError: a seek out of range, NotImplementedError or RuntimeError: a flag byte)
 DAMAGED_ARCHIVE = (ValueError, EOFError, OSError, NotImplementedError, RuntimeError, zipfile.BadZipFile)
 
 
@@ -5434,7 +5413,21 @@ def read_index(path, fingerprint, model):
         raise IndexRefused(f"kept index {path}: cannot be read ({e.strerror or e}); --no-index runs without "
                            f"it") from None
     with f:
-        manifest, keys, vectors = read_archive(f, path, fingerprint, model)
+        try:
+            archive = np.load(f, allow_pickle=False)
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise ValueError("a bare NumPy array")
+            manifest = json.loads(str(archive["manifest"][()]))
+            if not isinstance(manifest, dict) or manifest.get("format") != INDEX_FORMAT:
+                raise ValueError(f"format {manifest.get('format') if isinstance(manifest, dict) else manifest!r}")
+            if manifest.get("model_sha256") != fingerprint:
+                raise IndexRefused(f"kept index {path}: holds embeddings of model '{manifest.get('model')}', not of "
+                                   f"'{model}' (another model's weights or configuration); --rebuild-index replaces "
+                                   f"it, --index PATH keeps this model's elsewhere")
+            keys, vectors = archive["keys"], archive["vectors"]
+        except (KeyError,) + DAMAGED_ARCHIVE as e:  # not an archive, one cut short, a member missing or altered
+            raise IndexRefused(f"kept index {path}: damaged or not an index ({e or type(e).__name__}); "
+                               f"{INDEX_FIX}") from None
     n = manifest.get("rows")
     if not (keys.dtype == np.uint8 and keys.shape == (n, INDEX_KEY_BYTES) and vectors.dtype == np.float32
             and vectors.ndim == 2 and vectors.shape == (n, manifest.get("dim")) and np.isfinite(vectors).all()):
@@ -5446,29 +5439,9 @@ def read_index(path, fingerprint, model):
 INDEX_FIX = "--rebuild-index replaces it, --no-index runs without it"
 
 
-def read_archive(f, path, fingerprint, model):
-    """(manifest, keys, vectors) of the open file f, once its manifest says it is an index of this model."""
-    try:
-        archive = np.load(f, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise ValueError("a bare NumPy array")
-        manifest = json.loads(str(archive["manifest"][()]))
-        if not isinstance(manifest, dict) or manifest.get("format") != INDEX_FORMAT:
-            raise ValueError(f"format {manifest.get('format') if isinstance(manifest, dict) else manifest!r}")
-        if manifest.get("model_sha256") != fingerprint:
-            raise IndexRefused(f"kept index {path}: holds embeddings of model '{manifest.get('model')}', not of "
-                               f"'{model}' (another model's weights or configuration); --rebuild-index replaces "
-                               f"it, --index PATH keeps this model's elsewhere")
-        return manifest, archive["keys"], archive["vectors"]
-    except (KeyError,) + DAMAGED_ARCHIVE as e:  # not an archive, one cut short, a member missing or altered
-        raise IndexRefused(f"kept index {path}: damaged or not an index ({e or type(e).__name__}); "
-                           f"{INDEX_FIX}") from None
-
-
 def write_index(path, manifest, keys, vectors):
-    """The kept index written whole: to a temporary file in path's directory, synced, then renamed over path, so
-    path is at every moment the old file or the new one. The temporary file goes whatever fails, and one a killed
-    run left is removed by the next write (remove_orphans)."""
+    """The kept index written whole to a synced temporary file in path's directory, then renamed over path; the
+    temporary file goes whatever fails, and one a killed run left goes at the next write (remove_orphans)."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     remove_orphans(path)
@@ -5493,9 +5466,8 @@ def writer_tag():
 
 
 def remove_orphans(path):
-    """Remove the temporary files of path that runs of this machine left when killed (SIGKILL, a power cut): named
-    by write_index after a process that no longer exists. Another machine's, a live writer's and any other file
-    stay."""
+    """Remove path's temporary files that killed runs of this machine left (named by write_index after a process
+    that no longer exists); another machine's, a live writer's and any other file stay."""
     directory, base = os.path.split(os.path.abspath(path))
     pattern = re.compile(re.escape(f"{base}.{writer_tag()}-") + r"(\d+)\.[^/]*\.part")
     with contextlib.suppress(OSError):
@@ -5518,9 +5490,8 @@ def process_alive(pid):
 
 
 def default_index_path(kb, fingerprint):
-    """Where a knowledge base's index is kept unless --index says: the user's cache directory ($XDG_CACHE_HOME,
-    else ~/.cache), never beside or in the knowledge base; named after its file (and a hash of the file's absolute
-    path, so two files of one name differ) and the model's fingerprint (another model has its own file)."""
+    """A knowledge base's index unless --index says: in $XDG_CACHE_HOME (else ~/.cache), named after the file, a
+    hash of its absolute path (two files of one name differ) and the model's fingerprint (each model its own file)."""
     cache = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(cache):  # unset, or relative, which the XDG specification says to ignore
         cache = os.path.join(os.path.expanduser("~"), ".cache")
@@ -5544,24 +5515,20 @@ class SentenceCache:
         self.embedded = {}  # sentences -> their (n, dim) vectors, whichever text they came from
 
     def prime(self, texts, progress=None):
-        """Split and embed the sentences of every text not seen before, all in one batched pass. A text with the
-        sentences of one seen before (a document as the reader's context, its blank lines closed up) reuses them:
-        a long document is embedded once, not once per spelling."""
-        new = [t for t in dict.fromkeys(texts) if t not in self.split]
-        for t in new:
-            if sentences_of(t) in self.embedded:
+        """Split and embed the sentences of every text not seen before in one batched pass; a text with the
+        sentences of one seen before (its blank lines closed up in the reader's context) reuses their vectors."""
+        for t in dict.fromkeys(texts):
+            if t not in self.split and sentences_of(t) in self.embedded:
                 self.split[t] = (sentences_of(t), self.embedded[sentences_of(t)])
-        new = [t for t in new if t not in self.split]
+        new = [t for t in dict.fromkeys(texts) if t not in self.split]
         parts = [sentences_of(t) for t in new]
         flat = [x for p in parts for x in p]
         if not flat:
             return
         vectors = embed_in_batches(self.embed, flat, self.batch_size, progress)
-        start = 0
-        for text, p in zip(new, parts):
+        for text, p, start in zip(new, parts, np.cumsum([0] + [len(p) for p in parts])):
             self.split[text] = (p, vectors[start:start + len(p)])
             self.embedded.setdefault(p, self.split[text][1])
-            start += len(p)
 
     def __getitem__(self, text):
         if text not in self.split:
@@ -5650,9 +5617,8 @@ def softmax(x):
 
 
 def trained_head(auto_class, path, head, kind):
-    """(tokenizer, model) of a model whose task head must come from the checkpoint: a checkpoint without it (an
-    embedding model passed as --qa-model, say) would get a random head and answer noise, so that is an error, not a
-    warning. The rest of the model is checked as every model is (load_transformer)."""
+    """(tokenizer, model) of a model whose task head must come from the checkpoint (load_transformer): one without
+    it (an embedding model as --qa-model) would get a random head and answer noise, so that is an error."""
     tokenizer, model, info = load_transformer(auto_class, path, unused=(head,))
     if any(model_part(model, key) == head for key in info["missing_keys"]):
         raise ModelUnavailable(f"it has no trained '{head}' layer, so it is not {kind}")
@@ -5660,12 +5626,9 @@ def trained_head(auto_class, path, head, kind):
 
 
 def best_span(start_logits, end_logits, context_mask, max_answer_tokens):
-    """Most probable answer span (start, end, probability) over context tokens, or None without context.
-
-    Probabilities are softmaxes over the context tokens plus token 0 ([CLS], SQuAD 2.0's "no answer"), so a
-    model that prefers no answer yields a low confidence. Worked example: start logits peak at 3, end logits
-    at 5, mask all-context -> (3, 5, p).
-    """
+    """Most probable answer span (start, end, probability) over context tokens, or None without context. Softmaxes
+    over the context and token 0 ([CLS], SQuAD 2.0's "no answer"), so preferring no answer is a low confidence.
+    Worked example: start logits peak at 3, end logits at 5, mask all-context -> (3, 5, p)."""
     mask = np.asarray(context_mask, dtype=bool)
     if not mask.any():
         return None
@@ -5673,8 +5636,7 @@ def best_span(start_logits, end_logits, context_mask, max_answer_tokens):
     allowed[0] = True
     p_start = softmax(np.where(allowed, start_logits, -np.inf)) * mask
     p_end = softmax(np.where(allowed, end_logits, -np.inf)) * mask
-    scores = np.triu(np.outer(p_start, p_end))  # end >= start
-    scores = np.tril(scores, max_answer_tokens - 1)  # end - start < max_answer_tokens
+    scores = np.tril(np.triu(np.outer(p_start, p_end)), max_answer_tokens - 1)  # 0 <= end - start < max_answer_tokens
     start, end = np.unravel_index(int(np.argmax(scores)), scores.shape)
     return int(start), int(end), float(scores[start, end])
 
@@ -5726,17 +5688,16 @@ class TransformersReader:
                 best = (span[2], int(offsets[span[0]][0]), int(offsets[span[1]][1]))
         if best is None:
             return Answer("", 0.0, fits=False)
-        start, end = best[1], best[2]
+        confidence, start, end = best
         end = min(end, context.find(CONTEXT_SEPARATOR, start) % (len(context) + 1))  # one document's words only
         text = " ".join(context[start:end].split())
-        return Answer(text, best[0], start, bool(text))
+        return Answer(text, confidence, start, bool(text))
 
 
-# The sentence reader's ranking: a candidate span's score is the sum of its features (answer_candidates' and
-# SentenceReader.candidates') times these weights, by question type ("other" for every question of no typed answer).
-# Fitted on the RAMDocs tune questions' documents labelled correct, to give the span that holds the labelled answer
-# the highest score (--fit-reader, which prints this table); a state question, of which that file has none, takes
-# the most similar sentence's span the question names first.
+# The sentence reader's ranking: a span's score is its features (answer_candidates', SentenceReader.candidates')
+# times these weights, by question type ("other": no typed answer). Fitted by --fit-reader on the RAMDocs tune
+# questions' correct documents to rank the labelled answer's span first; a state question, of which that file has
+# none, takes the most similar sentence's span the question names first.
 READER_WEIGHTS = {
     "date": {"asked": 1.39, "asked_event": 0.93, "ill_fitting": -1.83, "precision": 1.75, "earliest": 0.96,
         "lifespan": 4.5},
@@ -5761,9 +5722,8 @@ def span_score(qtype, features):
 
 
 def sentence_spans(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
-    """answer_candidates with what else one sentence says of each span: the share of the question's content words
-    (not STOPWORDS) within cfg.name_slot_window words of it (near_question), a title, a subject and the predicate
-    said beside it ("Blue Sky is an album by Jo Li").
+    """answer_candidates, each with the share of the question's content words (not STOPWORDS) within
+    cfg.name_slot_window words of it (near_question): a title, a subject, a predicate ("Blue Sky is an album by").
 
     >>> s = "Blue Sky is an album by Jo Li, produced by Al Bo."
     >>> [(s[a:b], f["near_question"]) for a, b, f, _ in sentence_spans(s, "name", question_words("Who made Blue Sky?"))]
@@ -5786,26 +5746,16 @@ def answer_span(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
     (18, 41)
     """
     found = sentence_spans(sentence, qtype, qwords, cfg) if qtype != "other" else []
-    best = max(enumerate(found), key=lambda c: (span_score(qtype, c[1][2]), -c[0]), default=None)
-    return best[1][:2] if best else None
+    best = max(found, key=lambda c: span_score(qtype, c[2]), default=None)  # the first of equal scores
+    return best[:2] if best else None
 
 
 class SentenceReader:
-    """The built-in extractive reader: no QA model, only the embedder. It reads every span of the type the question
-    asks for in the context's sentences (answer_candidates: an amount with its unit, a date or year, a name, a state
-    with its negation; for other questions a sentence, or a passage of a long run of text) and answers with the one
-    of the highest score (span_score): its features, such as its sentence's similarity to the question (the
-    sentences and vectors the question-aware detector uses), the question's predicate beside it and how its kind
-    fits the question, times weights fitted on labelled documents (READER_WEIGHTS); the spans of the sentences at
-    least as similar as cfg.relevance_gate are read first. The answer fits the question (Answer.fits) when its
-    sentence is that similar and, for a typed question, there is a span; a bare year or a lone surname is taken as
-    the same document says it more fully (FULLER_FORMS).
-
-    Confidence: the softmax, over every sentence of the context plus a "no answer" option scored at
-    cfg.relevance_gate, of cfg.sentence_scale * cosine to the question, read at the chosen sentence; in [0, 1].
-    The context is read document by document (split at CONTEXT_SEPARATOR), so no answer crosses a boundary, and
-    Answer.start is the answer's character offset in the context.
-    """
+    """The built-in extractive reader, with only the embedder: the best scored (span_score) span of the asked-for type
+    (candidates; for other questions a sentence), as fully as its document says it (FULLER_FORMS). It fits
+    (Answer.fits) when its sentence is at least cfg.relevance_gate similar to the question and, for a typed question,
+    there is a span. Confidence: the softmax of cfg.sentence_scale * cosine over the context's sentences and a "no
+    answer" at cfg.relevance_gate, at the chosen sentence. No answer crosses a CONTEXT_SEPARATOR."""
 
     name = "sentence"
 
@@ -5836,11 +5786,10 @@ class SentenceReader:
         return Answer(" ".join(context[start:end].split()), confidence, start, bool(fits))
 
     def candidates(self, question, context, found):
-        """[(sentence index, start, end, features)]: the spans of the asked-for type (sentence_spans) in the
-        sentences at least as similar as cfg.relevance_gate, or in every sentence when those hold none, most similar
-        first, with what the context adds: the sentence's cosine less the best one's (similar), whether it opens its
-        document (opening) and, for a time, whether it is its document's earliest (earliest: a founding, a building,
-        a birth come first). found: scored_sentences(question, context)."""
+        """[(sentence index, start, end, features)]: sentence_spans of the sentences at least cfg.relevance_gate
+        similar (else of all), most similar first, plus the cosine less the best one's (similar), whether the sentence
+        opens its document (opening) and, for a time, whether it is its document's earliest (earliest: a founding, a
+        birth come first). found: scored_sentences(question, context)."""
         qtype, qwords = read_question(question).type, question_words(question)
         sims = [cos for cos, _, _ in found]
         opening = [i == 0 or CONTEXT_SEPARATOR in context[found[i - 1][1]:found[i][1]] for i in range(len(found))]
@@ -5903,10 +5852,8 @@ def _same_document(found, i, candidates, context):
 
 
 def precise_date(found, i, span, candidates, context, qwords=frozenset()):  # qwords: FULLER_FORMS' one signature
-    """(sentence index, span) of the same date said more precisely: when the span is a bare year, the first date in
-    that year with a month or a day in the candidate sentences (most similar first) of the same document, else the
-    span as it is. A title's "(2009 album)" or "(born 1891)" dates what its body dates fully ("released on June 30,
-    2009"), and a full date still holds its year.
+    """(sentence index, span) of a bare year said more precisely ("(2009 album)" -> "released on June 30, 2009"): the
+    first date in that year with a month or day in the candidates of the same document, else the span as it is.
 
     >>> found = [(0.8, 0, "X (2009 album) is an album."), (0.5, 28, "It was released on June 30, 2009.")]
     >>> precise_date(found, 0, (3, 7), [0, 1], "X (2009 album) is an album. It was released on June 30, 2009.")
@@ -5920,16 +5867,15 @@ def precise_date(found, i, span, candidates, context, qwords=frozenset()):  # qw
         sentence = found[j][2]
         for v in sorted(extract_values(sentence), key=_numeric_date):
             start = sentence.find(v.text)
-            if v.type == "date" and int(v.amount) // 10000 == year and _specificity(v) and start >= 0:
+            if v.type == "date" and _year_of(v) == year and _specificity(v) and start >= 0:
                 return j, (start, start + len(v.text))
     return i, span
 
 
 def fuller_name(found, i, span, candidates, context, qwords):
-    """(sentence index, span) of the same person named in full: for a question about a person (who, whom, whose),
-    when the span is one word, the first longer name ending in it ("Joseph Haydn" for "Haydn") in the candidate
-    sentences (most similar first, each in its order) of the same document, else the span as it is. A place is
-    left as it is: "West Springfield" is not Springfield said in full.
+    """(sentence index, span) of a one-word name in full ("Joseph Haydn" for "Haydn") when a person is asked for: the
+    first longer name ending in it in the candidates of the same document, else the span as it is. Not a place:
+    "West Springfield" is not Springfield said in full.
 
     >>> found = [(0.9, 0, "The symphony is by Haydn."), (0.6, 26, "Joseph Haydn wrote it.")]
     >>> fuller_name(found, 0, (19, 24), [0, 1], "The symphony is by Haydn. Joseph Haydn wrote it.", frozenset({"who"}))
@@ -5951,9 +5897,8 @@ FULLER_FORMS = {"date": precise_date, "name": fuller_name}  # the asked-for type
 
 
 class SentenceEmbedder:
-    """A sentence-transformers model. Its transformer is first loaded and checked on its own (load_transformer: the
-    weights and tokenizer must be the model's), then the whole model is loaded and embeds a first sentence, so a
-    damaged folder is refused at load with what is at fault, never partway through a run."""
+    """A sentence-transformers model, its transformer first checked on its own (load_transformer), then loaded whole
+    to embed a first sentence: a damaged folder is refused at load, saying what is at fault, never mid-run."""
 
     def __init__(self, path, cfg):
         from sentence_transformers import SentenceTransformer
@@ -6000,10 +5945,8 @@ class SentenceEmbedder:
 
 
 def model_fingerprint(path):
-    """SHA-256 over the files that make a sentence-transformers model in directory path embed as it does (the
-    top-level files, weights and tokenizer and configuration, and the files of the modules modules.json lists; not
-    a README or a dot file), each by its name and content; None when path is no directory. Two copies of the same
-    weights in folders that hold the same files have one fingerprint; a fine-tuned copy has its own."""
+    """SHA-256 over the names and contents of the files that make a sentence-transformers model embed as it does
+    (top-level, and of the modules modules.json lists; no README or dot file); None when path is no directory."""
     if not os.path.isdir(path):
         return None
     folders = [""]
@@ -6042,13 +5985,9 @@ PACKAGED_MODELS = {
 
 
 def locate_model(name, what, flag, env, timeout):
-    """What to load for a model named by path or hub name: a local directory (given, or the local Hugging Face
-    cache), or the hub name once the hub has answered; ModelUnavailable within ~timeout seconds otherwise.
-
-    The hub is asked once, with a short timeout, instead of the libraries' own minute-long retry loop when there
-    is no network. The download itself is left to the model libraries, which fetch only the files they need (a
-    whole-repository snapshot would pull every weight format the repository holds).
-    """
+    """A local directory (given, or in the Hugging Face cache), or the hub name once the hub has answered (asked
+    once, not in the libraries' minute-long retry loop); else ModelUnavailable within ~timeout seconds. The download
+    is left to the libraries, which fetch only the files they need, not every weight format a snapshot would."""
     hint = f"download it where you have network and pass {flag} /path/to/model or set {env}"
     if os.path.isdir(name):
         if not os.path.isfile(os.path.join(name, "config.json")):
@@ -6091,16 +6030,13 @@ def packaged_model_path(module, sha256):
     if path is None:
         return None
     weights = os.path.join(path, "model.safetensors")
-    digest = hashlib.sha256()
     try:
-        with open(weights, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
+        digest = file_sha256(weights)
     except OSError as e:
         raise ModelUnavailable(f"packaged model file '{weights}' cannot be read ({e.strerror or e}); reinstall "
                                f"{module.replace('_', '-')}")
-    if digest.hexdigest() != sha256:
-        raise ModelUnavailable(f"packaged model file '{weights}' has SHA-256 {digest.hexdigest()}, not the hub's "
+    if digest != sha256:
+        raise ModelUnavailable(f"packaged model file '{weights}' has SHA-256 {digest}, not the hub's "
                                f"{sha256}; reinstall {module.replace('_', '-')}")
     return path
 
@@ -6170,8 +6106,7 @@ class NLIJudge:
         enc = self.tokenizer([a, b], [b, a], truncation=True, max_length=self.cfg.max_seq_len, padding=True,
                              return_tensors="pt")
         with self.torch.no_grad():
-            probs = self.torch.softmax(self.model(**enc).logits, dim=-1)[:, self.contradiction]
-        p = float(probs.max())
+            p = float(self.torch.softmax(self.model(**enc).logits, dim=-1)[:, self.contradiction].max())
         if p < self.cfg.nli_threshold:
             return None
         return Finding("nli", f"NLI model reads a contradiction (p={p:.2f})", (a[:EVIDENCE_CHARS], b[:EVIDENCE_CHARS]))
@@ -6185,11 +6120,8 @@ MODELS = {  # what -> (config field, class, flag, environment variable)
 
 
 def load_models(cfg, quiet, wanted=("embedding", "QA"), optional=()):
-    """({what: loaded model}, {what: why not}) for the wanted models; ModelUnavailable (one line) when any that is
-    not optional can't be had. An optional model that can't be had is left out, with the reason.
-
-    Every model is located before any is loaded, so a missing one fails in seconds, not after a long load.
-    """
+    """({what: loaded model}, {what: why not}) for the wanted models; ModelUnavailable (one line) when one not
+    optional can't be had. Every model is located before any is loaded: a missing one fails in seconds."""
     if quiet:
         silence_model_libraries()
     paths, missing = {}, {}
@@ -6254,12 +6186,9 @@ def zip_checkpoint_problem(file):
 
 @contextlib.contextmanager
 def reading(step):
-    """Run one step of loading a model: whatever it raises comes out as ModelUnavailable, one line, the step then the
-    error's first line ("building the model config.json describes: ZeroDivisionError: integer modulo by zero").
-
-    A damaged model folder makes the model libraries raise almost anything (TypeError, RuntimeError,
-    ZeroDivisionError, their own errors), so every step that reads a model folder runs inside this, and nothing
-    else is caught this broadly. Steps nest: the outer one (load_models) names the folder.
+    """One step of loading a model, whatever it raises (a damaged folder makes the libraries raise almost anything)
+    as one line of ModelUnavailable: the step, then the error ("building the model config.json describes:
+    ZeroDivisionError: integer modulo by zero"). Nothing else is caught this broadly; the outer step names the folder.
     """
     try:
         yield
@@ -6268,8 +6197,8 @@ def reading(step):
 
 
 def error_line(e):
-    """An exception as one line: its type and the first line of its message, with the next line when the first
-    only announces it ("Validation error for field 'hidden_size': TypeError: ... expected int, got str").
+    """An exception as one line: its type and its message's first line, and the next when the first only announces
+    it ("Validation error for field 'hidden_size': TypeError: ... expected int, got str").
 
     >>> error_line(ZeroDivisionError("integer modulo by zero"))
     'ZeroDivisionError: integer modulo by zero'
@@ -6280,13 +6209,9 @@ def error_line(e):
 
 
 def load_transformer(auto_class, path, unused=()):
-    """(tokenizer, model, loading info) from a model folder or hub name, read step by step so that a failure names
-    what was being read: config.json, then the model it describes with the checkpoint's weights, then the tokenizer.
-
-    The weights must fill the model and the tokenizer must be the model's (weights_problem, tokenizer_problem), else
-    ModelUnavailable: the libraries would only log a report and run random weights or a vocabulary of [UNK]s.
-    unused: parts of the model whose weights the caller never reads, so a checkpoint may lack them.
-    """
+    """(tokenizer, model, loading info), read step by step so that a failure names what was being read. The weights
+    must fill the model but for its unused parts, and the tokenizer be the model's (weights_problem,
+    tokenizer_problem), else ModelUnavailable: the libraries would only log it and run random weights or [UNK]s."""
     from transformers import AutoConfig, AutoTokenizer
 
     with reading("reading config.json"):
@@ -6309,15 +6234,11 @@ def model_part(model, key):
 
 
 def weights_problem(model, info, unused=()):
-    """None when the checkpoint's weights fill the model config.json describes (info: from_pretrained's loading
-    info); else what does not fit, in words, naming config.json's setting or what it describes.
-
-    At fault: a weight whose shape differs (named by the setting that sized it: config.json's vocab_size 1000 for a
-    checkpoint of 30522 word pieces); a weight of the model the checkpoint lacks (it would be random: layers 6-11 of
-    a twelve-layer config, every weight of another model_type), unless its part is in unused; a checkpoint weight
-    left over inside a part the model has (layer 3 of a three-layer config). Left over outside the model's parts is
-    no fault: another task's head, or the pooler of a checkpoint whose task does not build one.
-    """
+    """None when the checkpoint's weights fill the model config.json describes (info: from_pretrained's); else what
+    does not fit, in words: a weight of another shape (named by the setting that sized it: vocab_size 1000 for 30522
+    word pieces); a weight the checkpoint lacks, outside unused (it would be random: layers 6-11 of a twelve-layer
+    config); a checkpoint weight left over in a part the model has (layer 3 of a three-layer config). Left over
+    elsewhere is no fault: another task's head, or a pooler the model's task does not build."""
     config = model.config
     for key, theirs, ours in sorted(info["mismatched_keys"]):
         sizes = {o for o, t in zip(ours, theirs) if o != t}
@@ -6354,9 +6275,8 @@ TOKENIZER_SHARE = 0.5
 
 
 def tokenizer_problem(tokenizer, config):
-    """None when the tokenizer can be the model's; else why not: its vocabulary far smaller than the model's
-    vocab_size (a folder without its vocabulary files gets a tokenizer of the five special tokens, reading every
-    word as [UNK])."""
+    """None when the tokenizer can be the model's; else why not: its vocabulary far smaller than vocab_size (a folder
+    without its vocabulary files gets the five special tokens, reading every word as [UNK])."""
     size = getattr(config, "vocab_size", None)
     if not isinstance(size, int) or len(tokenizer) >= TOKENIZER_SHARE * size:
         return None
@@ -6367,13 +6287,11 @@ def tokenizer_problem(tokenizer, config):
 
 
 def sequence_length_problem(length, config):
-    """None when an embedder that cuts texts at length tokens can read them (length None: no cut of its own); else
-    why not. sentence-transformers reads the length from sentence_bert_config.json and only uses it while
-    embedding, where a bad one fails at the first text (a word) or at the first long one (past the model's
-    positions)."""
-    positions = getattr(config, "max_position_embeddings", None)
+    """None when an embedder that cuts texts at length tokens (None: no cut) can read them; else why not. Checked at
+    load, as sentence-transformers only embeds with it: a word fails the first text, too many the first long one."""
     if length is None:
         return None
+    positions = getattr(config, "max_position_embeddings", None)
     if type(length) is not int or length < 1:
         return f"sentence_bert_config.json's max_seq_length {length!r} is not a number of tokens"
     if isinstance(positions, int) and length > positions:
@@ -6420,9 +6338,8 @@ def answer_claims(answer):
 
 
 def judge_claim(question, claim, doc, cfg, nli=None, contradictable=True):
-    """'CONTRADICT' when the document disagrees with the claim on the question (the detector's values, polarity,
-    names, slots; NLI when on) and is contradictable, else 'SUPPORT' when it says the claim in whole or in part, else
-    'IRRELEVANT'.
+    """'CONTRADICT' when a contradictable document disagrees with the claim on the question (compare_answers; NLI
+    when on), else 'SUPPORT' when it says the claim in whole or in part, else 'IRRELEVANT'.
 
     claim "$4.2M" vs "Revenue was restated to $6.8M." -> 'CONTRADICT'
     """
@@ -6436,8 +6353,7 @@ def judge_claim(question, claim, doc, cfg, nli=None, contradictable=True):
     words = {w for w in tokens(claim) if w not in STOPWORDS}
     if values and not words - {w for v in values for w in tokens(v.text)}:
         return "IRRELEVANT"  # "30 days" is its value: a document sharing the word "days" does not say it
-    doc_words = set(tokens(doc.content))
-    if words and len(words & doc_words) >= cfg.claim_support_share * len(words):
+    if words and len(words & set(tokens(doc.content))) >= cfg.claim_support_share * len(words):
         return "SUPPORT"
     return "IRRELEVANT"
 
@@ -6448,17 +6364,16 @@ def score_judgements(claims):
     [2 support + 1 contradict, 1 support only] -> (0.5, 1/3)
     """
     conflicted = [c for c in claims if c.support and c.contradict]
-    if not claims or not conflicted:
+    if not conflicted:
         return 0.0, 0.0
     cs_r = sum(len(c.contradict) / (len(c.support) + len(c.contradict)) for c in conflicted) / len(conflicted)
     return len(conflicted) / len(claims), cs_r
 
 
 def conflict_score(question, answer, docs, cfg, nli=None, report=None, cited=()):
-    """ConflictScore of an answer against the documents the reader saw. Given the detector's report and the
-    documents the answer was read from (cited), a document may contradict the answer only when the report has it in
-    conflict with one of those: the score and the reported conflicts never disagree (a page's menus the detector
-    never compared, a namesake it set apart, a sentence about something else than was asked do not count)."""
+    """ConflictScore of an answer against the documents the reader saw. Given the detector's report, a document may
+    contradict the answer only when the report has it in conflict with one the answer was read from (cited), so the
+    score and the reported conflicts never disagree (a namesake set apart, a page's menus never compared)."""
     rivals = None if report is None else {x.source_id for c in report.conflicts for x, y in ((c.a, c.b), (c.b, c.a))
                                           if y.source_id in cited}
     judged = []
