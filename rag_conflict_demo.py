@@ -7010,8 +7010,7 @@ class EvalPair:
 
 def load_eval(path, text=None):
     """Labelled pairs from JSON Lines {"id", "question"?, "docs": [{"id", "text", "date"?, "title"?}, ...],
-    "conflict", "type"?}; a record with more than two documents yields every pair, each with the record's label.
-    """
+    "conflict", "type"?}; a record with more than two documents yields every pair, each with the record's label."""
     text = read_text(path) if text is None else text
     pairs = []
     try:
@@ -7047,8 +7046,7 @@ _NOT_PAIRS = ("{path}: is a knowledge base (an object with \"documents\", or one
 
 
 def _is_kb_record(record):
-    """A knowledge base's object ({"documents": ...}) or one of its JSON Lines documents ({"content": ...}), not a
-    labelled pair ({"docs": ...})."""
+    """A knowledge base's object ({"documents"}) or JSON Lines document ({"content"}), not a labelled pair."""
     return isinstance(record, dict) and "docs" not in record and ("documents" in record or "content" in record)
 
 
@@ -7221,8 +7219,7 @@ def evaluate_answers(questions, pipe, top_k=None, progress=None, on_question=Non
     and wrong answers: exact match, gold-answer recall, the shares of responses holding a wrong answer anywhere (a
     disputed candidate or asserted) and asserting one (as the answer or a subject's), the labels.
     on_question(question, naive, resolved, judged, readings) is called as each question is done; readings:
-    {source_id: Answer} of each document read alone. heartbeat(label) or None: a Heartbeat telling a question's stage.
-    """
+    {source_id: Answer} of each document read alone. heartbeat(label), or None: a Heartbeat saying its stage."""
     stage = progress("eval: questions") if progress else None
     rows, cfg = {"naive": [], "resolved": []}, pipe.cfg
     pipe = replace(pipe, embed=EmbeddingsAhead(pipe.embed, cfg.embed_batch), nli=None)  # ConflictScore is not scored
@@ -7409,9 +7406,8 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
 
 
 def pair_rows(rows_a, rows_b, vectors, question_vector):
-    """The two rows of vectors (one passage of each document) that stand for a pair at the document gate: each
-    document's passage most similar to the question, as retrieval picks it; with no question, the pair's two most
-    similar passages. A document of one passage is its own row."""
+    """The two rows of vectors (a passage of each document) that stand for a pair at the document gate: each document's
+    passage most similar to the question, as retrieval picks it; with no question, the pair's two most similar ones."""
     if question_vector is not None:
         return tuple(max(rows, key=lambda r: (float(vectors[r] @ question_vector), -r)) for rows in (rows_a, rows_b))
     sims = vectors[rows_a] @ vectors[rows_b].T
@@ -7641,11 +7637,10 @@ def topic_vectors(topics, dim=384, seed=0, spread=0.35):
     return normalise(centres[topics] + noise)
 
 
-def bench_detection(cfg, ks, repeats, done=None):
-    """[{"k", "median_ms", "pairs"}]: detection + resolution of k retrieved documents, embeddings given. Worst case
-    for the relevance gate: every document bears on the question, so only the document-similarity gate prunes;
-    per-document features are warm after the first repeat, as in a service. done(n), when given, after the n-th k."""
-    rows = []
+def bench_detection(cfg, ks, repeats):
+    """{"k", "median_ms", "pairs"} per k, as each is measured: detection + resolution of k retrieved documents,
+    embeddings given. Worst case for the relevance gate: every document bears on the question, so only the
+    document-similarity gate prunes; per-document features are warm after the first repeat, as in a service."""
     for k in ks:
         docs, topics = synthetic_corpus(k, seed=k)
         vectors = topic_vectors(topics, seed=k)
@@ -7657,28 +7652,20 @@ def bench_detection(cfg, ks, repeats, done=None):
             report = detector.detect(docs, vectors, "What does the note say?", None)
             resolve_by_kind(retrieved, report)
             times.append(time.perf_counter() - start)
-        rows.append({"k": k, "median_ms": round(1000 * float(np.median(times)), 4), "pairs": report.pairs_checked,
-                     "conflicts": len(report.conflicts)})
-        if done:
-            done(len(rows))
-    return rows
+        yield {"k": k, "median_ms": round(1000 * float(np.median(times)), 4), "pairs": report.pairs_checked,
+               "conflicts": len(report.conflicts)}
 
 
-def bench_scan(cfg, sizes, done=None):
-    """[{"documents", "pairs_per_s", "seconds"}]: the whole-corpus scan, embeddings given; done(n) after the n-th."""
-    rows = []
+def bench_scan(cfg, sizes):
+    """{"documents", "pairs_per_s", "seconds"} per size, as measured: the whole-corpus scan, embeddings given."""
     for n in sizes:
         docs, topics = synthetic_corpus(n, seed=n)
         vectors = topic_vectors(topics, seed=n)
         start = time.perf_counter()
         report = scan_corpus(docs, vectors, QuestionAwareDetector(cfg, embed=None), cfg.threshold)
         seconds = time.perf_counter() - start
-        rows.append({"documents": n, "pairs_per_s": round(report.pairs_checked / max(seconds, 1e-9), 1),
-                     "seconds": round(seconds, 4), "pairs": report.pairs_checked,
-                     "conflicts": len(report.conflicts)})
-        if done:
-            done(len(rows))
-    return rows
+        yield {"documents": n, "pairs_per_s": round(report.pairs_checked / max(seconds, 1e-9), 1),
+               "seconds": round(seconds, 4), "pairs": report.pairs_checked, "conflicts": len(report.conflicts)}
 
 
 # The long input: a run of capitalised words without punctuation (one sentence, one long name span, hundreds of
@@ -7710,11 +7697,11 @@ class EmbedClock:
             self.seconds += time.perf_counter() - start
 
 
-def bench_long_input(pipe, sizes, done=None):
-    """[{"chars", "seconds", "embedding_seconds", "other_seconds"}]: the walkthrough's work (index, then both phases
-    of each question) on long_run_kb(chars) and LONG_RUN_QUESTIONS, its reader and detector made afresh on an
-    EmbedClock, so every embedding (passages, questions, sentences) is counted. done(n) after the n-th."""
-    rows, cfg = [], replace(pipe.cfg, top_k=min(pipe.cfg.top_k, 2))  # as the walkthrough clamps top_k to the documents
+def bench_long_input(pipe, sizes):
+    """{"chars", "seconds", "embedding_seconds", "other_seconds"} per size, as each is measured: the walkthrough's
+    work (index, then both phases of each question) on long_run_kb(chars) and LONG_RUN_QUESTIONS, its reader and
+    detector made afresh on an EmbedClock, so every embedding (passages, questions, sentences) is counted."""
+    cfg = replace(pipe.cfg, top_k=min(pipe.cfg.top_k, 2))  # as the walkthrough clamps top_k to the documents
     for chars in sizes:
         clock = EmbedClock(pipe.embed)
         read = SentenceReader(clock, cfg) if isinstance(pipe.read, SentenceReader) else pipe.read
@@ -7726,11 +7713,8 @@ def bench_long_input(pipe, sizes, done=None):
             for resolved in (False, True):
                 run_query(question, found, clocked, resolved, announce=False)
         seconds = time.perf_counter() - start
-        rows.append({"chars": chars, "seconds": round(seconds, 3), "embedding_seconds": round(clock.seconds, 3),
-                     "other_seconds": round(seconds - clock.seconds, 3)})
-        if done:
-            done(len(rows))
-    return rows
+        yield {"chars": chars, "seconds": round(seconds, 3), "embedding_seconds": round(clock.seconds, 3),
+               "other_seconds": round(seconds - clock.seconds, 3)}
 
 
 def bench_indexing(cfg, embed, repeats=2):
@@ -7794,8 +7778,7 @@ class Painter:
 
 
 def colour_wanted(no_color_flag, stream):
-    """Colour only on a terminal, without --no-color, and without NO_COLOR set to a value (no-color.org: an empty
-    NO_COLOR does not count)."""
+    """Colour only on a terminal, without --no-color and without NO_COLOR set to a value (no-color.org: not empty)."""
     return not no_color_flag and not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
@@ -8035,8 +8018,7 @@ class Heartbeat:
 
 
 def render_scan(report, cfg, seconds, paint):
-    """The --scan report: a summary line, then each cluster with its pairs, most similar first, and the documents
-    that share its members' texts."""
+    """The --scan report: a summary line, then each cluster with its pairs, most similar first, and its copies."""
     split = f" as {report.passages} passages" if report.passages > report.documents - report.copied else ""
     found = len(report.conflicts)
     lines = [f"Scanned {report.documents} documents{split} in {seconds:.1f} s: {report.pairs_checked} candidate "
@@ -8109,8 +8091,7 @@ def render_answer_eval(result, label):
     """The --eval table on answered questions: naive and resolved side by side, each score with its interval."""
     names = {"exact_match": "exact match", "gold_recall": "gold-answer recall",
              "wrong_share": "wrong answer listed or asserted", "wrong_asserted": "wrong answer asserted"}
-    lines = [f"{printable(label)}: {result['questions']} questions",
-             f"{'':<34} {'naive':<24} resolved"]
+    lines = [f"{printable(label)}: {result['questions']} questions", f"{'':<34} {'naive':<24} resolved"]
     for key, name in names.items():
         cells = []
         for phase in ("naive", "resolved"):
@@ -8124,8 +8105,7 @@ def render_answer_eval(result, label):
 
 
 def render_eval(result, label):
-    """The --eval table: overall, then one row per type (a type named "all" shown as "all (type)", apart from the
-    overall row)."""
+    """The --eval table: overall, then a row per type (a type named "all" shown as "all (type)")."""
     head = f"{'type':<{TYPE_WIDTH}} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
 
     def row(name, r):
@@ -8550,8 +8530,7 @@ def kept_index(args, embed, cfg):
 
 
 def fit_reader_inputs(args):
-    """--fit-reader's labelled documents (labelled_documents), read before any model loads. It runs alone, with the
-    embedder only."""
+    """--fit-reader's labelled documents (labelled_documents), read before any model loads; it runs alone."""
     others = [f for f in args.given if f not in ("--fit-reader", "--embed-model", "--quiet", "--no-color")]
     if others:
         raise UsageError(f"--fit-reader does not use {', '.join(others)}: it fits the sentence reader, which needs the "
@@ -8708,15 +8687,20 @@ def run_bench(pipe, stages, progress=None):
         if timings.get(name):
             stages[f"{name}_per_query"] = round(float(np.median(timings[name])), 6)
     steps = len(cfg.bench_long_sizes) + len(cfg.bench_ks) + len(cfg.bench_scan_sizes) + 1  # 1: indexing
-    done = [len(cfg.bench_long_sizes), len(cfg.bench_long_sizes) + len(cfg.bench_ks)]  # steps before each part
-    long_input = bench_long_input(pipe, cfg.bench_long_sizes, step and (lambda n: step(n, steps)))
-    detection = bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats, step and (lambda n: step(done[0] + n, steps)))
-    scan = bench_scan(cfg, cfg.bench_scan_sizes, step and (lambda n: step(done[1] + n, steps)))
+    rows = {}  # each part's rows, in this order, a step each
+    for part, measured in (("long_input", bench_long_input(pipe, cfg.bench_long_sizes)),
+                           ("detection", bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats)),
+                           ("scan", bench_scan(cfg, cfg.bench_scan_sizes))):
+        rows[part] = []
+        for row in measured:
+            rows[part].append(row)
+            if step:
+                step(sum(map(len, rows.values())), steps)
     indexing = bench_indexing(cfg, pipe.embed)
     if step:
         step(steps, steps)
-    return {"detection": detection, "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": scan,
-            "long_input": long_input, "indexing": indexing}
+    return {"detection": rows["detection"], "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": rows["scan"],
+            "long_input": rows["long_input"], "indexing": indexing}
 
 
 def run_scan(docs, embed, cfg, args):
