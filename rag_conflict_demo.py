@@ -484,8 +484,7 @@ class Pipeline:
 
 
 def normalise(vectors, in_place=False):
-    """Rows scaled to unit length (float32); in_place: into vectors itself when float32 already (a fresh array: a
-    knowledge base's rows, hundreds of MB, are not copied again)."""
+    """Rows scaled to unit length (float32); in_place: into vectors itself when float32 (hundreds of MB, not copied)."""
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     return np.divide(vectors, norms, out=vectors) if in_place else vectors / norms
@@ -586,8 +585,7 @@ class ConflictDetector:
         self.signals = signals  # (features_a, features_b) -> Finding | None, tried in order
 
     def detect(self, docs, vectors, question="", question_vector=None):
-        """docs: k Documents; vectors: their (k, dim) embeddings; the question (and its embedding) for the
-        question-aware detector, which the article's signals ignore."""
+        """docs: k Documents; vectors: their (k, dim) embeddings; question (and vector): for the question-aware one."""
         if not len(docs):
             return ConflictReport()
         shape = np.shape(vectors)
@@ -688,8 +686,7 @@ PAIR_STEPS = (
 
 
 class QuestionAwareDetector(ConflictDetector):
-    """Flags pairs whose answers to the question disagree, by PAIR_STEPS; only pairs where both documents bear on
-    the question (relevance >= cfg.relevance_gate) are compared."""
+    """Flags pairs whose answers to the question disagree (PAIR_STEPS), among documents that bear on it (gate)."""
 
     def __init__(self, cfg, embed, read_alone=None, nli=None, sentences=None):
         super().__init__(cfg.threshold, signals=())  # its own gate and signals, below
@@ -884,8 +881,7 @@ STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
 
 
 def retrieve_and_detect(query, index, pipe, timings=None):
-    """(retrieved, report): the top-k and its conflicts, once per question for both phases; timings, a dict,
-    collects seconds per stage (for --bench)."""
+    """(retrieved, report): the top-k and its conflicts, once for both phases; timings (a dict): seconds per stage."""
     with timed(timings, "retrieval"):
         query_vector = pipe.embed([query])[0]
         retrieved = retrieve(index, query_vector, pipe.cfg.top_k, pipe.cfg.read_passages)
@@ -961,8 +957,7 @@ def dispute_candidates(query, clusters, read_alone, report):
 
 
 def read_all(query, context, read):
-    """(Answer, cited source_ids): the reader on the context's documents at once; a span with no letter or digit
-    (an emoji, a dash) answers nothing."""
+    """(Answer, cited source_ids): the reader on the context at once; a span with no letter or digit answers nothing."""
     answer = read(query, context_text([r.doc for r in context]))
     if not says_something(answer.text):
         answer = Answer("", 0.0, fits=False)
@@ -995,8 +990,7 @@ def subject_parts(query, retrieved, report, read_alone):
 
 
 def answer_per_subject(query, retrieved, report, parts, pipe):
-    """AMBIGUOUS: one answer per subject (subject_answer), once its conflicts are resolved; a subject whose
-    documents stay disputed gives its candidates."""
+    """AMBIGUOUS: one answer per subject, once its conflicts are resolved (subject_answer), or its candidates."""
     answers, clusters = [], []
     for group, members in parts:
         inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
@@ -1457,8 +1451,7 @@ def read_json_lines(text, path):
 
 
 def parse_json(text, where):
-    """json.loads, with nesting too deep for the parser, or an integer too long for Python to read, reported as bad
-    input rather than a crash."""
+    """json.loads, with nesting too deep or an integer too long for Python reported as bad input, not a crash."""
     try:
         return json.loads(text)
     except RecursionError:
