@@ -131,8 +131,7 @@ from typing import Callable, Iterable, NamedTuple
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (timeout, docker stop) where Ctrl-C raises KeyboardInterrupt: the run ends as an interrupt does, with
-    its own line and exit status."""
+    """SIGTERM (timeout, docker stop): the run ends as on Ctrl-C's KeyboardInterrupt, with its own line and status."""
 
 
 def interrupt_exit(e):
@@ -141,9 +140,8 @@ def interrupt_exit(e):
 
 
 class StopOnce:
-    """The script's handler of SIGINT and SIGTERM: the first signal raises (KeyboardInterrupt, Terminated) and every
-    later one is ignored, so a burst of Ctrl-C ends the run once, not again in its cleanup or at exit. Ignored here,
-    not by SIG_IGN: a signal already pending when the handler changes would raise OSError instead."""
+    """The handler of SIGINT and SIGTERM: the first signal raises (KeyboardInterrupt, Terminated), later ones are
+    ignored here, so a burst of Ctrl-C ends the run once (under SIG_IGN, one pending at the switch raises OSError)."""
 
     def __init__(self):
         self.ended = False  # by the first signal, or once the run is over
@@ -155,10 +153,9 @@ class StopOnce:
 
 
 def catch_signals():
-    """A StopOnce, made the handler of SIGINT and SIGTERM, each unless the caller's shell ignores it (a background
-    job); set before numpy loads, so an interrupt any time after the standard library's imports is one line. The two
-    are blocked until numpy has loaded (unblocked below): the threads it starts inherit the block, so the signals go
-    to the main thread, whose handler runs, and never to a thread that takes them while the main thread waits on."""
+    """A StopOnce, the handler of SIGINT and SIGTERM unless the shell ignores them (a background job), set before
+    numpy loads. Both stay blocked until numpy has loaded (unblocked below): its threads inherit the block, so the
+    signals reach the main thread, whose handler runs, never a thread that takes them while the main thread waits."""
     handler = StopOnce()
     for signal_number, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
         if signal.getsignal(signal_number) is default:
@@ -191,10 +188,8 @@ log.addHandler(logging.NullHandler())  # imported as a library: its warnings go 
 READERS = ("auto", "qa", "sentence")
 DETECTORS = ("article", "heuristic", "full")
 STRATEGY_NAMES = ("kind", "recency")
-# Config's numeric fields by what they may hold, checked on construction (the test suite checks that every numeric
-# field is in one group): sizes of a batch, a loop or a slice (0 would loop forever or read nothing); counts of
-# words or tokens, where 0 is a value (a window of none); shares (ratios, probabilities) in [0, 1]; cosines in
-# [-1, 1]; seconds and scales of 0 or more.
+# Config's numeric fields by what they may hold, checked on construction (a test checks every one is in a group):
+# sizes (0 would loop forever or read nothing); counts, where 0 is a value (a window of none); shares; cosines.
 CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, fields)
     "size": (1, math.inf, True, "a positive integer",
              ("top_k", "max_answer_tokens", "max_seq_len", "max_question_tokens", "doc_stride", "reader_batch",
@@ -240,10 +235,9 @@ class Config:
     doc_stride: int = 128  # overlap between reader windows on long contexts, in word pieces
     reader_batch: int = 16  # reader windows per forward pass: a 1 MB context's ~1,000 windows never all at once
     embed_batch: int = 64  # texts per embedding batch
-    # Longest passage embedded whole, in characters. MiniLM reads 256 word pieces of a text and drops the rest, and
-    # was trained on 128; 500 characters are 120-155 pieces of English (3.2 characters a piece on this README, 4.1 on
-    # QACC's snippets). A longer document is embedded as passages (passages_of) and retrieved by its best one; 800
-    # (the window's limit) retrieved a 100 KB handbook's refund paragraph no better and dilutes small paragraphs more.
+    # Longest passage embedded whole, in characters. MiniLM reads 256 word pieces and was trained on 128; 500
+    # characters are 120-155 pieces of English. A longer document is embedded as passages (passages_of), retrieved by
+    # its best one; 800 (the window's limit) found a 100 KB handbook's refund paragraph no better, diluting more.
     passage_chars: int = 500
     hub_timeout: float = 5.0  # seconds to wait for the model hub before giving up (fail fast, no retry loop)
     answer_width: int = 72  # wrap width of answers in the walkthrough, in characters
@@ -254,26 +248,22 @@ class Config:
     slot_max_span: int = 3  # longest replaced run (tokens) still read as a single answer slot
     slot_max_extra: int = 2  # inserted/deleted tokens tolerated beside the one replace ("city", "now")
     event_window: int = 4  # words either side of a year that name its event, for non-date questions
-    # Question-aware gate: both documents' best sentence-to-question cosine >= relevance_gate, and no
-    # document-to-document gate. Measured with --eval (MiniLM): on QACC any document gate from 0.3 to 0.68 lowers
-    # MCC (0.38 -> 0.32 at 0.3, 0.24 at 0.68) because sources that disagree are often worded apart; 0.25 drops
-    # documents that don't bear on the question (the HR policy retrieved for the beacon question scores 0.22)
-    # while no labelled pair of either set scores lower, and stricter gates (0.3-0.5) lose QACC conflicts.
+    # Question-aware gate: both documents' best sentence-to-question cosine >= relevance_gate. On QACC (--eval) any
+    # document-to-document gate from 0.3 to 0.68 lowers MCC (0.38 -> 0.32 at 0.3, 0.24 at 0.68): sources that disagree
+    # are often worded apart. 0.25 drops documents off the question (the HR policy for the beacon question scores
+    # 0.22) while no labelled pair scores lower; stricter gates (0.3-0.5) lose QACC conflicts.
     relevance_gate: float = 0.25
     # ... and a floor on document-to-document cosine that prunes pairs before any text work (k=1000: most pairs).
     # On QACC MCC is 0.387 with no floor and 0.393 at 0.2 (one false positive fewer); from 0.25 up conflicts are lost.
     pair_gate: float = 0.2
-    # Same-frame swap. Sentences of at least swap_min_tokens tokens, difflib ratio over all
-    # tokens >= swap_min_ratio, one replaced run of at most swap_max_span tokens; measured on QACC train and the
-    # built-in set (see README).
+    # Same-frame swap: sentences of swap_min_tokens or more, difflib ratio over all tokens >= swap_min_ratio, one
+    # replaced run of at most swap_max_span tokens; measured on QACC train and the built-in set (see README).
     swap_min_tokens: int = 5  # shorter "sentences" are headings and table cells ("Position(s) Defender" is 3)
     swap_min_ratio: float = 0.8  # a 10-token sentence with one token swapped scores 0.9
     swap_max_span: int = 3  # "Mahesh Bhatt" vs "Raj Kapoor" is 2; longer runs are rewordings
     swap_spelling: float = 0.85  # character ratio above which two words are one spelled twice (colour/color 0.91)
     asked_frame_min: int = 5  # yes/no questions: tokens two sentences must share around a swapped asked-about span
-    # Answer-anchored values: of several values of one kind on a side, only those within this
-    # many words of a predicate word of the question are compared.
-    value_anchor_window: int = 5
+    value_anchor_window: int = 5  # answer-anchored values: compared within this many words of a question's predicate
     value_bag_min: int = 3  # distinct amounts of one kind that make a side a bag (2 is often "from X to Y")
     name_slot_window: int = 6  # answer-slot names: words between a name and the question's verb
     name_heading_words: int = 6  # a line this long with no lowercase content word is a title-case heading, no slot
@@ -287,9 +277,8 @@ class Config:
     reader_fit_steps: int = 2000
     reader_fit_rate: float = 0.5
     reader_fit_l2: float = 0.1  # L2 penalty per weight: keeps a feature few documents inform near 0
-    # The sentence reader's reading of a long run of text with no sentence end (a table, an infobox, a page's menus):
-    # passages from this many words before a word of the question to this many after it; a reading is read as
-    # long past reading_chars (answer-score's limit for a reading, 300), its length in words up to reader_words_cap.
+    # The sentence reader on a long run with no sentence end (a table, an infobox, menus) reads from this many words
+    # before a question word to this many after; a reading past reading_chars (300) is long, up to reader_words_cap.
     reader_window_before: int = 10
     reader_window_after: int = 20
     reading_chars: int = 300
@@ -310,16 +299,14 @@ class Config:
     bench_ks: tuple = (3, 10, 30, 100, 300, 1000)  # retrieved documents per query measured by --bench
     bench_repeats: int = 7  # timed runs per k; the median is reported
     bench_index_texts: int = 256  # passages (1 to 6 sentences) indexed by --bench beside a bare encode of them
-    # Passages of a retrieved document the detector and the reader read: its opening one (what it is about) and its
-    # best ones, each with the passage either side, so a question's cost does not grow with the document. A document
-    # of at most this many passages (about 4,500 characters) is read whole, as every document of QACC and RAMDocs is.
+    # Passages read of a retrieved document: its opening one and best ones, each with its neighbours, so a question's
+    # cost does not grow with the document; at most this many (about 4,500 characters: all of QACC, RAMDocs) is whole.
     read_passages: int = 9
     bench_scan_sizes: tuple = (1000, 10000)  # corpus sizes of the --bench scan
     bench_long_sizes: tuple = (31_000, 310_000)  # characters of the --bench long input (a run of capitalised words)
     strategy: str = "kind"  # 'kind' (superseded / outnumbered / disputed) | 'recency' (the article's policy)
-    # An undated dispute is settled by support when one answer is given by this many documents more than any other
-    # (documents whose own reading answers the question; one per document). 1: two against one settles it, one
-    # against one stays UNCERTAIN. In RAMDocs a misinformation document is usually an edited copy standing alone.
+    # An undated dispute is settled when one answer is given by this many answering documents more than any other:
+    # 1, two against one settles it. In RAMDocs a misinformation document is usually an edited copy standing alone.
     outnumber_margin: int = 1
 
     def __post_init__(self):
@@ -411,9 +398,8 @@ class Cluster:
     members: tuple  # Documents connected by conflicts, in rank order
     kept: Document | None  # None when the cluster is disputed: nothing says which document is current
     discarded: tuple
-    # 'superseded' (ordered), 'outnumbered' (settled by support), 'disputed', or 'aside' (the members disagree on
-    # something other than what was asked: nothing discarded, the answer stands); only the first two discard. JSON
-    # calls it the cluster's "kind".
+    # 'superseded' (ordered), 'outnumbered' (settled by support), 'disputed', or 'aside' (they disagree on something
+    # not asked: the answer stands); only the first two discard. JSON calls it the cluster's "kind".
     outcome: str = "superseded"
     basis: str | None = "date"  # what settled it: 'date', 'version', 'cue', 'support'; 'rank' (recency tie); None
     support: tuple = ()  # 'outnumbered': (answer or swapped span, source_ids that give it) per side, most first
@@ -430,9 +416,8 @@ class Answer:
     text: str
     confidence: float  # p_start * p_end of the span, in [0, 1]
     start: int = -1  # character offset of the span in the context, -1 when there is none
-    # the reading answers the question: a span of the asked-for type from a sentence at or above the relevance gate
-    # (the QA model: any span); False for the sentence reader's fallback, a whole sentence. A reading that does not
-    # fit gives no candidate answer and no support when documents are counted (resolution).
+    # the reading answers the question: a span of the asked-for type from a sentence at the relevance gate or above
+    # (the QA model: any span); False for the sentence reader's fallback, a whole sentence: no candidate, no support.
     fits: bool = True
 
 
@@ -459,7 +444,7 @@ class RAGResponse:
     # settles; AMBIGUOUS: documents about different subjects sharing a name, answered subject by subject
     label: str = "ANSWERED"
     candidates: tuple = ()  # Candidate answers, one per document of a disputed cluster
-    score: ConflictScore = ConflictScore(0.0, 0.0, ())  # how conflicted the answer is among the context it was read from
+    score: ConflictScore = ConflictScore(0.0, 0.0, ())  # how conflicted the answer is in the context it was read from
     reader: str = "qa"  # which reader answered: 'qa' (the QA model) or 'sentence' (the built-in reader)
     answers: tuple = ()  # Replies: one for ANSWERED and RESOLVED, the candidates, or one per subject
 
@@ -473,8 +458,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Reply:
-    """One answer of a response: the answer (ANSWERED, RESOLVED), a candidate (UNCERTAIN) or one subject's answer
-    (AMBIGUOUS)."""
+    """One answer of a response: the answer (ANSWERED, RESOLVED), a candidate (UNCERTAIN) or a subject's (AMBIGUOUS)."""
 
     text: str
     confidence: float
@@ -500,8 +484,7 @@ class Pipeline:
 
 
 def normalise(vectors, in_place=False):
-    """Rows scaled to unit length (float32); in_place: into vectors itself when it is float32 already (an array the
-    caller has just made: a knowledge base's rows, hundreds of MB, are not copied again)."""
+    """Rows scaled to unit length (float32); in_place: into vectors itself when float32 (hundreds of MB, not copied)."""
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     return np.divide(vectors, norms, out=vectors) if in_place else vectors / norms
@@ -537,10 +520,9 @@ def top_candidates(scores, k):
 
 
 def passage_view(index, i, scores, most):
-    r"""Document i, or, when it has more than most passages, the same document holding only the passages the
-    detector and the reader need: its opening one (what the document is about, whom it names) and its best-scoring
-    ones, each with the passage before and after it (a sentence that leans on the one before), most in all, in the
-    document's order and a paragraph apart. A question on a 5 MB document then costs what one on a short one does.
+    r"""Document i, or, past most passages, the same document holding only its opening passage (what it is about) and
+    its best-scoring ones, each with its neighbours, most in all, in order and a paragraph apart: a question on a 5 MB
+    document costs what one on a short one does.
 
     >>> index = Index((Document("d", "d", None, "a b c d e"),), np.eye(5), np.array([0, 5]), tuple("abcde"))
     >>> passage_view(index, 0, np.array([0.1, 0.2, 0.1, 0.3, 0.9]), 3).content
@@ -594,20 +576,16 @@ def make_conflict(a, b, finding, topic_sim):
 
 
 class ConflictDetector:
-    """The article's detector, and the detect loop every detector shares: a gate (a hook: a boolean k x k matrix)
-    drops pairs before any text work, check_pair runs the signals on each pair left, and the first Finding becomes
-    a Conflict. Embeddings are reused, never re-encoded per pair. New question-aware signals go into the text
-    features' registry (CHECKS), or, when they judge a pair otherwise (a veto, whole documents, a model), into
-    PAIR_STEPS; not here.
-    """
+    """The article's detector, and every detector's detect loop: a gate (a boolean k x k matrix) drops pairs before
+    any text work, check_pair runs the signals on each pair left, the first Finding becomes a Conflict. New signals
+    go into CHECKS, or, when they judge a pair otherwise (a veto, whole documents, a model), PAIR_STEPS; not here."""
 
     def __init__(self, topic_gate, signals=(numeric_contradiction, signal_asymmetry)):
         self.topic_gate = topic_gate  # document-to-document cosine, the article's 0.68
         self.signals = signals  # (features_a, features_b) -> Finding | None, tried in order
 
     def detect(self, docs, vectors, question="", question_vector=None):
-        """docs: k Documents; vectors: (k, dim) embeddings of those documents, same order; the question (and its
-        embedding) for the question-aware detector, which the article's signals ignore."""
+        """docs: k Documents; vectors: their (k, dim) embeddings; question (and vector): for the question-aware one."""
         if not len(docs):
             return ConflictReport()
         shape = np.shape(vectors)
@@ -676,9 +654,8 @@ def reader_disagreement(x, y, cfg):
 
 
 def _subjects_veto(det, fa, fb, question):
-    """Documents that identify different subjects sharing a name ("John Sparke (died 1566)" / "(died 1680)"); in a
-    corpus scan, where no question names the subject, also texts that name subjects and never the same one
-    ("Ormoor reported $620M" / "Ortrimi reported $810M", _different_subjects)."""
+    """Documents about different subjects sharing a name ("John Sparke (died 1566)" / "(died 1680)"); in a scan (no
+    question), also texts naming subjects, never the same one ("Ormoor reported $620M" / "Ortrimi reported $810M")."""
     found = different_subjects_finding(fa.doc, fb.doc, question_words(question), det.cfg)
     if found or question.strip():
         return found
@@ -689,50 +666,27 @@ def _subjects_veto(det, fa, fb, question):
     return Finding("subjects", f"statements about different subjects: {names[0]} vs {names[1]}", tuple(names))
 
 
-def _period_veto(det, fa, fb, question):
-    """One side speaks of another period than the one asked about (H1 2022 asked, H2 2022 said)."""
-    return answers_another_period(question, list(fa.sentences), list(fb.sentences))
-
-
-def _answer_signals(det, fa, fb, question):
-    """The text signals on the answer-bearing sentences: compare_answers, CHECKS for the question's type."""
-    return compare_answers(question, list(fa.sentences), list(fb.sentences), det.cfg)
-
-
-def _edited_copy(det, fa, fb, question):
-    """Two copies of one text, one span edited, wherever it stands (outside the answer sentences too)."""
-    return edited_copy_finding(fa.doc, fb.doc, det.cfg, question_words(question) if question.strip() else None)
-
-
-def _reader_answers(det, fa, fb, question):
-    """Detector 'full': the reader's answers on each document alone disagree."""
-    return reader_disagreement(fa.answer, fb.answer, det.cfg) if fa.answer and fb.answer else None
-
-
-def _nli(det, fa, fb, question):
-    """--nli: an NLI model reads a contradiction between the answer-bearing sentences."""
-    return det.nli.judge(fa.sentences, fb.sentences) if det.nli else None
-
-
 # (name, role, step(detector, view_a, view_b, question)), run in order until one holds: a "veto" that holds ends the
 # pair with no conflict (the documents are not compared); a "check" that returns a Finding ends it with that conflict.
 PAIR_STEPS = (
     ("subjects", "veto", _subjects_veto),
-    ("period", "veto", _period_veto),
-    ("answers", "check", _answer_signals),
-    ("copy", "check", _edited_copy),
-    ("reader", "check", _reader_answers),
-    ("nli", "check", _nli),
+    # one side speaks of another period than the one asked about (H1 2022 asked, H2 2022 said)
+    ("period", "veto", lambda det, fa, fb, q: answers_another_period(q, list(fa.sentences), list(fb.sentences))),
+    # the text signals on the answer-bearing sentences: CHECKS for the question's type
+    ("answers", "check", lambda det, fa, fb, q: compare_answers(q, list(fa.sentences), list(fb.sentences), det.cfg)),
+    # two copies of one text, one span edited, wherever it stands (outside the answer sentences too)
+    ("copy", "check",
+     lambda det, fa, fb, q: edited_copy_finding(fa.doc, fb.doc, det.cfg, question_words(q) if q.strip() else None)),
+    # detector 'full': the reader's answers on each document alone disagree
+    ("reader", "check",
+     lambda det, fa, fb, q: reader_disagreement(fa.answer, fb.answer, det.cfg) if fa.answer and fb.answer else None),
+    # --nli: an NLI model reads a contradiction between the answer-bearing sentences
+    ("nli", "check", lambda det, fa, fb, q: det.nli.judge(fa.sentences, fb.sentences) if det.nli else None),
 )
 
 
 class QuestionAwareDetector(ConflictDetector):
-    """Flags pairs whose answers to the question disagree, by the steps of PAIR_STEPS: two vetoes (different
-    subjects, another period), the text signals (compare_answers), an edited copy, then, when given, the reader run
-    on each document alone and an NLI model on the answer-bearing sentences.
-
-    Only pairs where both documents bear on the question (relevance >= cfg.relevance_gate) are compared.
-    """
+    """Flags pairs whose answers to the question disagree (PAIR_STEPS), among documents that bear on it (gate)."""
 
     def __init__(self, cfg, embed, read_alone=None, nli=None, sentences=None):
         super().__init__(cfg.threshold, signals=())  # its own gate and signals, below
@@ -772,17 +726,15 @@ class QuestionAwareDetector(ConflictDetector):
         return subject_groups(docs, sims, relevant, question_words(question), self.cfg)
 
     def gate(self, sims, views):
-        """The relevance gate: both documents bear on the question (relevance >= cfg.relevance_gate), and are not
-        unrelated to each other (cosine >= cfg.pair_gate). When none bears on it (a vague question: "What is it?"),
-        every pair is compared: the reader still answers such a question from one of them."""
+        """Pairs that both bear on the question (relevance >= cfg.relevance_gate) and are not unrelated (cosine >=
+        cfg.pair_gate); when none bears on it ("What is it?"), every pair: the reader still answers from one."""
         relevant = np.array([v.relevance >= self.cfg.relevance_gate for v in views])
         if not relevant.any():
             relevant[:] = True
         return (sims >= self.cfg.pair_gate) & relevant[:, None] & relevant[None, :]
 
     def check_pair(self, fa, fb, question=""):
-        """The pair's conflict: PAIR_STEPS in order, the first that holds decides (a veto: None; a check: its
-        Finding); None when nothing holds."""
+        """PAIR_STEPS in order, the first that holds decides (a veto: None; a check: its Finding); else None."""
         for _, role, step in PAIR_STEPS:
             found = step(self, fa, fb, question)
             if found:
@@ -792,9 +744,7 @@ class QuestionAwareDetector(ConflictDetector):
 
 def make_detector(name, cfg, embed, read_alone=None, nli=None, sentences=None):
     """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader
-    (read_alone, a ReadAlone) run on each relevant document. sentences: a SentenceCache to share (the sentence
-    reader's), else the detector makes its own.
-    """
+    (read_alone, a ReadAlone) on each relevant document. sentences: a SentenceCache to share, else its own."""
     if name not in DETECTORS:
         raise ValueError(f"unknown detector {name!r}: one of {', '.join(DETECTORS)}")
     if name == "full" and read_alone is None:
@@ -893,14 +843,12 @@ def supersession_order(members):
 
 
 # The reader's context: the documents it reads, joined so that a blank line always marks a boundary.
-
 CONTEXT_SEPARATOR = "\n\n"
 BLANK_LINES_RE = re.compile(r"\n[ \t]*\n\s*")
 
 
 def as_context(content):
-    """A document as the reader sees it: its own blank lines become newlines, so a blank line in the reader's
-    context always marks a boundary between documents (the reader never answers across one)."""
+    """A document as the reader sees it: its own blank lines become newlines, so blank lines mark only boundaries."""
     return BLANK_LINES_RE.sub("\n", content)
 
 
@@ -933,10 +881,7 @@ STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
 
 
 def retrieve_and_detect(query, index, pipe, timings=None):
-    """(retrieved, report): the top-k and its conflicts, computed once per question and shared by both phases.
-
-    timings, a dict, collects seconds per stage (for --bench).
-    """
+    """(retrieved, report): the top-k and its conflicts, once for both phases; timings (a dict): seconds per stage."""
     with timed(timings, "retrieval"):
         query_vector = pipe.embed([query])[0]
         retrieved = retrieve(index, query_vector, pipe.cfg.top_k, pipe.cfg.read_passages)
@@ -948,15 +893,10 @@ def retrieve_and_detect(query, index, pipe, timings=None):
 
 def run_query(query, found, pipe, resolved, timings=None, announce=True):
     """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
-
-    pipe.read answers from the context, pipe.read_alone from one document, pipe.nli (or None) also judges
-    ConflictScore's claims. Resolved, documents about different subjects sharing a name are answered subject by
-    subject (AMBIGUOUS), each from the document that names it (subject_answer), as is a lone subject whose conflicts
-    were settled; in each, superseded documents are dropped, an undated dispute one answer clearly outnumbers is
-    settled by support, and any other dispute withholds the answer: the reader runs on each of its documents alone
-    and every candidate is reported (UNCERTAIN), so nothing is picked silently. announce: log each conflict as a
-    warning (an evaluation of many questions reports scores instead).
-    """
+    Resolved, documents about different subjects sharing a name are answered subject by subject (AMBIGUOUS); in each,
+    superseded documents are dropped, a dispute one answer clearly outnumbers is settled by support, and any other
+    withholds the answer, reporting every candidate (UNCERTAIN): nothing is picked silently. announce: log each
+    conflict as a warning (an evaluation of many questions reports scores instead)."""
     retrieved, report = found
     for c in report.conflicts if announce else ():
         log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolved else "naive",
@@ -981,8 +921,7 @@ def answer_once(query, retrieved, report, pipe, resolved, timings=None):
     common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
                   clusters=clusters, warning=warning, reader=reader_name(pipe.read))
     if disputed:
-        candidates = tuple(c for cl in clusters if cl.outcome == "disputed"
-                           for c in dispute_candidates(query, cl.members, pipe.read_alone, report))
+        candidates = tuple(dispute_candidates(query, clusters, pipe.read_alone, report))
         return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
                            candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
                                                                       disputed=True) for c in candidates), **common)
@@ -994,32 +933,31 @@ def answer_once(query, retrieved, report, pipe, resolved, timings=None):
                        answers=(Reply(answer.text, answer.confidence, cited),) if answer.text else (), **common)
 
 
-def dispute_candidates(query, members, read_alone, report):
-    """[Candidate], one per member of a dispute: its own reading where the members read differently; its side of
-    its conflicts inside the dispute (said) where it has no reading (a yes/no question) or every member reads the
-    same span, which then says nothing about the dispute, when that side is one value or span (a list of the names
-    a text holds is no answer). A member with neither gives no candidate.
+def dispute_candidates(query, clusters, read_alone, report):
+    """[Candidate], one per member of each disputed cluster: its own reading where the members read differently;
+    its side of its conflicts inside the dispute (said), when that side is one value or span, where it has no
+    reading (a yes/no question) or every member reads the same span. A member with neither gives no candidate.
 
     readings "18,000" / "81,000" -> those; readings "Celsius" / "Celsius" on 27 vs 32 degrees -> "27", "32"
     """
-    readings = answering(query, members, read_alone) if read_alone else {}
-    ids = {d.source_id for d in members}
-    report = ConflictReport(tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= ids))
-    given = [readings[d.source_id].text for d in members if d.source_id in readings]
-    same = len(given) > 1 and all(answers_agree(given[0], t) for t in given)
     candidates = []
-    for d in members:
-        a, side = readings.get(d.source_id), said(d, report)
-        if len(side) == 1 and (same or not a):
-            candidates.append(Candidate(d, side[0], a.confidence if a else 0.0))
-        elif a:
-            candidates.append(Candidate(d, a.text, a.confidence))
+    for members in [c.members for c in clusters if c.outcome == "disputed"]:
+        readings = answering(query, members, read_alone) if read_alone else {}
+        ids = {d.source_id for d in members}
+        inside = ConflictReport(tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= ids))
+        given = [readings[d.source_id].text for d in members if d.source_id in readings]
+        same = len(given) > 1 and all(answers_agree(given[0], t) for t in given)
+        for d in members:
+            a, side = readings.get(d.source_id), said(d, inside)
+            if len(side) == 1 and (same or not a):
+                candidates.append(Candidate(d, side[0], a.confidence if a else 0.0))
+            elif a:
+                candidates.append(Candidate(d, a.text, a.confidence))
     return candidates
 
 
 def read_all(query, context, read):
-    """(Answer, cited source_ids): the reader on the context's documents at once; a span with no letter or digit
-    (an emoji, a dash) answers nothing."""
+    """(Answer, cited source_ids): the reader on the context at once; a span with no letter or digit answers nothing."""
     answer = read(query, context_text([r.doc for r in context]))
     if not says_something(answer.text):
         answer = Answer("", 0.0, fits=False)
@@ -1047,24 +985,18 @@ def settled(query, retrieved, report, pipe):
 def subject_parts(query, retrieved, report, read_alone):
     """[(SubjectGroup, [Retrieved])] for each subject at least one of whose documents answers the question."""
     readings = answering(query, [r.doc for r in retrieved], read_alone)
-    parts = []
-    for group in report.subjects:
-        members = [r for r in retrieved if r.doc.source_id in group.members]
-        if any(r.doc.source_id in readings for r in members):
-            parts.append((group, members))
-    return parts
+    parts = [(group, [r for r in retrieved if r.doc.source_id in group.members]) for group in report.subjects]
+    return [(group, members) for group, members in parts if any(r.doc.source_id in readings for r in members)]
 
 
 def answer_per_subject(query, retrieved, report, parts, pipe):
-    """AMBIGUOUS: one answer per subject (subject_answer), once its conflicts are resolved; a subject whose
-    documents stay disputed gives its candidates."""
+    """AMBIGUOUS: one answer per subject, once its conflicts are resolved (subject_answer), or its candidates."""
     answers, clusters = [], []
     for group, members in parts:
         inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
         resolution = settled(query, members, ConflictReport(inside), pipe)
         clusters += resolution.clusters
-        disputed = [c for cl in resolution.clusters if cl.outcome == "disputed"
-                    for c in dispute_candidates(query, cl.members, pipe.read_alone, report)]
+        disputed = dispute_candidates(query, resolution.clusters, pipe.read_alone, report)
         if disputed:
             answers += [Reply(c.answer, c.confidence, (c.doc.source_id,), group.name, True) for c in disputed]
             continue
@@ -1082,9 +1014,8 @@ def answer_per_subject(query, retrieved, report, parts, pipe):
 
 
 def subject_answer(query, kept, pipe):
-    """(Answer, cited source_ids) of one subject: the own reading of its highest-ranked kept document that names
-    the subject, the one document known to be about it (the others joined its group by similarity only); when
-    none names it, that reading does not answer or there is no read_alone, the reader on all its kept documents."""
+    """(Answer, cited source_ids) of one subject: the own reading of its highest-ranked kept document that names it
+    (the others joined by similarity only); else the reader on all its kept documents."""
     namer = next((r.doc for r in kept if names_subject(r.doc)), None)
     own = answering(query, [namer], pipe.read_alone).get(namer.source_id) if namer and pipe.read_alone else None
     return (own, (namer.source_id,)) if own else read_all(query, kept, pipe.read)
@@ -1096,11 +1027,9 @@ def subject_answer(query, kept, pipe):
 
 
 def answering(question, docs, read_alone):
-    """{source_id: Answer} of the documents whose own reading answers the question (Answer.fits), in rank order;
-    a document that does not answer adds no candidate and no support. A question that asks what its subject is
-    (read_question's form) is answered, by a document that names its subject, with its opening sentence: the definition
-    a reference text opens with ("Manic is a 2001 American drama film"), where the reading, the sentence most like
-    the question, may be about something else."""
+    """{source_id: Answer} of the documents whose own reading answers the question (Answer.fits), in rank order. A
+    question asking what its subject is (read_question's form) is answered, by a document that names its subject,
+    with its opening sentence ("Manic is a 2001 American drama film"): the reading may be about something else."""
     readings = {d.source_id: read_alone(question, d.content) for d in docs}
     for d in docs if read_question(question).form else ():
         a, opening = readings[d.source_id], opening_sentence(d.content)
@@ -1110,13 +1039,11 @@ def answering(question, docs, read_alone):
 
 
 def support(readings, texts=None, cfg=DEFAULT_CONFIG):
-    """[(answer, [source_id, ...])]: the distinct answers of the readings, each with the answering documents that
-    give it, most supported first; ties keep rank order. An answer is said in its fullest form ("9 February 1936"
-    over "1936"). texts ({source_id: content} of the subject's documents), when given, let a document, answering or
-    not, also support every answer its text states word for word (holds), in the answer's shortest form unless that
-    states a value ("6" is in many texts) or another answer holds it ("Haydn", said of Michael, is in every text on
-    Joseph Haydn): a reader that picked another sentence of a document, or found none that answers, does not take
-    that document's word away from the answer it states.
+    """[(answer, [source_id, ...])]: the readings' distinct answers, each in its fullest form ("9 February 1936" over
+    "1936") with the documents that give it, most supported first (ties in rank order). texts ({source_id: content}),
+    when given, let any document also support each answer its text states (holds), in the answer's shortest form
+    unless that states a value ("6") or another answer holds it ("Haydn", said of Michael, in every text on Joseph
+    Haydn): a reader that picked another sentence does not take a document's word away from what it states.
 
     >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
     [('18,000 seats', ['a', 'c']), ('81,000', ['b'])]
@@ -1143,15 +1070,12 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
 
 def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG, conflicts=None):
     """A disputed cluster settled when one of its members' answers is given by cfg.outnumber_margin documents more
-    than any other (readings: every answering document of the subject, members or not); else the cluster unchanged.
-    The sides are the members' own answers, and the member kept gives the winning one itself: a member's text may
-    name another answer in passing ("born in 1975" edited into a text that also says "1993-94"), which makes that
-    answer no side and that member no winner, though its text still counts for the side of an answer it states
-    (support). A member is set aside only for an answer that disagrees with the kept one's and, when conflicts (the
-    detector's) are given, only when the detector found it in conflict with the kept member: two documents the
-    detector found agreeing are never split by their readings.
+    than any other (readings: every answering document of the subject); else the cluster unchanged. The sides are the
+    members' own answers (an answer a text names in passing is no side), the member kept gives the winning one, and
+    a member is set aside only for a disagreeing answer and, with conflicts (the detector's) given, a detected
+    conflict with the kept one: two documents the detector found agreeing are never split by their readings.
 
-    [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
+    [A "18,000", B "81,000", C "18,000" (outside)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
     """
     givers = {d.source_id for d in cluster.members} & readings.keys()
     sides = [(text, sids) for text, sids in support(readings, texts, cfg)
@@ -1162,10 +1086,9 @@ def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG, conflic
 
 def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None, conflicts=None):
     """The cluster settled by sides ([(answer, [source_id, ...])], most given first) when the first is given by
-    cfg.outnumber_margin documents more than the next and by one of the cluster's members (among keepable, when
-    given), which is kept; the members that give another side are discarded (with conflicts given, those of them
-    in a detected conflict with the member kept). Else, and whenever that would discard nothing, the cluster
-    unchanged: a settlement always sets a document aside."""
+    cfg.outnumber_margin documents more than the next and by a member (among keepable, if given), which is kept; the
+    members giving another side (with conflicts given, in a detected conflict with the kept one) are discarded. Else,
+    or when that would discard nothing, the cluster unchanged."""
     if not sides:
         return cluster
     winners = set(sides[0][1])
@@ -1185,9 +1108,8 @@ def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None, conflicts=Non
 
 
 def evidence_sides(cluster, conflicts):
-    """The two values in contention when every conflict inside the cluster (every swap, when there are swaps) names
-    the same pair (its evidence: ("27 degrees",) vs ("32 degrees",)), each side a tuple of strings; None when they
-    name several pairs or a side is empty (a negation on one side only states nothing the other side could be counted by).
+    """The two values in contention (each a tuple of strings) when every conflict inside the cluster (every swap, if
+    any) names the same evidence pair; None when they name several pairs or a side is empty (a one-sided negation).
 
     >>> a, b = Document("a", "a", None, "27 degrees"), Document("b", "b", None, "32 degrees")
     >>> evidence_sides(Cluster((a, b), None, ()), [Conflict(a, b, "value", "", 1.0, (("27 degrees",), ("32 degrees",)))])
@@ -1197,12 +1119,9 @@ def evidence_sides(cluster, conflicts):
     inside = [c for c in conflicts if {c.a.source_id, c.b.source_id} <= members]
     # subtle: a swap says exactly what one copy changed, so looser conflicts beside it (values, names) do not count
     pairs = {frozenset(c.evidence) for c in [c for c in inside if c.kind == "swap"] or inside}
-    if len(pairs) != 1:
-        return None
-    pair = next(iter(pairs))
-    if len(pair) != 2 or not all(side and all(map(normalise_answer, side)) for side in pair):
-        return None
-    return tuple(sorted(pair))
+    pair = next(iter(pairs)) if len(pairs) == 1 else ()
+    stated = len(pair) == 2 and all(side and all(map(normalise_answer, side)) for side in pair)
+    return tuple(sorted(pair)) if stated else None
 
 
 def states(text, side):
@@ -1211,11 +1130,9 @@ def states(text, side):
 
 
 def settle_by_evidence(cluster, conflicts, texts, cfg=DEFAULT_CONFIG):
-    """A disputed cluster settled on the values in contention (evidence_sides): each document of the subject
-    (texts: {source_id: content}) whose text states one side and not the other votes for it, and a side with
-    cfg.outnumber_margin votes more than the other keeps its highest-ranked member and sets aside the members that
-    state the other side. The readings play no part: a reader that picked another sentence, or the same span in
-    every document, neither adds a vote nor takes one away. Else the cluster unchanged.
+    """A disputed cluster settled on the values in contention (evidence_sides): each text (texts: {source_id:
+    content}) that states one side only votes for it, and outnumbered decides; the readings play no part (a reader
+    that picked another sentence neither adds a vote nor takes one away). Else the cluster unchanged.
 
     [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "27", B "32"] -> disputed
     """
@@ -1232,12 +1149,9 @@ def settle_by_evidence(cluster, conflicts, texts, cfg=DEFAULT_CONFIG):
 
 
 def answer_stands(question, cluster, readings, conflicts, texts, cfg=DEFAULT_CONFIG):
-    """A disputed cluster whose disagreement is not about what was asked: every member reads one answer, its text
-    states that answer, and neither the sentence the answer is read from nor, when the question asks a type of
-    value, any span of that type is among the member's side of its conflicts (the documents name the same
-    threshold-setter and differ on the threshold). Kind 'aside': nothing is discarded, the answer stands. Else the
-    cluster unchanged.
-    """
+    """A disputed cluster whose disagreement is not about what was asked: every member reads one answer its text
+    states, and neither that answer's sentence nor any span of the asked type is among the member's side of its
+    conflicts (one threshold-setter, two thresholds): 'aside', the answer stands. Else the cluster unchanged."""
     answers = [readings.get(d.source_id) for d in cluster.members]
     if None in answers or not all(answers_agree(answers[0].text, a.text, cfg) for a in answers):
         return cluster
@@ -1270,18 +1184,15 @@ def sentence_at(text, start):
 
 
 def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG, conflicts=(), question=""):
-    """The Resolution with its disputed clusters settled where the documents outnumber each other: by the members'
-    answers (settle_by_support), else by the values in contention (settle_by_evidence; conflicts: the report's);
-    a dispute about something other than what was asked lets the answer stand (answer_stands)."""
+    """The Resolution with its disputed clusters settled where documents outnumber each other (settle_by_support,
+    else settle_by_evidence), or left aside when not about what was asked (answer_stands)."""
     texts = {r.doc.source_id: r.doc.content for r in retrieved}
 
     def settle(c):
         c = settle_by_support(c, readings, texts, cfg, conflicts)
         if c.outcome == "disputed":
             c = settle_by_evidence(c, conflicts, texts, cfg)
-        if c.outcome == "disputed":
-            c = answer_stands(question, c, readings, conflicts, texts, cfg)
-        return c
+        return answer_stands(question, c, readings, conflicts, texts, cfg) if c.outcome == "disputed" else c
 
     clusters = tuple(settle(c) if c.outcome == "disputed" else c for c in resolution.clusters)
     dropped = {d.source_id for c in clusters for d in c.discarded}
@@ -1394,9 +1305,8 @@ def date_key(doc):
 
 
 def parse_iso(value):
-    """An ISO-8601 date or datetime as a naive UTC datetime (offsets applied, "Z" read as UTC on every Python). Two
-    times ISO 8601 allows and fromisoformat refuses are read as they are meant: 24:00 ends a day, so it is the next
-    day's 00:00; a leap second (:60) is the last instant of its minute, after :59 and before the next minute.
+    """An ISO-8601 date or datetime as a naive UTC datetime (offsets applied, "Z" read as UTC on every Python); 24:00
+    is the next day's 00:00 and a leap second (:60) the last instant of its minute, which fromisoformat refuses.
 
     >>> parse_iso("2024-04-03T24:00:00Z"), parse_iso("2016-12-31T23:59:60Z")
     (datetime.datetime(2024, 4, 4, 0, 0), datetime.datetime(2016, 12, 31, 23, 59, 59, 999999))
@@ -1426,10 +1336,8 @@ VERSION_RE = re.compile(r"v?\d{1,30}(?:\.\d{1,30}){0,29}")  # bounded (build num
 
 
 def load_kb(path):
-    """(documents, questions) from a JSON file {"documents": [...], "questions": [...]} or JSON Lines of documents.
-
-    Every problem is a UsageError naming the file and, where it applies, the line/column, document or field.
-    """
+    """(documents, questions) from a JSON file {"documents": [...], "questions": [...]} or JSON Lines of documents;
+    every problem is a UsageError naming the file and, where it applies, the line/column, document or field."""
     path = os.fspath(path)  # a pathlib.Path too
     with gc_paused():  # a large file makes millions of objects, none of them garbage: collecting finds nothing
         return documents_of(path, *read_kb_records(path))
@@ -1485,7 +1393,6 @@ class Named(NamedTuple):
         return f"{self.where} ('{self.sid}')"
 
 
-
 def read_kb_records(path):
     """[(line, record)], questions: line is the record's line number in JSON Lines, None in JSON (an object with
     "documents", or a list of the documents themselves, whatever the file's extension)."""
@@ -1527,9 +1434,8 @@ JSON_LINE_END_RE = re.compile(r"\r\n|\r|\n")
 
 
 def read_json_lines(text, path):
-    """[(line number, value)] of a JSON Lines text, blank lines skipped: the one JSON Lines reader (--kb, --eval).
-    The lines are parsed as one JSON array when that gives one value per line (a 100,000-line file in a quarter of
-    the time), else line by line, which also says where a line is wrong."""
+    """[(line number, value)] of a JSON Lines text, blank lines skipped (--kb, --eval): parsed as one JSON array when
+    that gives one value per line (a quarter of the time), else line by line, which says where a line is wrong."""
     lines = [(lineno, line) for lineno, line in enumerate(json_lines(text), 1) if line.strip()]
     with contextlib.suppress(ValueError, RecursionError):  # any doubt: the line by line reading decides
         values = json.loads("[" + ",".join(line for _, line in lines) + "]")
@@ -1545,8 +1451,7 @@ def read_json_lines(text, path):
 
 
 def parse_json(text, where):
-    """json.loads, with nesting too deep for the parser, or an integer too long for Python to read, reported as bad
-    input rather than a crash."""
+    """json.loads, with nesting too deep or an integer too long for Python reported as bad input, not a crash."""
     try:
         return json.loads(text)
     except RecursionError:
@@ -1628,13 +1533,14 @@ def parse_document(record, where, content="content", named=True):
     at = Named(where, sid) if named else where
     text = without_format_characters(check_text(record[content], at, content))
     title = record.get("title")
-    if title is not None and not isinstance(title, str):
-        raise UsageError(f"{at}: field 'title' must be a string, got {json_type(title)}")
     if title is not None:
+        if not isinstance(title, str):
+            raise UsageError(f"{at}: field 'title' must be a string, got {json_type(title)}")
         check_text(title, at, "title")
     date = record.get("date")
-    if date is not None and not valid_iso_date(date):
-        raise UsageError(f"{at}: field 'date' {json.dumps(date)} {iso_date_problem(date)}")
+    problem = date is not None and iso_date_problem(date if isinstance(date, str) else "")  # not a string: not ISO
+    if problem:
+        raise UsageError(f"{at}: field 'date' {json.dumps(date)} {problem}")
     version = record.get("version")
     if isinstance(version, int) and not isinstance(version, bool):
         if not 0 <= version < 10 ** 30:
@@ -1659,28 +1565,15 @@ def version_problem(value):
     return "is neither an integer nor a dotted version like \"2.0.1\""
 
 
-def valid_iso_date(value):
-    """True for ISO-8601 dates and datetimes: "2024-04-03", "2024-04-03T09:30:00Z"; False for "03/04/2024"."""
-    return isinstance(value, str) and _valid_iso_text(value)
-
-
 @functools.lru_cache(maxsize=4096)  # a large knowledge base repeats its dates
-def _valid_iso_text(value):
-    if not ISO_DATE_START_RE.match(value):
-        return False
-    try:
-        parse_iso(value)
-        return True
-    except (ValueError, OverflowError):  # OverflowError: an offset that moves year 9999 past the calendar
-        return False
-
-
 def iso_date_problem(value):
-    """Why valid_iso_date refuses a value, in words: not ISO-8601 at all, or ISO-8601 past the calendar in UTC."""
-    if isinstance(value, str) and ISO_DATE_START_RE.match(value):
+    """None for an ISO-8601 date or datetime ("2024-04-03", "2024-04-03T09:30:00Z"); else why not, in words: not
+    ISO-8601 at all ("03/04/2024"), or ISO-8601 past the calendar in UTC."""
+    if ISO_DATE_START_RE.match(value):
         try:
             parse_iso(value)
-        except OverflowError:
+            return None
+        except OverflowError:  # an offset, or 24:00, that moves year 9999 past the calendar
             m = ISO_DAY_END_RE.fullmatch(value)
             cause = "its 24:00 (the next day's 00:00)" if m and m["midnight"] else "its UTC offset"
             return (f"is valid ISO-8601, but {cause} moves it outside 0001-01-01 to 9999-12-31, the days dates "
@@ -1691,12 +1584,10 @@ def iso_date_problem(value):
 
 
 def check_question(question, where):
-    if not isinstance(question, str) or not question.strip():
-        raise UsageError(f"{where}: a question must be a non-empty string, got "
-                         f"{json.dumps(question) if isinstance(question, str) else json_type(question)}")
-    if not visible(question):
-        raise UsageError(f"{where}: a question must be a non-empty string, got {json.dumps(question)}, which holds "
-                         f"only invisible characters")
+    if not isinstance(question, str) or not visible(question):
+        got = json.dumps(question) if isinstance(question, str) else json_type(question)
+        hidden = ", which holds only invisible characters" if isinstance(question, str) and question.strip() else ""
+        raise UsageError(f"{where}: a question must be a non-empty string, got {got}{hidden}")
     return without_format_characters(check_text(question, where)).strip()
 
 
@@ -1740,10 +1631,9 @@ SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 def check_text(text, where, field=None):
-    """text, when every code point in it is a character; else a UsageError saying which and where (where, and the
-    field of a record when given). A lone surrogate comes from a JSON escape ("\\ud800") or, as U+DC80-U+DCFF,
-    from a byte that is not UTF-8 in a command-line argument (Python's surrogateescape); the tokenizer and the
-    terminal would both fail on it.
+    """text, when every code point in it is a character; else a UsageError saying which and where (and the field,
+    when given). A lone surrogate, which the tokenizer and the terminal fail on, comes from a JSON escape ("\\ud800")
+    or, as U+DC80-U+DCFF, from a non-UTF-8 byte in a command-line argument (Python's surrogateescape).
 
     >>> check_text("ok", "--question 1")
     'ok'
@@ -1779,23 +1669,13 @@ def locale_misread(argument):
 # ------------------------------------------------------------------------------------------------------------------
 # Text features
 
-# Question-aware features: what a document says in answer to the question. Given a question and, for each of two
-# documents, the sentences that answer it, compare_answers says whether they disagree and why. First the shared
-# basics, then one block per concept (values, polarity, names, slots and swaps, subject identity), each holding its
-# signals in the same order (word lists, patterns, extractor, cached wrapper, *_finding), then the registry (CHECKS,
-# compare_answers), which says which signals run for which question type:
-#   value     normalised amounts differ for the same unit, period and entity ($4.2M vs $6.8M; 1998 vs 2001)
-#   polarity  one predicate group with opposite signs (retired vs currently available; required vs no longer required)
-#   name      disjoint person/organisation names for a who-question (Maria Lopez vs Daniel Okafor)
-#   slot      two near-identical frames that differ in one content slot (capital ... Sydney vs ... Canberra)
-#   swap      the same sentence with one short span replaced, whatever the question type (an edited copy)
-#   anchored  values compared only where they are attached to what the question asks about
-#   asked     a yes/no question's own predicate negated on one side only, or its asked-about span swapped
-#   slot name the name beside the question's verb, not every capitalised word
-# and subject identity, which keeps documents about namesakes (John Sparke (died 1566) / (died 1680)) apart. The
-# kinds their Findings carry are FINDING_KINDS. What runs on a pair of documents beyond this registry (the subject
-# and period vetoes, edited copies of a text, the reader, NLI) is the detection section's PAIR_STEPS. Calibrated on
-# QACC train, the built-in set and the RAMDocs tune questions; checked on the dev files (see README).
+# Question-aware features: given a question and, for each of two documents, the sentences that answer it,
+# compare_answers says whether they disagree and why. First the shared basics, then one block per concept (values,
+# polarity, names, slots and swaps, subject identity), each in the same order (word lists, patterns, extractor,
+# cached wrapper, *_finding), then the registry (CHECKS, compare_answers): which signals run for which question type.
+# The kinds their Findings carry, and which signal emits each, are FINDING_KINDS; what runs on a pair beyond the
+# registry (the subject and period vetoes, edited copies, the reader, NLI) is PAIR_STEPS. Calibrated on QACC train,
+# the built-in set and the RAMDocs tune questions; checked on the dev files (see README).
 # To add a signal: in its concept's block, a function NAME_finding(sentences_a, sentences_b, qwords, cfg) -> Finding
 # | None; its row(s) in CHECKS; its thresholds in Config; a test that fires and its near miss that must not.
 
@@ -1809,8 +1689,8 @@ class Finding:
     evidence: tuple  # (a_side, b_side): each a string or a tuple of strings that disagree
 
 
-# Every kind a Finding carries, and what emits it. Each but 'subjects' becomes a Conflict's kind (--json, the conflict
-# log, --scan); 'subjects' is the subject veto's finding (PAIR_STEPS), which keeps a pair from being compared.
+# Every kind a Finding carries, and what emits it. Each but 'subjects' (the subject veto's, PAIR_STEPS) becomes a
+# Conflict's kind (--json, the conflict log, --scan).
 FINDING_KINDS = {
     "value": "amounts or times that differ for one unit, period and entity (value_finding, anchored_value_finding)",
     "polarity": "one predicate with opposite signs (polarity_finding; asked_polarity_finding: a yes/no question's own)",
@@ -1860,8 +1740,7 @@ CHANGE_VERBS = {
 # Slot alignment maps paraphrases to one token so only real differences survive the diff.
 SYNONYMS = {
     **{verb: "increased" if sign > 0 else "decreased" for verb, sign in CHANGE_VERBS.items() if sign},
-    "permitted": "allowed",
-    "may": "allowed", "prohibited": "forbidden", "banned": "forbidden", "mandatory": "required",
+    "permitted": "allowed", "may": "allowed", "prohibited": "forbidden", "banned": "forbidden", "mandatory": "required",
     "compulsory": "required", "must": "required", "percent": "%", "started": "founded", "established": "founded",
     "begun": "began", "commenced": "began", "chief": "ceo", "executive": "ceo", "lasts": "lasted",
 }
@@ -1915,9 +1794,8 @@ _BOUNDARY_RE = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?(?P<next>\w
 _ABBREVIATION_END_RE = re.compile(
     r"(?:\b(?:e\.g|i\.e|vs|Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Inc|Corp|Co|Ltd|No|Fig|approx|ca|cf|Gen|Gov|Sen|Rep|Lt|Col"
     r"|Capt|Mt|Ft|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)|(?:\b[A-Za-z]\.)+[A-Za-z]|\b[A-Z])\.$")
-# The characters before a sentence end that _ABBREVIATION_END_RE needs: its longest word, and a run of initials
-# ("U.S.A.") is found by its last two. Searched there only, not in the whole sentence so far, which initials and
-# titles that end no sentence ("A. B. C. ...", a list of names) make long: quadratic.
+# The characters before a sentence end that _ABBREVIATION_END_RE needs (its longest word; initials by their last
+# two), searched there only: the sentence so far can be long ("A. B. C. ...", a list of names), quadratic.
 ABBREVIATION_REACH = len("approx.")
 
 
@@ -1987,12 +1865,10 @@ def split_sentences(text: str) -> list[str]:
     return [p for p in pieces if _WORD_RE.search(p)]
 
 
-# The words a question asks with, by what they ask: the one table of them. A role names what its words mark in a
-# question: "auxiliary" opens a yes/no question (a state); "opener" a question of its own; "scene" a clause that
-# sets the scene, asked after its comma ("In 2011, how many ...?"); "quantity" and "name" the answer type after
-# "what" or "which" ("Which city ...?" asks for a name); "category" which kind of thing the subject is ("What
-# sport ...?"); the others narrow the answer: a place, a date (an age is a date's), a birth or a death, money, a
-# percentage, a person.
+# The words a question asks with, by role: "auxiliary" opens a yes/no question (a state); "opener" a question of its
+# own; "scene" a clause asked after its comma ("In 2011, how many ...?"); "quantity" and "name" the answer type after
+# "what" or "which" ("Which city ...?"); "category" which kind of thing the subject is ("What sport ...?"); the
+# others narrow the answer: a place, a date (an age is a date's), a birth or a death, money, a percentage, a person.
 ASKING_WORDS = {role: frozenset(words.split()) for role, words in {
     "auxiliary": """is are was were do does did can could has have had will would should shall may might must isn't
         aren't wasn't weren't doesn't don't didn't can't won't""",
@@ -2040,15 +1916,12 @@ def _normalise_question(question: str) -> str:
     >>> _normalise_question("What's the price?")
     'what is the price?'
     """
-    q = question.strip().lower().replace("’", "'")
-    return _Q_CONTRACTION_RE.sub(r"\1 is", q)
+    return _Q_CONTRACTION_RE.sub(r"\1 is", question.strip().lower().replace("’", "'"))
 
 
-# A sentence that opens with a scene-setter ("In 2011, how many ...", "As of 2023, who ...") asks in the clause after
-# its comma that starts with a question word; so does one that puts its topic first and asks in the rest ("2nd Duke
-# of Newcastle, what year was he born?"); elsewhere a comma clause is a relative one ("Curie, who won ..., was").
-# the question after a topic put first: a question word, at most one more word, then a verb that asks ("what year
-# was he born?", "when did it open?"), not a relative clause ("who won two prizes, was ...")
+# A sentence that opens with a scene-setter ("In 2011, how many ...") asks in the clause after its comma; so does one
+# that puts its topic first, when that clause opens with a question word, at most one more word and a verb that asks
+# ("2nd Duke of Newcastle, what year was he born?"); else a comma clause is a relative one ("Curie, who won ..., was").
 _TOPIC_QUESTION_RE = re.compile(r"(?:who|whom|whose|what|which|when|where|how)(?:\s+\w+)?\s+(?:is|are|was|were|do|does"
                                 r"|did|can|could|has|have|had|will|would)\b[^,]*$", re.IGNORECASE)
 _ASKING_CLAUSE_RE = re.compile(r",\s*((?:who|whom|whose|what|which|when|where|how|is|are|was|were|do|does|did|can"
@@ -2056,9 +1929,8 @@ _ASKING_CLAUSE_RE = re.compile(r",\s*((?:who|whom|whose|what|which|when|where|ho
 
 
 class Asked(NamedTuple):
-    """What a question asks: its answer `type` ('date', 'quantity', 'name', 'state' or 'other') and, for a question
-    of no typed answer, its `form`: 'category' when it asks which kind of thing its subject is, 'definition' when it
-    asks what its subject is, else ''."""
+    """What a question asks: its answer `type` ('date', 'quantity', 'name', 'state' or 'other') and, for 'other', its
+    `form`: 'category' (which kind of thing its subject is), 'definition' (what its subject is) or ''."""
     type: str
     form: str
 
@@ -2079,9 +1951,8 @@ def read_question(question: str) -> Asked:
 
 
 def _answer_type(question: str) -> str:
-    """Answer type asked for, read from the asking clause: the sentences from the last (those ending in "?" first),
-    each whole and, when it opens with a scene-setter or puts its topic first ("2nd Duke of Newcastle, what year was
-    he born?"), from the question word after its comma; the first that asks for a type wins.
+    """Answer type asked for: of the sentences from the last (those ending in "?" first), each whole and then its
+    asking clause (_ASKING_CLAUSE_RE, above), the first that asks for a type wins.
 
     >>> _answer_type("What is the refund window?")  # a window, a deadline, a limit: amounts of time or of things
     'quantity'
@@ -2089,17 +1960,14 @@ def _answer_type(question: str) -> str:
     'quantity'
     """
     sentences = split_sentences(question) or [question]
-    ordered = ([x for x in reversed(sentences) if x.rstrip().endswith("?")]
-               + [x for x in reversed(sentences) if not x.rstrip().endswith("?")] + [question])
-    for sentence in ordered:
+    for sentence in sorted(reversed(sentences), key=lambda x: not x.rstrip().endswith("?")) + [question]:
         opening = _WORD_RE.findall(sentence.lower())[:1]
         asking = _ASKING_CLAUSE_RE.findall(sentence)
         if not set(opening) & ASKING_WORDS["scene"]:  # only a topic put first, asked in a question that runs to the end
             topic_first = (sentence.rstrip().endswith("?")
                            and not set(opening) & (ASKING_WORDS["opener"] | ASKING_WORDS["auxiliary"]))
             asking = [c for c in asking if topic_first and _TOPIC_QUESTION_RE.match(c)]
-        clauses = [sentence] + asking
-        for clause in clauses:
+        for clause in [sentence] + asking:
             qtype = _clause_type(_normalise_question(clause))
             if qtype != "other":
                 return qtype
@@ -2131,9 +1999,8 @@ def _clause_type(q: str) -> str:
 
 def _asks_category(question):
     """Whether a question of no typed answer asks which kind its subject is: a category noun among the four words
-    after its "what" or "which" heads what is asked, a verb, "of" or the question's end after it ("What sport is
-    ...", "What is the profession of ...", "What was X's occupation?"), not a noun it qualifies ("What was the trade
-    deficit?"). Such a question is answered by a word for a kind, not by an amount or a date.
+    after its "what" or "which", followed by a verb, "of" or the end ("What sport is ...", "What was X's
+    occupation?"), not a noun it qualifies ("What was the trade deficit?").
 
     >>> _asks_category("What is the profession of Tomas Velder?"), _asks_category("What is the maximum range?")
     (True, False)
