@@ -7589,13 +7589,17 @@ def render_scan(report, cfg, seconds, paint):
                      f"forms aside): each text is compared once, by its newest copy; --json lists the copies.")
     copies = {d.source_id: same for d, same in report.copies}
     twice = same_titles(d for cl in report.clusters for d in cl.members)
+
+    def dated(docs):
+        return [f"'{doc_label(d, twice)}' ({stamp(d)})" for d in docs]
+
     for n, cl in enumerate(report.clusters, 1):
         if cl.outcome == "disputed":
-            lines.append(paint(f"\nCluster {n}, disputed: {name_some(cl.members, cfg, twice)} disagree and nothing "
+            lines.append(paint(f"\nCluster {n}, disputed: {name_some(dated(cl.members), cfg)} disagree and nothing "
                                f"says which is current.", "uncertain"))
         else:
             lines.append(paint(f"\nCluster {n}, superseded (by {cl.basis}): keep '{doc_label(cl.kept, twice)}' "
-                               f"({stamp(cl.kept)}); older: {name_some(cl.discarded, cfg, twice)}", "resolved"))
+                               f"({stamp(cl.kept)}); older: {name_some(dated(cl.discarded), cfg)}", "resolved"))
         ids = {d.source_id for d in cl.members}
         pairs = [c for c in report.conflicts if c.a.source_id in ids]
         for c in pairs[:cfg.scan_shown]:
@@ -7605,16 +7609,14 @@ def render_scan(report, cfg, seconds, paint):
         for d in cl.members:
             if d.source_id in copies:
                 lines.append(f"  same text as {d.source_id}: "
-                             f"{name_some([x for x in copies[d.source_id] if x is not d], cfg)}")
+                             f"{name_some([x.source_id for x in copies[d.source_id] if x is not d], cfg)}")
     return "\n".join(lines)
 
 
-def name_some(docs, cfg, twice=None):
-    """"'A' (2024-01-01), 'B' (undated) and 4 more", twice as in doc_label, or with twice None source_ids ("a, b"):
-    at most cfg.scan_shown of them, then how many more."""
-    named = ", ".join(d.source_id if twice is None else f"'{doc_label(d, twice)}' ({stamp(d)})"
-                      for d in docs[:cfg.scan_shown])
-    return named + (f" and {len(docs) - cfg.scan_shown} more" if len(docs) > cfg.scan_shown else "")
+def name_some(names, cfg):
+    """"a, b, c and 4 more": the first cfg.scan_shown of names, then how many more."""
+    return ", ".join(names[:cfg.scan_shown]) + (f" and {len(names) - cfg.scan_shown} more"
+                                                if len(names) > cfg.scan_shown else "")
 
 
 def render_bench(result, cfg):
@@ -8246,15 +8248,16 @@ def run_bench(pipe, stages, progress=None):
         if timings.get(name):
             stages[f"{name}_per_query"] = round(float(np.median(timings[name])), 6)
     steps = len(cfg.bench_long_sizes) + len(cfg.bench_ks) + len(cfg.bench_scan_sizes) + 1  # 1: indexing
-    rows = {}  # each part's rows, in this order, a step each
+    rows, done = {}, 0  # each part's rows, in this order, a step each
     for part, measured in (("long_input", bench_long_input(pipe, cfg.bench_long_sizes)),
                            ("detection", bench_detection(cfg, cfg.bench_ks, cfg.bench_repeats)),
                            ("scan", bench_scan(cfg, cfg.bench_scan_sizes))):
         rows[part] = []
         for row in measured:
             rows[part].append(row)
+            done += 1
             if step:
-                step(sum(map(len, rows.values())), steps)
+                step(done, steps)
     indexing = bench_indexing(cfg, pipe.embed)
     if step:
         step(steps, steps)
