@@ -153,9 +153,8 @@ class StopOnce:
 
 
 def catch_signals():
-    """A StopOnce, the handler of SIGINT and SIGTERM unless the shell ignores them (a background job), set before
-    numpy loads. Both stay blocked until numpy has loaded (unblocked below): its threads inherit the block, so the
-    signals reach the main thread, whose handler runs, never a thread that takes them while the main thread waits."""
+    """A StopOnce on SIGINT and SIGTERM unless the shell ignores them (a background job), both blocked until numpy
+    has loaded (below): its threads inherit the block, so a signal reaches the main thread, whose handler runs."""
     handler = StopOnce()
     for signal_number, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
         if signal.getsignal(signal_number) is default:
@@ -520,9 +519,8 @@ def top_candidates(scores, k):
 
 
 def passage_view(index, i, scores, most):
-    r"""Document i, or, past most passages, the same document holding only its opening passage (what it is about) and
-    its best-scoring ones, each with its neighbours, most in all, in order and a paragraph apart: a question on a 5 MB
-    document costs what one on a short one does.
+    r"""Document i, or, past most passages, a copy holding its opening passage (what it is about) and its best ones
+    with their neighbours, most in all, in order, a paragraph apart: a 5 MB document costs what a short one does.
 
     >>> index = Index((Document("d", "d", None, "a b c d e"),), np.eye(5), np.array([0, 5]), tuple("abcde"))
     >>> passage_view(index, 0, np.array([0.1, 0.2, 0.1, 0.3, 0.9]), 3).content
@@ -576,9 +574,8 @@ def make_conflict(a, b, finding, topic_sim):
 
 
 class ConflictDetector:
-    """The article's detector, and every detector's detect loop: a gate (a boolean k x k matrix) drops pairs before
-    any text work, check_pair runs the signals on each pair left, the first Finding becomes a Conflict. New signals
-    go into CHECKS, or, when they judge a pair otherwise (a veto, whole documents, a model), PAIR_STEPS; not here."""
+    """The article's detector and every detector's detect loop: a gate (a boolean k x k matrix) drops pairs before any
+    text work; check_pair's first Finding on a pair left becomes a Conflict. New signals go in CHECKS or PAIR_STEPS."""
 
     def __init__(self, topic_gate, signals=(numeric_contradiction, signal_asymmetry)):
         self.topic_gate = topic_gate  # document-to-document cosine, the article's 0.68
@@ -758,10 +755,10 @@ def make_detector(name, cfg, embed, read_alone=None, nli=None, sentences=None):
 # Resolution
 
 
-def conflict_components(docs, conflicts):
-    """Connected components of the conflict graph, each in rank order; isolated documents are left out.
+def make_clusters(docs, conflicts, pick):
+    """One Cluster per connected component of the conflict graph, in rank order, its winner chosen by pick(members).
 
-    [a, b, c, d] with conflicts a-b, b-c -> [(a, b, c)]
+    [a, b, c, d] with conflicts a-b, b-c -> one cluster, (a, b, c)
     """
     parent = {d.source_id: d.source_id for d in docs}
 
@@ -776,7 +773,12 @@ def conflict_components(docs, conflicts):
     groups = {}
     for d in docs:
         groups.setdefault(root(d.source_id), []).append(d)
-    return [tuple(g) for g in groups.values() if len(g) > 1]
+    clusters = []
+    for members in (tuple(g) for g in groups.values() if len(g) > 1):
+        kept, basis = pick(members)
+        discarded = tuple(d for d in members if kept is not None and d is not kept)
+        clusters.append(Cluster(members, kept, discarded, "superseded" if kept else "disputed", basis))
+    return clusters
 
 
 def resolve_by_recency(retrieved, report):
@@ -802,18 +804,7 @@ def resolve(retrieved, report, pick):
     """Apply pick(members) -> (kept or None, basis) to each conflict cluster; non-conflicting documents pass."""
     clusters = make_clusters([r.doc for r in retrieved], report.conflicts, pick)
     dropped = {d.source_id for c in clusters for d in c.discarded}
-    kept = tuple(r for r in retrieved if r.doc.source_id not in dropped)
-    return Resolution(kept, tuple(clusters))
-
-
-def make_clusters(docs, conflicts, pick):
-    """One Cluster per connected component of the conflict graph, its winner chosen by pick(members)."""
-    clusters = []
-    for members in conflict_components(docs, conflicts):
-        kept, basis = pick(members)
-        discarded = tuple(d for d in members if kept is not None and d is not kept)
-        clusters.append(Cluster(members, kept, discarded, "superseded" if kept else "disputed", basis))
-    return clusters
+    return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), tuple(clusters))
 
 
 # "restated", "revised", "replaces", "no longer", "effective November 2023", "effective 2024-04-01", ...
@@ -842,8 +833,7 @@ def supersession_order(members):
 # The pipeline
 
 
-# The reader's context: the documents it reads, joined so that a blank line always marks a boundary.
-CONTEXT_SEPARATOR = "\n\n"
+CONTEXT_SEPARATOR = "\n\n"  # joins the documents the reader reads: a blank line marks only this boundary (as_context)
 BLANK_LINES_RE = re.compile(r"\n[ \t]*\n\s*")
 
 
@@ -892,11 +882,9 @@ def retrieve_and_detect(query, index, pipe, timings=None):
 
 
 def run_query(query, found, pipe, resolved, timings=None, announce=True):
-    """One phase on retrieve_and_detect's result: optionally resolve the conflicts, then read; one RAGResponse.
-    Resolved, documents about different subjects sharing a name are answered subject by subject (AMBIGUOUS); in each,
-    superseded documents are dropped, a dispute one answer clearly outnumbers is settled by support, and any other
-    withholds the answer, reporting every candidate (UNCERTAIN): nothing is picked silently. announce: log each
-    conflict as a warning (an evaluation of many questions reports scores instead)."""
+    """One phase on retrieve_and_detect's result, one RAGResponse. Resolved: namesakes answered subject by subject
+    (AMBIGUOUS), in each superseded and outnumbered documents dropped, and a dispute nothing settles answered with
+    every candidate (UNCERTAIN), none picked silently. announce: log each conflict (an evaluation reports scores)."""
     retrieved, report = found
     for c in report.conflicts if announce else ():
         log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolved else "naive",
@@ -909,17 +897,15 @@ def run_query(query, found, pipe, resolved, timings=None, announce=True):
 
 
 def answer_once(query, retrieved, report, pipe, resolved, timings=None):
-    """One answer from the whole retrieval, or, once resolution has settled its conflicts, from what it keeps
-    (subject_answer); with no conflict both phases read the same."""
+    """One answer from the whole retrieval or, resolved, from what resolution keeps (subject_answer)."""
     context, clusters = tuple(retrieved), ()
     if resolved and report.has_conflict:
         resolution = settled(query, retrieved, report, pipe)
         context, clusters = resolution.kept, resolution.clusters
     warning = describe(report, clusters, resolved, same_titles(r.doc for r in retrieved))
-    phase = "resolved" if resolved else "naive"
     disputed = [d for c in clusters if c.outcome == "disputed" for d in c.members]
-    common = dict(query=query, phase=phase, sources=tuple(retrieved), context=context, report=report,
-                  clusters=clusters, warning=warning, reader=reader_name(pipe.read))
+    common = dict(query=query, phase="resolved" if resolved else "naive", sources=tuple(retrieved), context=context,
+                  report=report, clusters=clusters, warning=warning, reader=reader_name(pipe.read))
     if disputed:
         candidates = tuple(dispute_candidates(query, clusters, pipe.read_alone, report))
         return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
@@ -1003,8 +989,7 @@ def answer_per_subject(query, retrieved, report, parts, pipe):
         answer, cited = subject_answer(query, resolution.kept, pipe)
         if answer.text:
             answers.append(Reply(answer.text, answer.confidence, cited, group.name))
-    twice = same_titles(r.doc for r in retrieved)
-    warning = describe(report, tuple(clusters), True, twice, [g for g, _ in parts])
+    warning = describe(report, tuple(clusters), True, same_titles(r.doc for r in retrieved), [g for g, _ in parts])
     dropped = {d.source_id for c in clusters for d in c.discarded}
     context = [r for r in retrieved if r.doc.source_id not in dropped]
     return RAGResponse(query=query, phase="resolved", answer="", confidence=0.0, sources=tuple(retrieved),
@@ -1040,10 +1025,9 @@ def answering(question, docs, read_alone):
 
 def support(readings, texts=None, cfg=DEFAULT_CONFIG):
     """[(answer, [source_id, ...])]: the readings' distinct answers, each in its fullest form ("9 February 1936" over
-    "1936") with the documents that give it, most supported first (ties in rank order). texts ({source_id: content}),
-    when given, let any document also support each answer its text states (holds), in the answer's shortest form
-    unless that states a value ("6") or another answer holds it ("Haydn", said of Michael, in every text on Joseph
-    Haydn): a reader that picked another sentence does not take a document's word away from what it states.
+    "1936") with the documents that give it, most first (ties in rank order). With texts ({source_id: content}), a
+    document also supports each answer its text states (holds), in its shortest form unless that is a value ("6") or
+    another answer holds it ("Haydn", of Michael, in texts on Joseph Haydn): a reader's other pick takes no vote away.
 
     >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
     [('18,000 seats', ['a', 'c']), ('81,000', ['b'])]
@@ -1070,10 +1054,9 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
 
 def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG, conflicts=None):
     """A disputed cluster settled when one of its members' answers is given by cfg.outnumber_margin documents more
-    than any other (readings: every answering document of the subject); else the cluster unchanged. The sides are the
-    members' own answers (an answer a text names in passing is no side), the member kept gives the winning one, and
-    a member is set aside only for a disagreeing answer and, with conflicts (the detector's) given, a detected
-    conflict with the kept one: two documents the detector found agreeing are never split by their readings.
+    than any other (readings: every answering document of the subject); else unchanged. The sides are the members'
+    own answers (not one a text names in passing); a member is set aside only for another answer and, with conflicts
+    (the detector's) given, a conflict with the kept one: documents found agreeing are never split by their readings.
 
     [A "18,000", B "81,000", C "18,000" (outside)] -> kept A, discarded B; [A "ACTIVE", B "INACTIVE"] -> disputed
     """
@@ -1085,10 +1068,9 @@ def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG, conflic
 
 
 def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None, conflicts=None):
-    """The cluster settled by sides ([(answer, [source_id, ...])], most given first) when the first is given by
-    cfg.outnumber_margin documents more than the next and by a member (among keepable, if given), which is kept; the
-    members giving another side (with conflicts given, in a detected conflict with the kept one) are discarded. Else,
-    or when that would discard nothing, the cluster unchanged."""
+    """The cluster settled by sides ([(answer, [source_id, ...])], most given first) when the first leads the next by
+    cfg.outnumber_margin documents and a member (among keepable, if given) gives it: that one is kept, the members
+    giving another side (given conflicts, those in conflict with it) discarded. Else, or if none would be, unchanged."""
     if not sides:
         return cluster
     winners = set(sides[0][1])
@@ -1124,15 +1106,9 @@ def evidence_sides(cluster, conflicts):
     return tuple(sorted(pair)) if stated else None
 
 
-def states(text, side):
-    """Whether text states every string of an evidence side (holds)."""
-    return all(holds(text, s) for s in side)
-
-
 def settle_by_evidence(cluster, conflicts, texts, cfg=DEFAULT_CONFIG):
-    """A disputed cluster settled on the values in contention (evidence_sides): each text (texts: {source_id:
-    content}) that states one side only votes for it, and outnumbered decides; the readings play no part (a reader
-    that picked another sentence neither adds a vote nor takes one away). Else the cluster unchanged.
+    """A disputed cluster settled on the values in contention (evidence_sides): each of texts ({source_id: content})
+    stating one side only votes for it, and outnumbered decides; readings play no part. Else the cluster unchanged.
 
     [A "18,000", B "81,000", C "18,000" (not in the cluster)] -> kept A, discarded B; [A "27", B "32"] -> disputed
     """
@@ -1141,7 +1117,7 @@ def settle_by_evidence(cluster, conflicts, texts, cfg=DEFAULT_CONFIG):
         return cluster
     votes = {side: [] for side in pair}
     for sid, text in texts.items():
-        stated = [side for side in pair if states(text, side)]
+        stated = [side for side in pair if all(holds(text, s) for s in side)]
         if len(stated) == 1:
             votes[stated[0]].append(sid)
     sides = sorted(((", ".join(side), sids) for side, sids in votes.items()), key=lambda side: -len(side[1]))
@@ -1372,8 +1348,7 @@ def documents_of(path, records, questions):
 
 
 class Place(NamedTuple):
-    """Where a knowledge base's document is, spelled out only when a message needs it (a large file has 100,000):
-    "kb.jsonl: document 3 (line 4)"; line is None in a JSON file."""
+    """A document's place, spelled out only if a message needs it (a file may hold 100,000): "kb.jsonl: document 3"."""
 
     path: str
     n: int
@@ -1518,9 +1493,8 @@ def json_type(value):
 
 
 def parse_document(record, where, content="content", named=True):
-    """A Document from one JSON record, or a UsageError saying what is wrong with it and where. content: the field
-    that holds the text ('content' in a knowledge base, 'text' in --eval's labelled pairs); named: the messages
-    quote the source_id (a labelled pair's documents have only a position, which where says already)."""
+    """A Document from one JSON record, or a UsageError saying what is wrong and where. content: the text's field
+    ('content'; 'text' in --eval's labelled pairs); named: messages quote the source_id, else where alone says which."""
     if not isinstance(record, dict):
         raise UsageError(f"{where}: expected an object, got {json_type(record)}")
     for name in ("source_id", content):
@@ -1592,8 +1566,7 @@ def check_question(question, where):
 
 
 def visible(text):
-    """Whether text holds a character that shows: not whitespace, a format character (category Cf, such as a
-    zero-width space) or a control character.
+    """Whether text holds a character that shows: not whitespace, a format (Cf: a zero-width space) or control one.
 
     >>> visible("\u200b \u2060\ufeff"), visible("\u200bwhy?")
     (False, True)
@@ -1669,13 +1642,11 @@ def locale_misread(argument):
 # ------------------------------------------------------------------------------------------------------------------
 # Text features
 
-# Question-aware features: given a question and, for each of two documents, the sentences that answer it,
-# compare_answers says whether they disagree and why. First the shared basics, then one block per concept (values,
-# polarity, names, slots and swaps, subject identity), each in the same order (word lists, patterns, extractor,
-# cached wrapper, *_finding), then the registry (CHECKS, compare_answers): which signals run for which question type.
-# The kinds their Findings carry, and which signal emits each, are FINDING_KINDS; what runs on a pair beyond the
-# registry (the subject and period vetoes, edited copies, the reader, NLI) is PAIR_STEPS. Calibrated on QACC train,
-# the built-in set and the RAMDocs tune questions; checked on the dev files (see README).
+# Question-aware features: compare_answers says whether two documents' sentences that answer a question disagree, and
+# why. First the shared basics, then one block per concept (values, polarity, names, slots and swaps, subject
+# identity), each in the same order (word lists, patterns, extractor, cached wrapper, *_finding), then the registry
+# (CHECKS, compare_answers): which signals run for which question type. PAIR_STEPS runs on a pair beyond it. Calibrated
+# on QACC train, the built-in set and the RAMDocs tune questions; checked on the dev files (see README).
 # To add a signal: in its concept's block, a function NAME_finding(sentences_a, sentences_b, qwords, cfg) -> Finding
 # | None; its row(s) in CHECKS; its thresholds in Config; a test that fires and its near miss that must not.
 
@@ -1744,11 +1715,8 @@ SYNONYMS = {
     "compulsory": "required", "must": "required", "percent": "%", "started": "founded", "established": "founded",
     "begun": "began", "commenced": "began", "chief": "ceo", "executive": "ceo", "lasts": "lasted",
 }
-MONTHS = {
-    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4, "may": 5,
-    "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8, "sep": 9, "sept": 9, "september": 9,
-    "oct": 10, "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
-}
+MONTHS = {name: n for n, month in enumerate("""january february march april may june july august september october
+    november december""".split(), 1) for name in (month[:3], month)} | {"sept": 9}
 DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
           r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)(?![A-Za-z])\.?")
@@ -1763,12 +1731,8 @@ _POSSESSIVE_END_RE = re.compile(r"['’]s$")
 def is_negation(token: str) -> bool:
     """The one negation test: a negator, or a negated auxiliary with a straight or curly apostrophe.
 
-    >>> is_negation("no")
-    True
-    >>> is_negation("isn’t")
-    True
-    >>> is_negation("note")
-    False
+    >>> is_negation("no"), is_negation("isn’t"), is_negation("note")
+    (True, True, False)
     """
     return token in NEGATORS or token.endswith(("n't", "n’t"))
 
@@ -1816,10 +1780,8 @@ STEM_MIN = 4  # letters a stem keeps at least: "sings" loses its suffix, "wins" 
 def _stem(word: str) -> str:
     """Crude stem: irregular forms, then one common suffix off a word of five letters or more.
 
-    >>> _stem("released") == _stem("release") == "releas"
-    True
-    >>> _stem("built")
-    'build'
+    >>> _stem("released") == _stem("release") == "releas", _stem("built")
+    (True, 'build')
     """
     w = IRREGULAR_STEMS.get(word, word)
     for suffix in _STEM_SUFFIXES:
@@ -1999,8 +1961,7 @@ def _clause_type(q: str) -> str:
 
 def _asks_category(question):
     """Whether a question of no typed answer asks which kind its subject is: a category noun among the four words
-    after its "what" or "which", followed by a verb, "of" or the end ("What sport is ...", "What was X's
-    occupation?"), not a noun it qualifies ("What was the trade deficit?").
+    after its "what" or "which", then a verb, "of" or the end, not a noun it qualifies ("What was the trade deficit?").
 
     >>> _asks_category("What is the profession of Tomas Velder?"), _asks_category("What is the maximum range?")
     (True, False)
