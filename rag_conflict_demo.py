@@ -889,8 +889,10 @@ def run_query(query, found, pipe, resolved, timings=None, announce=True):
     for c in report.conflicts if announce else ():
         log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolved else "naive",
                     printable(c.a.source_id), printable(c.b.source_id), printable(c.reason), c.topic_sim)
-    if resolved and pipe.cfg.strategy == "kind" and report.subjects:
-        parts = subject_parts(query, retrieved, report, pipe.read_alone)
+    if resolved and pipe.cfg.strategy == "kind" and report.subjects:  # the subjects some document answers for
+        readings = answering(query, [r.doc for r in retrieved], pipe.read_alone)
+        parts = [(group, [r for r in retrieved if r.doc.source_id in group.members]) for group in report.subjects]
+        parts = [(group, members) for group, members in parts if any(r.doc.source_id in readings for r in members)]
         if len(parts) > 1:
             return answer_per_subject(query, retrieved, report, parts, pipe)
     return answer_once(query, retrieved, report, pipe, resolved, timings)
@@ -966,13 +968,6 @@ def settled(query, retrieved, report, pipe):
         return resolution
     readings = answering(query, [r.doc for r in retrieved], pipe.read_alone)
     return settle_disputes(retrieved, resolution, readings, cfg, report.conflicts, query)
-
-
-def subject_parts(query, retrieved, report, read_alone):
-    """[(SubjectGroup, [Retrieved])] for each subject at least one of whose documents answers the question."""
-    readings = answering(query, [r.doc for r in retrieved], read_alone)
-    parts = [(group, [r for r in retrieved if r.doc.source_id in group.members]) for group in report.subjects]
-    return [(group, members) for group, members in parts if any(r.doc.source_id in readings for r in members)]
 
 
 def answer_per_subject(query, retrieved, report, parts, pipe):
@@ -1316,7 +1311,19 @@ def load_kb(path):
     every problem is a UsageError naming the file and, where it applies, the line/column, document or field."""
     path = os.fspath(path)  # a pathlib.Path too
     with gc_paused():  # a large file makes millions of objects, none of them garbage: collecting finds nothing
-        return documents_of(path, *read_kb_records(path))
+        records, questions = read_kb_records(path)
+        if not records:
+            raise UsageError(f"{path}: no documents")
+        docs, seen = [], {}
+        for n, (line, record) in enumerate(records, 1):
+            where = Place(path, n, line)
+            d = parse_document(record, where)
+            if d.source_id in seen:
+                raise UsageError(f"{where}: duplicate source_id '{d.source_id}' (first used by document "
+                                 f"{seen[d.source_id]})")
+            seen[d.source_id] = n
+            docs.append(d)
+        return tuple(docs), [check_question(q, f"{path}: question {i}") for i, q in enumerate(questions, 1)]
 
 
 @contextlib.contextmanager
@@ -1329,22 +1336,6 @@ def gc_paused():
     finally:
         if was:
             gc.enable()
-
-
-def documents_of(path, records, questions):
-    """load_kb's (documents, questions) of the records read_kb_records found in the file at path."""
-    if not records:
-        raise UsageError(f"{path}: no documents")
-    docs, seen = [], {}
-    for n, (line, record) in enumerate(records, 1):
-        where = Place(path, n, line)
-        d = parse_document(record, where)
-        if d.source_id in seen:
-            raise UsageError(f"{where}: duplicate source_id '{d.source_id}' (first used by document "
-                             f"{seen[d.source_id]})")
-        seen[d.source_id] = n
-        docs.append(d)
-    return tuple(docs), [check_question(q, f"{path}: question {i}") for i, q in enumerate(questions, 1)]
 
 
 class Place(NamedTuple):
@@ -1617,9 +1608,8 @@ def check_text(text, where, field=None):
         code = ord(m[0])
         argument = where.startswith("--") and code >= 0xdc80
         if argument and locale_misread(text):
-            raise UsageError(f"{where}: the text is UTF-8, but the locale's encoding "
-                             f"({sys.getfilesystemencoding()}) is not: run under a UTF-8 locale (LC_ALL=C.UTF-8) or "
-                             f"with PYTHONUTF8=1")
+            raise UsageError(f"{where}: the text is UTF-8, but the locale's encoding ({sys.getfilesystemencoding()}) "
+                             f"is not: run under a UTF-8 locale (LC_ALL=C.UTF-8) or with PYTHONUTF8=1")
         what = (f"byte 0x{code - 0xdc00:02x} is not UTF-8" if argument else
                 f"\\u{code:04x} is a lone surrogate, not a character")
         raise UsageError(f"{where}: {what} (at character {m.start() + 1}); fix the text or its encoding")
@@ -1748,9 +1738,8 @@ def _strip_possessive(word: str) -> str:
 # Per-sentence features, cached: a document's sentences are read once however many pairs it is part of.
 _FEATURE_CACHE = 1 << 16  # sentences kept per feature, about 30 MB at most
 _DOCUMENT_CACHE = 1 << 11  # documents' (and pairs') edited-copy tokens kept: two of --scan's blocks of 1,024
-_SNIPPET_DATE_RE = re.compile(
-    rf"^\s*(?:{_MONTH}\s\d{{1,2}},?\s\d{{4}}|\d{{1,2}}\s{_MONTH},?\s\d{{4}}"
-    r"|\d+\s(?:second|minute|hour|day|week|month|year)s?\sago)\s*(?:\.\.\.|…|—|–|-|·)\s*")
+_SNIPPET_DATE_RE = re.compile(rf"^\s*(?:{_MONTH}\s\d{{1,2}},?\s\d{{4}}|\d{{1,2}}\s{_MONTH},?\s\d{{4}}"
+                              r"|\d+\s(?:second|minute|hour|day|week|month|year)s?\sago)\s*(?:\.\.\.|…|—|–|-|·)\s*")
 # subtle: leading whitespace only from the start of its run, as a leftmost match takes it anyway; tried from every
 # space of a long run of them, each would scan the rest of the run (quadratic)
 _CHUNK_SEPARATOR_RE = re.compile(r"(?:(?<!\s)\s+)?(?:\.\.\.+|…)\s*|(?<!\s)\s+[·|•]\s+")
@@ -1861,9 +1850,8 @@ ASKING_WORDS = {role: frozenset(words.split()) for role, words in {
 _Q_CONTRACTION_RE = re.compile(r"\b(what|who|when|where|how)'s\b")
 _Q_STATUS_RE = re.compile(r"^what(?:'s|\s+is|\s+was|\s+are)\s+(?:the\s+)?(?:current\s+)?(?:status|state)\b")
 # "Where" asks for a place, and a place is compared as a name
-_Q_NAME_RE = re.compile(r"^(?:who|whom|whose|where)\b|^name\s"
-                        r"|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)?\s+(?:the\s+|his\s+"
-                        r"|her\s+|its\s+|their\s+)?names?\b|\bby\s*\?$")
+_Q_NAME_RE = re.compile(r"^(?:who|whom|whose|where)\b|^name\s|\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)?\s+"
+                        r"(?:the\s+|his\s+|her\s+|its\s+|their\s+)?names?\b|\bby\s*\?$")
 _Q_WHICH_RE = re.compile(r"^(?:which|what)\s+(?P<noun>\w+)")
 _DATE_UNITS = r"(?:year|date|day|month|decade|century)(?![\w-])"
 _Q_DATE_RE = re.compile(rf"^when\b|^since\s+when\b|^(?:in\s+|on\s+|by\s+)?(?:what|which)\s+{_DATE_UNITS}"
