@@ -922,9 +922,8 @@ def answer_once(query, retrieved, report, pipe, resolved, timings=None):
 
 
 def dispute_candidates(query, clusters, read_alone, report):
-    """[Candidate], one per member of each disputed cluster: its own reading where the members read differently;
-    its side of its conflicts inside the dispute (said), when that side is one value or span, where it has no
-    reading (a yes/no question) or every member reads the same span. A member with neither gives no candidate.
+    """[Candidate], at most one per member of each disputed cluster: its own reading, or its side of its conflicts in
+    the dispute (said) when that is one value or span and it has no reading (a yes/no question) or all read the same.
 
     readings "18,000" / "81,000" -> those; readings "Celsius" / "Celsius" on 27 vs 32 degrees -> "27", "32"
     """
