@@ -2176,10 +2176,8 @@ _PERIOD_LABEL_RE = re.compile(r"(?P<sub>[QH][1-4])(?:-(?P<y1>\d{4}))?|FY(?P<y2>\
 def parse_number(text: str) -> float | None:
     """Digits with thousands separators, or English number words up to the hundreds.
 
-    >>> parse_number("1,500")
-    1500.0
-    >>> parse_number("three-hundred-seventeen")
-    317.0
+    >>> parse_number("1,500"), parse_number("three-hundred-seventeen")
+    (1500.0, 317.0)
     """
     t = text.strip().lower()
     if t[:1].isdigit():
@@ -2198,10 +2196,8 @@ def parse_number(text: str) -> float | None:
 def _scaled(m: re.Match) -> float | None:
     """The match's number times its scale suffix, if any.
 
-    >>> _scaled(_COUNT_RE.search("1.5K"))
-    1500.0
-    >>> _scaled(_PERCENT_RE.search("12%"))
-    12.0
+    >>> _scaled(_COUNT_RE.search("1.5K")), _scaled(_PERCENT_RE.search("12%"))
+    (1500.0, 12.0)
     """
     number = parse_number(m["num"])
     if number is None or "scale" not in m.re.groupindex:
@@ -2214,10 +2210,8 @@ def _scaled(m: re.Match) -> float | None:
 def _plural(noun: str) -> str:
     """Canonical plural so "1 employee" and "2 employees" share a unit.
 
-    >>> _plural("employee")
-    'employees'
-    >>> _plural("church")
-    'churches'
+    >>> _plural("employee"), _plural("church")
+    ('employees', 'churches')
     """
     if noun in IRREGULAR_PLURALS:
         return IRREGULAR_PLURALS[noun]
@@ -2239,10 +2233,8 @@ def _plurals(words: frozenset[str]) -> frozenset[str]:
 def _time_unit(word: str) -> str:
     """Singular canonical time unit.
 
-    >>> _time_unit("Mins")
-    'minute'
-    >>> _time_unit("years")
-    'year'
+    >>> _time_unit("Mins"), _time_unit("years")
+    ('minute', 'year')
     """
     w = word.lower()
     w = UNIT_ALIASES.get(w, w)
@@ -2362,10 +2354,8 @@ def _year_values(m: re.Match) -> list[Value]:
 def _is_identifier(m: re.Match) -> bool:
     """A bare number that is a list marker ("2. The") or a label ("Season 7", "Hot 100"), not an amount.
 
-    >>> _is_identifier(_COUNT_RE.search("2. The"))
-    True
-    >>> _is_identifier(_COUNT_RE.search("Sold 42."))
-    False
+    >>> _is_identifier(_COUNT_RE.search("2. The")), _is_identifier(_COUNT_RE.search("Sold 42."))
+    (True, False)
     """
     before = m.string[:m.start()]
     # subtle: compared by length first, as int() refuses a number of 4,300 digits or more
@@ -2569,10 +2559,8 @@ _PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = 
 def _overlaps(span: tuple[int, int], claimed: list[tuple[int, int]]) -> bool:
     """Whether span overlaps one of claimed (disjoint, in order): only the last to start before span ends can reach it.
 
-    >>> _overlaps((3, 6), [(0, 1), (5, 9)])
-    True
-    >>> _overlaps((3, 5), [(0, 1), (5, 9)])
-    False
+    >>> _overlaps((3, 6), [(0, 1), (5, 9)]), _overlaps((3, 5), [(0, 1), (5, 9)])
+    (True, False)
     """
     before = bisect.bisect_left(claimed, (span[1],))  # the spans that start before span ends
     return before > 0 and claimed[before - 1][1] > span[0]
@@ -2599,10 +2587,8 @@ def _period_markers(sentence: str) -> tuple[list[tuple[int, str]], list[tuple[in
 def _clean_entity(name: str) -> str:
     """Lowercased entity without leading sentence starters; '' when it names a period instead.
 
-    >>> _clean_entity("The Acme Corp")
-    'acme corp'
-    >>> _clean_entity("Two Dodge Cars")
-    'dodge cars'
+    >>> _clean_entity("The Acme Corp"), _clean_entity("Two Dodge Cars")
+    ('acme corp', 'dodge cars')
     """
     words = name.split()
     while words and (words[0].lower() in SENTENCE_STARTERS or parse_number(words[0]) is not None):
@@ -2687,7 +2673,6 @@ AGE_WORDS = frozenset({"aged", "ages", "age", "ageing", "aging"})  # "aged 18-25
 _DIGITS_RE = re.compile(_DIGITS)
 _NUMBER_TEXT_RE = re.compile(rf"{_DIGITS}|{_WORDNUM}")  # "1,500", "fifteen"
 _SCALED_RE = re.compile(rf"\d\s?(?i:{'|'.join(sorted(SCALES, key=len, reverse=True))})(?![\w])")  # "$5M", "2 bn"
-# a number in words right before an upper end: no value on its own ("one of them"), but a range's low end
 WORD_LOW_REACH = 60  # characters before an upper end that its low end in words may take ("seventy-five to ")
 _WORD_LOW_RE = re.compile(rf"(?<![\w-])(?P<num>{_WORDNUM})(?:\s?[-–—]\s?|\s(?:to|and)\s)$")
 _NON_SPACE_RE = re.compile(r"\S+")  # the words str.split() returns: see _word_before
@@ -2705,7 +2690,7 @@ def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tup
     words = [m.span() for m in _NON_SPACE_RE.finditer(sentence)]
     for start, end, v in found:
         low = out[-1] if out and _range_ends(sentence, out[-1], (start, end, v), words) else None
-        if low is None:  # a number in words is no value on its own, so look for one only here
+        if low is None:  # a number in words is no value on its own ("one of them"), so look for one only here
             low = next((f for f in _word_low(sentence, start) if _range_ends(sentence, f, (start, end, v), words)),
                        None)
         if low:
@@ -2886,10 +2871,8 @@ def _event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -
 def _periods_compatible(p: str, q: str) -> bool:
     """Equal, one unknown, or a bare year inside the other's year; Q3 vs Q4 or FY vs Q3 are different periods.
 
-    >>> _periods_compatible("Q3", "Q3-2023")
-    True
-    >>> _periods_compatible("Q3", "Q4")
-    False
+    >>> _periods_compatible("Q3", "Q3-2023"), _periods_compatible("Q3", "Q4")
+    (True, False)
     """
     if not p or not q or p == q:
         return True
@@ -2902,10 +2885,8 @@ def _periods_compatible(p: str, q: str) -> bool:
 def _period_parts(period: str) -> tuple[str, str]:
     """(year, sub-period) of a period label.
 
-    >>> _period_parts("Q4-2023")
-    ('2023', 'Q4')
-    >>> _period_parts("2023-01")
-    ('2023', 'M01')
+    >>> _period_parts("Q4-2023"), _period_parts("2023-01")
+    (('2023', 'Q4'), ('2023', 'M01'))
     """
     m = _PERIOD_LABEL_RE.fullmatch(period)
     if not m:
@@ -2918,10 +2899,8 @@ def _period_parts(period: str) -> tuple[str, str]:
 def _entities_compatible(e: str, f: str) -> bool:
     """Equal, unknown, or one name inside the other once "Corp"/"Inc" are ignored.
 
-    >>> _entities_compatible("acme corp", "acme")
-    True
-    >>> _entities_compatible("acme", "globex")
-    False
+    >>> _entities_compatible("acme corp", "acme"), _entities_compatible("acme", "globex")
+    (True, False)
     """
     a, b = set(e.split()) - CORP_SUFFIXES, set(f.split()) - CORP_SUFFIXES
     return not a or not b or a <= b or b <= a
@@ -3093,10 +3072,8 @@ def _disagreeing(pairs: list[tuple[Value, Value]], cfg: Config = DEFAULT_CONFIG)
 def values_stated(claim: str, sentences: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
     """True when the claim holds values and the sentences state each of them, the same (ConflictScore's SUPPORT).
 
-    >>> values_stated("$4.2M", ["Revenue was 4.2 million dollars."])
-    True
-    >>> values_stated("$4.2M", ["$6.8M."])
-    False
+    >>> values_stated("$4.2M", ["Revenue was 4.2 million dollars."]), values_stated("$4.2M", ["$6.8M."])
+    (True, False)
     """
     claim_values = extract_values(claim)
     stated = [v for s in sentences for v in extract_values(s)]
@@ -3174,10 +3151,8 @@ def _measured_phrase(sentence: str, v: Value) -> tuple[str, ...]:
 def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
     """Same head noun, different modifiers: two measures ("sick leave" vs "annual leave"), not one.
 
-    >>> _phrases_clash(("sick", "leave"), ("annual", "leave"))
-    True
-    >>> _phrases_clash(("leave",), ("sick", "leave"))
-    False
+    >>> _phrases_clash(("sick", "leave"), ("annual", "leave")), _phrases_clash(("leave",), ("sick", "leave"))
+    (True, False)
     """
     return bool(p and q) and p[-1] == q[-1] and len(p) > 1 and len(q) > 1 and p[:-1] != q[:-1]
 
