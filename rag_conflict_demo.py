@@ -2030,6 +2030,7 @@ UNIT_WORDS = frozenset(CURRENCIES) | frozenset(DURATION_DAYS) | frozenset({"perc
 _THOUSANDS_SPACES = "\u00a0\u202f\u2009"
 _DIGITS = rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d{{1,3}}(?:[{_THOUSANDS_SPACES}]\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _NO_THOUSANDS_MARKS = str.maketrans("", "", "," + _THOUSANDS_SPACES)  # "10,000" and "10\u202f000": "10000"
+SIGNIFICANT_MIN = 2  # digits of a round number taken as significant: "1,000 ft (300 m)" rounds to 2, not to 1
 _WORDNUM_ALT = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 # Words of one number in words, at most ("twenty one hundred ninety nine" has five; a longer run is several numbers).
 # Bounded, or a pattern needing something after the number rereads a long run from each of its words (quadratic).
@@ -2087,13 +2088,16 @@ _AFTER_NUMBER = r"(?<=\d-)|(?<=\d[KkMmBb]-)|(?<=\dbn-)|(?<=illion-)|(?<=thousand
 _AFTER_NUMBER_RE = re.compile(_AFTER_NUMBER)  # .match(sentence, pos): pos follows "5-", "$2.5M-", "2 million-"
 _COUNT_RE = re.compile(rf"(?:(?<![\w.,'’#$€£¥:/-])|{_AFTER_NUMBER}){_NUM}{_SCALE_PLAIN}?(?![\w%]|[.,:]\d)"
                        r"(?:\s(?P<noun>[^\W\d_][\w'-]*))?")
+_LEADING_ZERO_RE = re.compile(r"0\d")
 _NEXT_WORD_RE = re.compile(r"\s+([A-Za-z][A-Za-z'-]*)")
 _PREV_WORD_RE = re.compile(r"([#\w][\w.-]*)\W{0,2}$")
 PREV_WORD_REACH = 256  # characters before a number searched first for the word before it (see _previous_word)
+_LABEL_BEFORE_RE = re.compile(r"(\w+)(\W*)$")  # the word before a number, and what separates them
 # the part of a _PREV_WORD_RE match after its first character; subtle: "$" also matches before a final newline
 _WORD_TO_END_RE = re.compile(r"[\w.-]*\W{0,2}\n?")
 _LIST_MARKER_AFTER_RE = re.compile(r"[.)](?:\s|$)")
 _LIST_MARKER_BEFORE_RE = re.compile(r"(?:^|[,;:·|])\s*$")
+LIST_MARKER_LIMIT = 100  # "18." can number a list item; "1998." ends a sentence (lists this long are rare)
 _CLAUSE_BREAK_RE = re.compile(r"[,;:]|\b(?:and|but|while|whereas|versus|vs)\b")
 _NUMBER_WORD_SPLIT_RE = re.compile(r"[\s-]+")
 _CURRENCY_PREFIX_RE = re.compile(r"^(?:us|u\.s\.)\s+")
@@ -2120,10 +2124,8 @@ _PERIOD_LABEL_RE = re.compile(r"(?P<sub>[QH][1-4])(?:-(?P<y1>\d{4}))?|FY(?P<y2>\
 def parse_number(text: str) -> float | None:
     """Digits with thousands separators, or English number words up to the hundreds.
 
-    >>> parse_number("1,500")
-    1500.0
-    >>> parse_number("three-hundred-seventeen")
-    317.0
+    >>> parse_number("1,500"), parse_number("three-hundred-seventeen")
+    (1500.0, 317.0)
     """
     t = text.strip().lower()
     if t[:1].isdigit():
@@ -2142,10 +2144,8 @@ def parse_number(text: str) -> float | None:
 def _scaled(m: re.Match) -> float | None:
     """The match's number times its scale suffix, if any.
 
-    >>> _scaled(_COUNT_RE.search("1.5K"))
-    1500.0
-    >>> _scaled(_PERCENT_RE.search("12%"))
-    12.0
+    >>> _scaled(_COUNT_RE.search("1.5K")), _scaled(_PERCENT_RE.search("12%"))
+    (1500.0, 12.0)
     """
     number = parse_number(m["num"])
     if number is None or "scale" not in m.re.groupindex:
@@ -2158,10 +2158,8 @@ def _scaled(m: re.Match) -> float | None:
 def _plural(noun: str) -> str:
     """Canonical plural so "1 employee" and "2 employees" share a unit.
 
-    >>> _plural("employee")
-    'employees'
-    >>> _plural("church")
-    'churches'
+    >>> _plural("employee"), _plural("church")
+    ('employees', 'churches')
     """
     if noun in IRREGULAR_PLURALS:
         return IRREGULAR_PLURALS[noun]
@@ -2183,10 +2181,8 @@ def _plurals(words: frozenset[str]) -> frozenset[str]:
 def _time_unit(word: str) -> str:
     """Singular canonical time unit.
 
-    >>> _time_unit("Mins")
-    'minute'
-    >>> _time_unit("years")
-    'year'
+    >>> _time_unit("Mins"), _time_unit("years")
+    ('minute', 'year')
     """
     w = word.lower()
     w = UNIT_ALIASES.get(w, w)
@@ -2303,16 +2299,11 @@ def _year_values(m: re.Match) -> list[Value]:
     return _value("year", float(m["year"]), "", m)
 
 
-LIST_MARKER_LIMIT = 100  # "18." can number a list item; "1998." ends a sentence (lists this long are rare)
-
-
 def _is_identifier(m: re.Match) -> bool:
     """A bare number that is a list marker ("2. The") or a label ("Season 7", "Hot 100"), not an amount.
 
-    >>> _is_identifier(_COUNT_RE.search("2. The"))
-    True
-    >>> _is_identifier(_COUNT_RE.search("Sold 42."))
-    False
+    >>> _is_identifier(_COUNT_RE.search("2. The")), _is_identifier(_COUNT_RE.search("Sold 42."))
+    (True, False)
     """
     before = m.string[:m.start()]
     # subtle: compared by length first, as int() refuses a number of 4,300 digits or more
@@ -2332,9 +2323,8 @@ def _is_identifier(m: re.Match) -> bool:
 
 
 def _previous_word(before: str) -> tuple[str, int, int] | None:
-    """(word, start, end) of the word ending the text (up to two non-word characters after it) as _PREV_WORD_RE finds
-    it. Searched in the last PREV_WORD_REACH characters (from the start, many values make it quadratic), or in all of
-    it when those characters could be one match's end.
+    """(word, start, end) of the word ending the text, up to two non-word characters after it (_PREV_WORD_RE), looked
+    for in the last PREV_WORD_REACH characters: from the start, many values make it quadratic.
 
     >>> _previous_word("Sold by Season 7, ")
     ('7', 15, 16)
@@ -2344,9 +2334,6 @@ def _previous_word(before: str) -> tuple[str, int, int] | None:
         reach = 0  # subtle: the last characters are one word's (and two after it): the word may start before them
     m = _PREV_WORD_RE.search(before, reach)
     return None if m is None else (m.group(1), m.start(), m.end(1))
-
-
-_LEADING_ZERO_RE = re.compile(r"0\d")
 
 
 def _count_values(m: re.Match) -> list[Value]:
@@ -2518,13 +2505,10 @@ _PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = 
 
 
 def _overlaps(span: tuple[int, int], claimed: list[tuple[int, int]]) -> bool:
-    """Whether span overlaps one of claimed, disjoint spans in order (bisect.insort): only the last one to start
-    before span ends can reach into it, so one look-up, not a scan.
+    """Whether span overlaps one of claimed (disjoint, in order): only the last to start before span ends can reach it.
 
-    >>> _overlaps((3, 6), [(0, 1), (5, 9)])
-    True
-    >>> _overlaps((3, 5), [(0, 1), (5, 9)])
-    False
+    >>> _overlaps((3, 6), [(0, 1), (5, 9)]), _overlaps((3, 5), [(0, 1), (5, 9)])
+    (True, False)
     """
     before = bisect.bisect_left(claimed, (span[1],))  # the spans that start before span ends
     return before > 0 and claimed[before - 1][1] > span[0]
@@ -2551,10 +2535,8 @@ def _period_markers(sentence: str) -> tuple[list[tuple[int, str]], list[tuple[in
 def _clean_entity(name: str) -> str:
     """Lowercased entity without leading sentence starters; '' when it names a period instead.
 
-    >>> _clean_entity("The Acme Corp")
-    'acme corp'
-    >>> _clean_entity("Two Dodge Cars")
-    'dodge cars'
+    >>> _clean_entity("The Acme Corp"), _clean_entity("Two Dodge Cars")
+    ('acme corp', 'dodge cars')
     """
     words = name.split()
     while words and (words[0].lower() in SENTENCE_STARTERS or parse_number(words[0]) is not None):
@@ -2609,8 +2591,7 @@ def _clause_breaks(sentence: str) -> tuple[list[int], list[int]]:
 
 
 def _period_for(pos: int, markers: list[tuple[int, str]], breaks: tuple[list[int], list[int]]) -> str:
-    """The nearest period marker in the value's clause (no break whole between them), else the nearest one; ties go
-    to the earlier marker. markers: sorted; breaks: _clause_breaks. A few look-ups, however many of either.
+    """The nearest period marker in the value's clause (no break wholly between), else the nearest; a tie: the earlier.
 
     >>> _period_for(14, [(0, "Q3"), (22, "H2")], _clause_breaks("Q3 sales were $1M and H2 is $2M"))
     'Q3'
@@ -2640,7 +2621,6 @@ AGE_WORDS = frozenset({"aged", "ages", "age", "ageing", "aging"})  # "aged 18-25
 _DIGITS_RE = re.compile(_DIGITS)
 _NUMBER_TEXT_RE = re.compile(rf"{_DIGITS}|{_WORDNUM}")  # "1,500", "fifteen"
 _SCALED_RE = re.compile(rf"\d\s?(?i:{'|'.join(sorted(SCALES, key=len, reverse=True))})(?![\w])")  # "$5M", "2 bn"
-# a number in words right before an upper end: no value on its own ("one of them"), but a range's low end
 WORD_LOW_REACH = 60  # characters before an upper end that its low end in words may take ("seventy-five to ")
 _WORD_LOW_RE = re.compile(rf"(?<![\w-])(?P<num>{_WORDNUM})(?:\s?[-–—]\s?|\s(?:to|and)\s)$")
 _NON_SPACE_RE = re.compile(r"\S+")  # the words str.split() returns: see _word_before
@@ -2658,7 +2638,7 @@ def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tup
     words = [m.span() for m in _NON_SPACE_RE.finditer(sentence)]
     for start, end, v in found:
         low = out[-1] if out and _range_ends(sentence, out[-1], (start, end, v), words) else None
-        if low is None:  # a number in words is no value on its own, so look for one only here
+        if low is None:  # a number in words is no value on its own ("one of them"), so look for one only here
             low = next((f for f in _word_low(sentence, start) if _range_ends(sentence, f, (start, end, v), words)),
                        None)
         if low:
@@ -2679,9 +2659,8 @@ def _word_low(sentence: str, start: int) -> list[tuple[int, int, Value]]:
 
 def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int, Value],
                 words: list[tuple[int, int]]) -> bool:
-    """Whether two adjacent values are the ends of one range: joined by "to", "between ... and" or a dash, of one
-    kind, unit and period, or a bare low end (which takes the upper end's unit), or money with a bare upper end
-    ("$1-2 million"); the low end below the upper, no date or year. words: the sentence's (_word_before).
+    """Whether two adjacent values are one range's ends: joined by "to", "between ... and" or a dash; of one kind, unit
+    and period, or a bare low end, or money with a bare upper end ("$1-2 million"); low below high; no date or year.
 
     >>> [[v.text for v in extract_values(s)] for s in ("It rose 3% to 5%.", "They lost 1-3.", "It is 3 km – 5 km.")]
     [['3%', '5%'], ['1'], ['3 km', '5 km']]
@@ -2705,8 +2684,7 @@ def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int
 
 
 def _word_before(sentence: str, pos: int, words: list[tuple[int, int]]) -> str | None:
-    """The last word of sentence[:pos] as str.split() cuts it, lowercased, or None. words: the sentence's word spans
-    (_NON_SPACE_RE), found once, not per value.
+    """The last word of sentence[:pos] as str.split() cuts it, lowercased, or None; words: _NON_SPACE_RE's, found once.
 
     >>> _word_before("rose from 3 to 5", 10, [(0, 4), (5, 9), (10, 11), (12, 14), (15, 16)])
     'from'
@@ -2726,9 +2704,8 @@ def _money_then_number(low: Value, high: Value) -> bool:
 
 
 def _range_value(low: Value, high: Value, text: str) -> Value:
-    """The range from low to high as one Value, in the kind and unit of the end that says them. A bare low end, or
-    money or a percentage with no scale of its own, is scaled and converted as the upper end is ("1" of "1-2 years":
-    365 days; "$5" of "$5-$10 million": 5,000,000).
+    """One Value from low to high, in the kind and unit of the end that says them; a bare low end, or money or a
+    percentage with no scale, is scaled as the upper end is ("1" of "1-2 years": 365 days; "$5" of "$5-$10 million").
 
     >>> [(v.amount, v.high) for v in extract_values("Worth $1-2 million, €2bn–3bn or $5-$10 million.")]
     [(1000000.0, 2000000.0), (2000000000.0, 3000000000.0), (5000000.0, 10000000.0)]
@@ -2842,10 +2819,8 @@ def _event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -
 def _periods_compatible(p: str, q: str) -> bool:
     """Equal, one unknown, or a bare year inside the other's year; Q3 vs Q4 or FY vs Q3 are different periods.
 
-    >>> _periods_compatible("Q3", "Q3-2023")
-    True
-    >>> _periods_compatible("Q3", "Q4")
-    False
+    >>> _periods_compatible("Q3", "Q3-2023"), _periods_compatible("Q3", "Q4")
+    (True, False)
     """
     if not p or not q or p == q:
         return True
@@ -2858,10 +2833,8 @@ def _periods_compatible(p: str, q: str) -> bool:
 def _period_parts(period: str) -> tuple[str, str]:
     """(year, sub-period) of a period label.
 
-    >>> _period_parts("Q4-2023")
-    ('2023', 'Q4')
-    >>> _period_parts("2023-01")
-    ('2023', 'M01')
+    >>> _period_parts("Q4-2023"), _period_parts("2023-01")
+    (('2023', 'Q4'), ('2023', 'M01'))
     """
     m = _PERIOD_LABEL_RE.fullmatch(period)
     if not m:
@@ -2874,10 +2847,8 @@ def _period_parts(period: str) -> tuple[str, str]:
 def _entities_compatible(e: str, f: str) -> bool:
     """Equal, unknown, or one name inside the other once "Corp"/"Inc" are ignored.
 
-    >>> _entities_compatible("acme corp", "acme")
-    True
-    >>> _entities_compatible("acme", "globex")
-    False
+    >>> _entities_compatible("acme corp", "acme"), _entities_compatible("acme", "globex")
+    (True, False)
     """
     a, b = set(e.split()) - CORP_SUFFIXES, set(f.split()) - CORP_SUFFIXES
     return not a or not b or a <= b or b <= a
@@ -2888,9 +2859,7 @@ def _ymd(v: Value) -> tuple[int, int, int]:
     >>> _ymd(Value("date", 19111023.0, "", "", "", ""))
     (1911, 10, 23)
     """
-    if v.type == "year":
-        return int(v.amount), 0, 0
-    n = int(v.amount)
+    n = int(v.amount) * (10000 if v.type == "year" else 1)
     return n // 10000, n // 100 % 100, n % 100
 
 
@@ -2924,9 +2893,6 @@ def _upper(v: Value) -> float:
 def _unit_factor(v: Value) -> float:
     """What a measurement's written unit was multiplied by ("mi": 1609.344); 1 for every other value."""
     return MEASUREMENT_UNITS[v.written][1] if v.written else 1.0
-
-
-SIGNIFICANT_MIN = 2  # digits of a round number taken as significant: "1,000 ft (300 m)" rounds to 2, not to 1
 
 
 def _rounding(v: Value) -> float:
@@ -2970,8 +2936,7 @@ def _value_key(v: Value) -> tuple[str, str]:
 
 
 def _typed_values(sentence: str, types: frozenset[str], event_years: bool) -> list[Value]:
-    """A sentence's values of the types; with event_years, without the years that only say which period another
-    value is about (no claims of their own).
+    """A sentence's values of the types; with event_years, less the years that only date another value's period.
 
     >>> [v.text for v in _typed_values("In 2022 revenue was $4M.", VALUE_TYPES, True)]
     ['$4M']
@@ -3043,10 +3008,7 @@ def _disagreeing(pairs: list[tuple[Value, Value]], cfg: Config = DEFAULT_CONFIG)
     >>> [(x.text, y.text) for x, y in _disagreeing([(x, y) for x in a for y in b])]
     [('5 km', '8 km')]
     """
-    sides = ({id(x): x for x, _ in pairs}.values(), {id(y): y for _, y in pairs}.values())  # each value once
-    units_a, units_b = ({_unit_factor(v) for v in side} for side in sides)
-    if len(units_a | units_b) == 1:  # one unit on both sides, the common case: one group, no split to make
-        return [] if any(_values_agree(x, y, cfg) for x, y in pairs) else pairs
+    units_a, units_b = {_unit_factor(x) for x, _ in pairs}, {_unit_factor(y) for _, y in pairs}
     groups: dict[float | None, list[tuple[Value, Value]]] = {}  # unit -> its pairs; None: a unit only one side writes
     for x, y in pairs:
         fx, fy = _unit_factor(x), _unit_factor(y)
@@ -3058,10 +3020,8 @@ def _disagreeing(pairs: list[tuple[Value, Value]], cfg: Config = DEFAULT_CONFIG)
 def values_stated(claim: str, sentences: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
     """True when the claim holds values and the sentences state each of them, the same (ConflictScore's SUPPORT).
 
-    >>> values_stated("$4.2M", ["Revenue was 4.2 million dollars."])
-    True
-    >>> values_stated("$4.2M", ["$6.8M."])
-    False
+    >>> values_stated("$4.2M", ["Revenue was 4.2 million dollars."]), values_stated("$4.2M", ["$6.8M."])
+    (True, False)
     """
     claim_values = extract_values(claim)
     stated = [v for s in sentences for v in extract_values(s)]
@@ -3077,9 +3037,8 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
     """
     left, right = (", ".join(dict.fromkeys(p[side].text for p in pairs)) for side in (0, 1))
     x = pairs[0][0]
-    # The unit is named only as the texts say it: durations are compared in days and headcounts in people, but
-    # "12 hours vs 8 hours" and "1,200 employees vs 3,400 people" keep their own words; a measurement is named by its
-    # kind ("different lengths: 630km vs 607 km", not "values in m").
+    # Units are named as the texts say them, not as compared ("12 hours vs 8 hours", not days; "1,200 employees vs
+    # 3,400 people"); a measurement by its kind ("different lengths: 630km vs 607 km", not "values in m").
     what = ({"time": "dates", "duration": "durations"}.get(key[0])
             or key[0] == "quantity" and {**MEASURE_NAMES, "people": "headcounts"}.get(key[1])
             or f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else ""))
@@ -3089,9 +3048,8 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
 
 
 # Anchored values: compare the value attached to what the question asks about, not a bag ("1985, 1912, 1959 vs 1874,
-# 1906" is no answer; "14 days of sick leave" and "30 days of annual leave" measure two things). A side giving several
-# values of one kind keeps those within value_anchor_window words of a predicate word of the question ("built",
-# "warranty"), else abstains; values whose measured phrases share a head but not its modifiers are not compared.
+# 1906"). A side with several values of one kind keeps those within value_anchor_window words of a question's
+# predicate word ("built"), else abstains; "14 days of sick leave" and "30 days of annual leave" are not compared.
 
 def predicate_words(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
     """Stems of the question's content words that the sentences use as common words: the predicate it asks about. A
@@ -3133,21 +3091,16 @@ def _measured_phrase(sentence: str, v: Value) -> tuple[str, ...]:
     >>> _measured_phrase("Staff get 14 days of sick leave.", extract_values("14 days")[0])
     ('sick', 'leave')
     """
-    at = sentence.find(v.text)
-    if at < 0:
-        return ()
     words = itertools.takewhile(lambda w: w.islower() and (w not in STOPWORDS or w == "of") and w not in UNIT_WORDS,
-                                _words_after(sentence, at + len(v.text), 4))
+                                _words_around(sentence, v.text, 4)[1])
     return tuple(w for w in words if w != "of")[:3]
 
 
 def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
     """Same head noun, different modifiers: two measures ("sick leave" vs "annual leave"), not one.
 
-    >>> _phrases_clash(("sick", "leave"), ("annual", "leave"))
-    True
-    >>> _phrases_clash(("leave",), ("sick", "leave"))
-    False
+    >>> _phrases_clash(("sick", "leave"), ("annual", "leave")), _phrases_clash(("leave",), ("sick", "leave"))
+    (True, False)
     """
     return bool(p and q) and p[-1] == q[-1] and len(p) > 1 and len(q) > 1 and p[:-1] != q[:-1]
 
@@ -3159,9 +3112,6 @@ def _sentence_anchors(sentence: str, qwords: frozenset[str], types: frozenset[st
     document's part of _anchored_side, cached as it is the same whichever document it meets."""
     return tuple((v, _event_words(sentence, v, qwords, event_window), _measured_phrase(sentence, v),
                   _window_stems(sentence, v, anchor_window)) for v in _typed_values(sentence, types, event_years))
-
-
-_LABEL_BEFORE_RE = re.compile(r"(\w+)(\W*)$")  # the word before a number, and what separates them
 
 
 def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
@@ -3202,8 +3152,7 @@ def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
 
 
 def _distinct_amounts(values: list[Value], cfg: Config = DEFAULT_CONFIG) -> int:
-    """How many different amounts the values state, one written in two units ("186,000 miles (300,000 km)") being
-    one; sorted once (n log n).
+    """How many different amounts the values state, one written in two units ("186,000 miles (300,000 km)") being one.
 
     >>> _distinct_amounts(extract_values("It is 186,000 miles (300,000 km), not 5 miles."))
     2
