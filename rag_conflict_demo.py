@@ -5268,8 +5268,7 @@ DAMAGED_ARCHIVE = (ValueError, EOFError, OSError, NotImplementedError, RuntimeEr
 
 
 def read_index(path, fingerprint, model):
-    """(keys, vectors) of the kept index at path: [] and None when there is no file; IndexRefused when the file is
-    damaged, not an index, or another model's."""
+    """(keys, vectors) of the kept index at path; ([], None) without one; IndexRefused if damaged or another model's."""
     try:
         f = open(path, "rb")  # opened here: np.load leaves a file it opened open when the archive is damaged
     except FileNotFoundError:
@@ -5604,8 +5603,7 @@ def sentence_spans(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
 
 
 def answer_span(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
-    """(start, end) of the best-scored span of the asked-for type in one sentence (sentence_spans, span_score); None
-    when it holds none or the question asks for no type.
+    """(start, end) of the best span_score span of the asked-for type in a sentence; None if none, or no type asked.
 
     >>> answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"}))
     (18, 41)
