@@ -5120,8 +5120,7 @@ DAMAGED_ARCHIVE = (ValueError, EOFError, OSError, NotImplementedError, RuntimeEr
 
 
 def read_index(path, fingerprint, model):
-    """(keys, vectors) of the kept index at path: [] and None when there is no file; IndexRefused when the file is
-    damaged, not an index, or another model's."""
+    """(keys, vectors) of the kept index at path; ([], None) without one; IndexRefused if damaged or another model's."""
     try:
         f = open(path, "rb")  # opened here: np.load leaves a file it opened open when the archive is damaged
     except FileNotFoundError:
@@ -5263,8 +5262,7 @@ OPENING_CHARS = 2000  # a document's opening sentence is read from this much of 
 
 @functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # asked of each naming document at every reading of a question
 def opening_sentence(text):
-    """(sentence, its offset in text) of the sentence a text opens with, read from its first OPENING_CHARS; None
-    when it has none."""
+    """(sentence, its offset in text) of the sentence a text opens with (in its first OPENING_CHARS), else None."""
     first = split_sentences(text[:OPENING_CHARS])[:1]
     return (" ".join(first[0].split()), max(0, text.find(first[0]))) if first else None
 
@@ -5277,8 +5275,7 @@ _ANSWER_NOISE_RE = re.compile(r"[^\w\s]|_")
 
 @functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # support asks again of each document's whole text, per candidate
 def normalise_answer(text):
-    """An answer's words for matching: Unicode-normalised (NFKC), lowercase, thousands commas dropped, punctuation a
-    space, articles dropped.
+    """An answer's words for matching: NFKC, lowercase, thousands commas dropped, punctuation a space, no articles.
 
     >>> normalise_answer("The U.S. Navy: 3,559 people")
     'u s navy 3559 people'
@@ -5458,8 +5455,7 @@ def sentence_spans(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
 
 
 def answer_span(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
-    """(start, end) of the best-scored span of the asked-for type in one sentence (sentence_spans, span_score); None
-    when it holds none or the question asks for no type.
+    """(start, end) of the best span_score span of the asked-for type in a sentence; None if none, or no type asked.
 
     >>> answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"}))
     (18, 41)
@@ -5497,9 +5493,8 @@ class SentenceReader:
         i, span = (best[0], best[1:3]) if best else (order[0], None)
         fits = sims[i] >= self.cfg.relevance_gate and (span is not None or qtype == "other")
         confidence = float(weights[i])  # the chosen sentence's, also when the answer is taken as said more fully
-        fuller = FULLER_FORMS.get(qtype)
-        if span and fuller:
-            i, span = fuller(found, i, span, relevant, context, qwords)
+        if span and qtype in FULLER_FORMS:
+            i, span = said_more_fully(FULLER_FORMS[qtype], found, i, span, relevant, context, qwords)
         _, at, sentence = found[i]
         start, end = (at + span[0], at + span[1]) if span else (at, at + len(sentence))
         return Answer(" ".join(context[start:end].split()), confidence, start, bool(fits))
@@ -5558,58 +5553,54 @@ def _year_of(v):
     return int(v.amount) if v.type == "year" else int(v.amount) // 10000
 
 
-def _same_document(found, i, candidates, context):
-    """The candidates (indices into found, a reader's scored sentences) in the document sentence i is in: no
-    document boundary of the context lies between them.
-
-    >>> found = [(0.9, 0, "A."), (0.8, 3, "B."), (0.7, 7, "C.")]
-    >>> _same_document(found, 0, [0, 1, 2], "A. B." + CONTEXT_SEPARATOR + "C.")
-    [0, 1]
-    """
-    at = found[i][1]
-    return [j for j in candidates if CONTEXT_SEPARATOR not in context[min(at, found[j][1]):max(at, found[j][1])]]
-
-
-def precise_date(found, i, span, candidates, context, qwords=frozenset()):  # qwords: FULLER_FORMS' one signature
-    """(sentence index, span) of a bare year said more precisely ("(2009 album)" -> "released on June 30, 2009"): the
-    first date in that year with a month or day in the candidates of the same document, else the span as it is.
+def said_more_fully(form, found, i, span, candidates, context, qwords):
+    """(sentence index, span) of found[i]'s span (found: a reader's scored sentences) as the first of the candidates
+    (indices into found) in its document, no CONTEXT_SEPARATOR between them, says it more fully by form (a
+    FULLER_FORMS entry); else (i, span).
 
     >>> found = [(0.8, 0, "X (2009 album) is an album."), (0.5, 28, "It was released on June 30, 2009.")]
-    >>> precise_date(found, 0, (3, 7), [0, 1], "X (2009 album) is an album. It was released on June 30, 2009.")
+    >>> context = "X (2009 album) is an album. It was released on June 30, 2009."
+    >>> said_more_fully(precise_date, found, 0, (3, 7), [0, 1], context, frozenset())
     (1, (19, 32))
     """
-    values = extract_values(found[i][2][span[0]:span[1]])
-    if len(values) != 1 or values[0].type != "year":
-        return i, span
-    year = int(values[0].amount)
-    for j in _same_document(found, i, candidates, context):
-        sentence = found[j][2]
-        for v in sorted(extract_values(sentence), key=_numeric_date):
-            start = sentence.find(v.text)
-            if v.type == "date" and _year_of(v) == year and _specificity(v) and start >= 0:
-                return j, (start, start + len(v.text))
+    at, answer = found[i][1], found[i][2][span[0]:span[1]]
+    for j in candidates:
+        if CONTEXT_SEPARATOR not in context[min(at, found[j][1]):max(at, found[j][1])]:
+            fuller = form(answer, found[j][2], qwords)
+            if fuller:
+                return j, fuller
     return i, span
 
 
-def fuller_name(found, i, span, candidates, context, qwords):
-    """(sentence index, span) of a one-word name in full ("Joseph Haydn" for "Haydn") when a person is asked for: the
-    first longer name ending in it in the candidates of the same document, else the span as it is. Not a place:
-    "West Springfield" is not Springfield said in full.
+def precise_date(answer, sentence, qwords=frozenset()):  # qwords: FULLER_FORMS' one signature
+    """The span in sentence of a bare year said more precisely ("(2009 album)" -> "released on June 30, 2009"): its
+    first date in that year with a month or day; None when it has none or the answer is no bare year.
 
-    >>> found = [(0.9, 0, "The symphony is by Haydn."), (0.6, 26, "Joseph Haydn wrote it.")]
-    >>> fuller_name(found, 0, (19, 24), [0, 1], "The symphony is by Haydn. Joseph Haydn wrote it.", frozenset({"who"}))
-    (1, (0, 12))
+    >>> precise_date("2009", "It was released on June 30, 2009.")
+    (19, 32)
     """
-    words = _name_word(found[i][2][span[0]:span[1]]).split()
+    values = extract_values(answer)
+    if len(values) != 1 or values[0].type != "year":
+        return None
+    for v in sorted(extract_values(sentence), key=_numeric_date):
+        start = sentence.find(v.text)
+        if v.type == "date" and _year_of(v) == int(values[0].amount) and _specificity(v) and start >= 0:
+            return start, start + len(v.text)
+    return None
+
+
+def fuller_name(answer, sentence, qwords):
+    """The span in sentence of a one-word name in full ("Joseph Haydn" for "Haydn") when a person is asked for: its
+    first longer name ending in it, else None. Not a place: "West Springfield" is not Springfield said in full.
+
+    >>> fuller_name("Haydn", "Joseph Haydn wrote it.", frozenset({"who"}))
+    (0, 12)
+    """
+    words = _name_word(answer).split()
     if len(words) != 1 or not qwords & ASKING_WORDS["person"]:
-        return i, span
-    for j in _same_document(found, i, candidates, context):
-        sentence = found[j][2]
-        fuller = [n for n in extract_names(sentence, qwords) if n.endswith(" " + words[0])]
-        spans = sorted(sp[0] for sp in (_surfaces(n, sentence) for n in fuller) if sp)
-        if spans:
-            return j, spans[0]
-    return i, span
+        return None
+    fuller = [n for n in extract_names(sentence, qwords) if n.endswith(" " + words[0])]
+    return min((sp[0] for sp in (_surfaces(n, sentence) for n in fuller) if sp), default=None)
 
 
 FULLER_FORMS = {"date": precise_date, "name": fuller_name}  # the asked-for type -> the same answer said more fully
@@ -5646,8 +5637,6 @@ class SentenceEmbedder:
         unique = list(dict.fromkeys(texts))
         vectors = self.model.encode(unique, batch_size=self.batch, normalize_embeddings=True, convert_to_numpy=True,
                                     show_progress_bar=False)
-        if len(unique) == len(texts):
-            return vectors
         row = {text: i for i, text in enumerate(unique)}
         return vectors[[row[text] for text in texts]]
 
@@ -5684,11 +5673,8 @@ def model_fingerprint(path):
 
 @functools.lru_cache(maxsize=None)  # a file is hashed once per run
 def file_sha256(path):
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 class ModelUnavailable(Exception):
@@ -5761,8 +5747,7 @@ def packaged_model_path(module, sha256):
 
 
 def packaged_model_dir(module):
-    """Where the package installs its model (unchecked), or None when it is not installed; ModelUnavailable when it
-    is installed but broken. Light: no hashing."""
+    """Where the package installs its model, unhashed; None when not installed, ModelUnavailable when broken."""
     if importlib.util.find_spec(module) is None:
         return None
     try:
@@ -5812,10 +5797,9 @@ class NLIJudge:
         self.tokenizer, self.model = trained_head(AutoModelForSequenceClassification, path, "classifier",
                                                   "an NLI cross-encoder")
         labels = {str(name).lower(): int(i) for i, name in self.model.config.id2label.items()}
-        found = [i for name, i in labels.items() if name.startswith("contradict")]
-        if not found:
+        self.contradiction = next((i for name, i in labels.items() if name.startswith("contradict")), None)
+        if self.contradiction is None:
             raise ModelUnavailable(f"it has no 'contradiction' label (labels: {', '.join(sorted(labels))})")
-        self.contradiction = found[0]
         with reading("judging a first pair"):  # a setting read only at run time fails here, not mid-run
             self.judge(["A first sentence."], ["A second sentence."])
 
@@ -5907,8 +5891,8 @@ def zip_checkpoint_problem(file):
 def reading(step):
     """One step of loading a model, whatever it raises (a damaged folder makes the libraries raise almost anything)
     as one line of ModelUnavailable: the step, then the error ("building the model config.json describes:
-    ZeroDivisionError: integer modulo by zero"). Nothing else is caught this broadly; the outer step names the folder.
-    """
+    ZeroDivisionError: integer modulo by zero"). Nothing else is caught this broadly; the outer step names the
+    folder."""
     try:
         yield
     except Exception as e:  # subtle: broad on purpose (see above); an interrupt is no Exception and passes
@@ -10310,7 +10294,8 @@ class TestAnswerSpans(unittest.TestCase):
                          "2009")
         apart = album.replace(" It was", CONTEXT_SEPARATOR + "It was")
         found = read.scored_sentences(question, apart)
-        self.assertEqual(precise_date(found, 0, (19, 23), [0, 1], apart), (0, (19, 23)))  # "2009" in the title
+        self.assertEqual(said_more_fully(precise_date, found, 0, (19, 23), [0, 1], apart, frozenset()),
+                         (0, (19, 23)))  # "2009" in the title
         self.assertEqual(self.span("Born ( 1941-03-19 ) 19 March 1941 in Whitburn.", "When was he born?"),
                          "19 March 1941")  # the date in words, not the machine's copy printed beside it
 
