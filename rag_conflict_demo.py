@@ -6719,8 +6719,7 @@ _BENCHMARK_PUNCTUATION_RE = re.compile(r"[!-/:-@\[-`{-~]")  # ASCII punctuation,
 
 
 def benchmark_normal(text):
-    """A response or an answer as RAMDocs' exact match reads it: lowercase, commas dropped, other ASCII punctuation
-    a space, a/an/the dropped.
+    """Text as RAMDocs' exact match reads it: lowercase, commas dropped, other ASCII punctuation a space, no a/an/the.
 
     >>> benchmark_normal("The U.S. Navy: 3,559 people")
     'u s navy 3559 people'
@@ -6757,9 +6756,6 @@ def answer_notes(questions, path):
             notes.append(f"{path}: {len(found)} answer{'s' if len(found) > 1 else ''} {what}, the first "
                          f"{json.dumps(answer, ensure_ascii=False)} of question '{q.record_id}': {effect}")
     return notes
-
-
-LABELS = ("ANSWERED", "RESOLVED", "UNCERTAIN", "AMBIGUOUS")
 
 
 def evaluate_answers(questions, pipe, top_k=None, progress=None, on_question=None, heartbeat=None):
@@ -6813,12 +6809,11 @@ def answer_scores(rows):
     labels = collections.Counter(label for _, _, label in rows)
     return {**{k: round(float(np.mean(v)), EVAL_DECIMALS) for k, v in measures.items()},
             "interval": {k: mean_interval(v) for k, v in measures.items()},
-            "labels": {label: labels[label] for label in LABELS if labels[label]}}
+            "labels": {label: labels[label] for label in LABEL_STYLE if labels[label]}}  # every label, in order
 
 
 def mean_interval(values, resamples=EVAL_RESAMPLES, seed=0):
-    """The 95% percentile-bootstrap interval of a mean over questions; None (JSON null, as in bootstrap_intervals)
-    for fewer than two.
+    """The 95% percentile-bootstrap interval of a mean over questions; None (JSON null) for fewer than two.
 
     >>> mean_interval([1.0] * 10)
     [1.0, 1.0]
@@ -7224,12 +7219,6 @@ LONG_RUN_QUESTIONS = ("How long are refunds accepted?", "How much does it cost?"
                       "Who is the CEO?", "Is the service active?")
 
 
-def long_run_kb(chars):
-    """The long input's two documents: `chars` characters of LONG_RUN_UNIT repeated, and LONG_RUN_FACTS."""
-    run = (LONG_RUN_UNIT * (chars // len(LONG_RUN_UNIT) + 1))[:chars].strip()
-    return Document("run", "run", None, run), Document("facts", "facts", None, LONG_RUN_FACTS)
-
-
 class EmbedClock:
     """An embed function that adds up the seconds spent in it: the embedding share of a benchmark's time."""
 
@@ -7246,15 +7235,17 @@ class EmbedClock:
 
 def bench_long_input(pipe, sizes):
     """{"chars", "seconds", "embedding_seconds", "other_seconds"} per size, as each is measured: the walkthrough's
-    work (index, then both phases of each question) on long_run_kb(chars) and LONG_RUN_QUESTIONS, its reader and
-    detector made afresh on an EmbedClock, so every embedding (passages, questions, sentences) is counted."""
+    work (index, then both phases of each question) on the long input, its run cut to chars characters, its reader
+    and detector made afresh on an EmbedClock, so every embedding (passages, questions, sentences) is counted."""
     cfg = replace(pipe.cfg, top_k=min(pipe.cfg.top_k, 2))  # as the walkthrough clamps top_k to the documents
     for chars in sizes:
         clock = EmbedClock(pipe.embed)
         read = SentenceReader(clock, cfg) if isinstance(pipe.read, SentenceReader) else pipe.read
         clocked = make_pipeline(cfg, clock, read, pipe.nli)
         start = time.perf_counter()
-        index = build_index(long_run_kb(chars), clock, cfg.embed_batch, None, cfg.passage_chars)
+        run = (LONG_RUN_UNIT * (chars // len(LONG_RUN_UNIT) + 1))[:chars].strip()
+        docs = (Document("run", "run", None, run), Document("facts", "facts", None, LONG_RUN_FACTS))
+        index = build_index(docs, clock, cfg.embed_batch, None, cfg.passage_chars)
         for question in LONG_RUN_QUESTIONS:
             found = retrieve_and_detect(question, index, clocked)
             for resolved in (False, True):
@@ -7493,9 +7484,8 @@ PROGRESS_INTERVAL = 1.0  # seconds between progress lines, at most
 
 
 class Progress:
-    """Progress on stderr, only once a task has run for `after` seconds, at most one line per second: done of total,
-    the seconds so far, the rate and, until the end, the time left at that rate ("embedding passages: 640/2634 (167
-    s, 3.8/s, 8.7 min left)")."""
+    """Progress on stderr once a task has run `after` seconds, at most a line a second: done of total, seconds so
+    far, rate and, until the end, time left ("embedding passages: 640/2634 (167 s, 3.8/s, 8.7 min left)")."""
 
     def __init__(self, label, after=DEFAULT_CONFIG.progress_after):
         self.label, self.after = label, after
@@ -7696,18 +7686,13 @@ class Parser(argparse.ArgumentParser):
         emit(self.format_help(), end="")
 
 
-def parsed(kind, text):
-    """kind(text), or None when the text is no such number."""
-    try:
-        return kind(text)
-    except ValueError:
-        return None
-
-
 def number_flag(low, high, integral, wanted):
     """An argparse type: a number in [low, high], an integer where integral, written in plain_digits."""
     def check(text):
-        value = parsed(int if integral else float, text)
+        try:
+            value = (int if integral else float)(text)
+        except ValueError:  # no such number
+            value = None
         if not in_range(value, low, high, integral) or not plain_digits(text):
             digits = (" in the digits 0-9 (no '_', no other script's digits)"
                       if value is not None and not plain_digits(text) else "")
@@ -8087,8 +8072,7 @@ def fit_reader_inputs(args):
 
 
 def run_answer_eval(questions, pipe, args):
-    """--eval on answered questions: both phases per question; with --json a line per question as soon as it is
-    done, then the summary line."""
+    """--eval on answered questions: with --json a line per question as soon as it is done, then the summary line."""
     with conflict_log(args.log_conflicts) as append_log:
         def done(q, naive, resolved, judged, readings):
             append_log(resolved)
