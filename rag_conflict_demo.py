@@ -6237,10 +6237,7 @@ def same_titles(docs):
     >>> same_titles([Document("a", "T", None, "x"), Document("b", "T", None, "y"), Document("c", "U", None, "z")])
     {'T'}
     """
-    seen, twice = set(), set()
-    for d in docs:
-        (twice if d.title in seen else seen).add(d.title)
-    return twice
+    return {title for title, n in collections.Counter(d.title for d in docs).items() if n > 1}
 
 
 def doc_label(doc, twice):
@@ -6304,9 +6301,8 @@ def distinct_texts(docs):
     for d in docs:
         groups.setdefault(text_key(d.content), []).append(d)
     compared = {}
-    for same in groups.values():
-        newest = max(range(len(same)), key=lambda n: (date_key(same[n]), version_key(same[n]) or (), -n))
-        compared[id(same[newest])] = tuple(same)
+    for same in groups.values():  # max keeps the first on a tie
+        compared[id(max(same, key=lambda d: (date_key(d), version_key(d) or ())))] = tuple(same)
     return [(d, compared[id(d)]) for d in docs if id(d) in compared]
 
 
@@ -6374,7 +6370,6 @@ def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, 
     if progress:
         progress(total, total)
     found.sort(key=lambda c: (-c.topic_sim, c.a.source_id, c.b.source_id))
-    # clusters ordered by their most similar conflict
     order = {sid: n for n, sid in enumerate(dict.fromkeys(c.a.source_id for c in found))}
     clusters = make_clusters(docs, found, supersession_order)
     clusters.sort(key=lambda cl: min(order.get(d.source_id, len(order)) for d in cl.members))
@@ -6411,7 +6406,10 @@ def load_eval(path, text=None):
     try:
         records = list(read_json_lines(text, path))
     except UsageError:
-        whole = _whole_json(text)
+        try:  # read as one JSON value: a pretty-printed knowledge base or array spans lines
+            whole = json.loads(text)
+        except (ValueError, RecursionError):  # not JSON as a whole either: the JSON Lines error stands
+            whole = None
         if _is_kb_record(whole):
             raise UsageError(_NOT_PAIRS.format(path=path)) from None
         if isinstance(whole, list):
@@ -6443,15 +6441,6 @@ _NOT_PAIRS = ("{path}: is a knowledge base (an object with \"documents\", or one
 def _is_kb_record(record):
     """A knowledge base's object ({"documents"}) or JSON Lines document ({"content"}), not a labelled pair."""
     return isinstance(record, dict) and "docs" not in record and ("documents" in record or "content" in record)
-
-
-def _whole_json(text):
-    """A --eval file that fails to read as JSON Lines read as one JSON value (a pretty-printed knowledge base or
-    array spans lines), None when it is not JSON as a whole either: then the JSON Lines error stands."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
 
 
 def check_unique_id(rid, seen, path, lineno):
@@ -6566,8 +6555,7 @@ _BENCHMARK_PUNCTUATION_RE = re.compile(r"[!-/:-@\[-`{-~]")  # ASCII punctuation,
 
 
 def benchmark_normal(text):
-    """A response or an answer as RAMDocs' exact match reads it: lowercase, commas dropped, other ASCII punctuation
-    a space, a/an/the dropped.
+    """Text as RAMDocs' exact match reads it: lowercase, commas dropped, other ASCII punctuation a space, no a/an/the.
 
     >>> benchmark_normal("The U.S. Navy: 3,559 people")
     'u s navy 3559 people'
@@ -6604,9 +6592,6 @@ def answer_notes(questions, path):
             notes.append(f"{path}: {len(found)} answer{'s' if len(found) > 1 else ''} {what}, the first "
                          f"{json.dumps(answer, ensure_ascii=False)} of question '{q.record_id}': {effect}")
     return notes
-
-
-LABELS = ("ANSWERED", "RESOLVED", "UNCERTAIN", "AMBIGUOUS")
 
 
 def evaluate_answers(questions, pipe, top_k=None, progress=None, on_question=None, heartbeat=None):
@@ -6660,12 +6645,11 @@ def answer_scores(rows):
     labels = collections.Counter(label for _, _, label in rows)
     return {**{k: round(float(np.mean(v)), EVAL_DECIMALS) for k, v in measures.items()},
             "interval": {k: mean_interval(v) for k, v in measures.items()},
-            "labels": {label: labels[label] for label in LABELS if labels[label]}}
+            "labels": {label: labels[label] for label in LABEL_STYLE if labels[label]}}  # every label, in order
 
 
 def mean_interval(values, resamples=EVAL_RESAMPLES, seed=0):
-    """The 95% percentile-bootstrap interval of a mean over questions; None (JSON null, as in bootstrap_intervals)
-    for fewer than two.
+    """The 95% percentile-bootstrap interval of a mean over questions; None (JSON null) for fewer than two.
 
     >>> mean_interval([1.0] * 10)
     [1.0, 1.0]
@@ -6775,7 +6759,6 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
     texts = sorted({x for passages in parts.values() for x in passages} | {p.question for p in pairs})
     vectors = embed_in_batches(embed, texts, batch_size, stage("eval: embedding documents"))
     row = {t: i for i, t in enumerate(texts)}
-    # sentence embeddings in batches, not per pair
     detector.prime([p.a for p in pairs] + [p.b for p in pairs], stage("eval: embedding sentences"))
     total, counts, elapsed, step, outcomes = dict.fromkeys(CELLS, 0), {}, 0.0, stage("eval: pairs"), []
     for n, p in enumerate(pairs, 1):
@@ -7072,12 +7055,6 @@ LONG_RUN_QUESTIONS = ("How long are refunds accepted?", "How much does it cost?"
                       "Who is the CEO?", "Is the service active?")
 
 
-def long_run_kb(chars):
-    """The long input's two documents: `chars` characters of LONG_RUN_UNIT repeated, and LONG_RUN_FACTS."""
-    run = (LONG_RUN_UNIT * (chars // len(LONG_RUN_UNIT) + 1))[:chars].strip()
-    return Document("run", "run", None, run), Document("facts", "facts", None, LONG_RUN_FACTS)
-
-
 class EmbedClock:
     """An embed function that adds up the seconds spent in it: the embedding share of a benchmark's time."""
 
@@ -7094,15 +7071,17 @@ class EmbedClock:
 
 def bench_long_input(pipe, sizes):
     """{"chars", "seconds", "embedding_seconds", "other_seconds"} per size, as each is measured: the walkthrough's
-    work (index, then both phases of each question) on long_run_kb(chars) and LONG_RUN_QUESTIONS, its reader and
-    detector made afresh on an EmbedClock, so every embedding (passages, questions, sentences) is counted."""
+    work (index, then both phases of each question) on the long input, its run cut to chars characters, its reader
+    and detector made afresh on an EmbedClock, so every embedding (passages, questions, sentences) is counted."""
     cfg = replace(pipe.cfg, top_k=min(pipe.cfg.top_k, 2))  # as the walkthrough clamps top_k to the documents
     for chars in sizes:
         clock = EmbedClock(pipe.embed)
         read = SentenceReader(clock, cfg) if isinstance(pipe.read, SentenceReader) else pipe.read
         clocked = make_pipeline(cfg, clock, read, pipe.nli)
         start = time.perf_counter()
-        index = build_index(long_run_kb(chars), clock, cfg.embed_batch, None, cfg.passage_chars)
+        run = (LONG_RUN_UNIT * (chars // len(LONG_RUN_UNIT) + 1))[:chars].strip()
+        docs = (Document("run", "run", None, run), Document("facts", "facts", None, LONG_RUN_FACTS))
+        index = build_index(docs, clock, cfg.embed_batch, None, cfg.passage_chars)
         for question in LONG_RUN_QUESTIONS:
             found = retrieve_and_detect(question, index, clocked)
             for resolved in (False, True):
@@ -7189,14 +7168,21 @@ WARNING_EXTRA = 14  # the warning wraps this much wider than answers (it starts 
 
 
 def render_block(resp, paint, cfg):
-    """One scenario of one phase: query, answer, confidence, conflict status, sources, conflicts, resolution."""
+    """One scenario of one phase: query, answer, confidence, conflict status, sources, conflicts, resolution, then
+    the warning in words, in the colour of the response's label."""
     name = functools.partial(doc_label, twice=same_titles(r.doc for r in resp.sources))
-    return "\n".join(block_head(resp, paint, cfg) + block_sources(resp, paint, name)
-                     + block_conflicts(resp, paint, name) + block_warning(resp, paint, cfg))
+    lines = block_head(resp, paint, cfg, name) + block_conflicts(resp, paint, name)
+    if resp.warning:
+        role = LABEL_STYLE.get(resp.label, LABEL_STYLE["UNCERTAIN"])[1]
+        warning = textwrap.fill(printable(resp.warning), cfg.answer_width + WARNING_EXTRA, subsequent_indent="  ",
+                                break_on_hyphens=False)
+        lines.append(paint("Warning:", role) + " " + warning)
+    return "\n".join(lines)
 
 
-def block_head(resp, paint, cfg):
-    """Query, answer (wrapped under its column), confidence, conflict status, ConflictScore, the Sources heading."""
+def block_head(resp, paint, cfg, name):
+    """Query, answer (wrapped under its column), confidence, conflict status, ConflictScore, then every retrieved
+    document with its score and date or version, those the resolver dropped marked."""
     status = (LABEL_STYLE.get(resp.label, LABEL_STYLE["UNCERTAIN"])
               if resp.report.has_conflict or resp.label == "AMBIGUOUS" else NO_CONFLICT)
     indent = " " * FIELD_WIDTH
@@ -7205,20 +7191,16 @@ def block_head(resp, paint, cfg):
         shown = "; ".join(f"{a.subject}: {a.text}{' (disputed)' if a.disputed else ''}" for a in resp.answers)
     answer = textwrap.fill(printable(shown), cfg.answer_width, initial_indent=indent,
                            subsequent_indent=indent, break_on_hyphens=False).lstrip()
+    used = {r.doc.source_id for r in resp.context}
+    sources = [f"  [{r.score:.3f}] {printable(name(r.doc))} ({printable(stamp(r.doc))}"
+               f"{f', best of {r.passages} passages' if r.passages > 1 else ''})"
+               + ("" if r.doc.source_id in used else paint("  (discarded)", "dim")) for r in resp.sources]
     return [f"{paint('Query:', 'label')}      {printable(resp.query)}",
             f"{paint('Answer:', 'label')}     {answer}",
             f"{paint('Confidence:', 'label')} {resp.confidence:.1%}",
             f"{paint('Conflict:', 'label')}   {paint(*status)}",
             f"{paint('ConflictScore:', 'label')} {format_score(resp.score, paint)}",
-            f"{paint('Sources:', 'label')}"]
-
-
-def block_sources(resp, paint, name):
-    """Every retrieved document with its score and date or version; those the resolver dropped marked."""
-    used = {r.doc.source_id for r in resp.context}
-    return [f"  [{r.score:.3f}] {printable(name(r.doc))} ({printable(stamp(r.doc))}"
-            f"{f', best of {r.passages} passages' if r.passages > 1 else ''})"
-            + ("" if r.doc.source_id in used else paint("  (discarded)", "dim")) for r in resp.sources]
+            f"{paint('Sources:', 'label')}", *sources]
 
 
 def block_conflicts(resp, paint, name):
@@ -7248,15 +7230,6 @@ def block_conflicts(resp, paint, name):
     lines += [paint(f"  ? candidate from '{name(c.doc)}': {c.answer or '(none)'} ({c.confidence:.1%})", "uncertain")
               for c in resp.candidates]
     return lines
-
-
-def block_warning(resp, paint, cfg):
-    """The warning in words, in the colour of the response's label; nothing without one."""
-    if not resp.warning:
-        return []
-    role = LABEL_STYLE.get(resp.label, LABEL_STYLE["UNCERTAIN"])[1]
-    return [paint("Warning:", role) + " " + textwrap.fill(printable(resp.warning), cfg.answer_width + WARNING_EXTRA,
-                                                          subsequent_indent="  ", break_on_hyphens=False)]
 
 
 def format_score(score, paint):
@@ -7347,9 +7320,8 @@ PROGRESS_INTERVAL = 1.0  # seconds between progress lines, at most
 
 
 class Progress:
-    """Progress on stderr, only once a task has run for `after` seconds, at most one line per second: done of total,
-    the seconds so far, the rate and, until the end, the time left at that rate ("embedding passages: 640/2634 (167
-    s, 3.8/s, 8.7 min left)")."""
+    """Progress on stderr once a task has run `after` seconds, at most a line a second: done of total, seconds so
+    far, rate and, until the end, time left ("embedding passages: 640/2634 (167 s, 3.8/s, 8.7 min left)")."""
 
     def __init__(self, label, after=DEFAULT_CONFIG.progress_after):
         self.label, self.after = label, after
@@ -7550,26 +7522,19 @@ class Parser(argparse.ArgumentParser):
         emit(self.format_help(), end="")
 
 
-def parsed(kind, text):
-    """kind(text), or None when the text is no such number."""
-    try:
-        return kind(text)
-    except ValueError:
-        return None
-
-
-def positive_int(text):
-    value = parsed(int, text)
-    if not in_range(value, 1, math.inf, integral=True) or not plain_digits(text):  # the range of a Config size
-        raise argparse.ArgumentTypeError(f"must be a positive integer{digits_only(text, value)}, got '{text}'")
-    return value
-
-
-def unit_float(text):
-    value = parsed(float, text)
-    if not in_range(value, 0, 1) or not plain_digits(text):  # --threshold: [0, 1] on the command line, though a cosine
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1]{digits_only(text, value)}, got '{text}'")
-    return value
+def number_flag(low, high, integral, wanted):
+    """An argparse type: a number in [low, high], an integer where integral, written in plain_digits."""
+    def check(text):
+        try:
+            value = (int if integral else float)(text)
+        except ValueError:  # no such number
+            value = None
+        if not in_range(value, low, high, integral) or not plain_digits(text):
+            digits = (" in the digits 0-9 (no '_', no other script's digits)"
+                      if value is not None and not plain_digits(text) else "")
+            raise argparse.ArgumentTypeError(f"must be {wanted}{digits}, got '{text}'")
+        return value
+    return check
 
 
 def plain_digits(text):
@@ -7582,9 +7547,8 @@ def plain_digits(text):
     return text.isascii() and "_" not in text
 
 
-def digits_only(text, value):
-    """The words a flag's error adds for a number Python reads (value) that plain_digits refuses."""
-    return "" if value is None or plain_digits(text) else " in the digits 0-9 (no '_', no other script's digits)"
+positive_int = number_flag(1, math.inf, True, "a positive integer")  # the range of a Config size
+unit_float = number_flag(0, 1, False, "a number in [0, 1]")  # --threshold: [0, 1] on the command line, though a cosine
 
 
 NLI_DEFAULT = "cross-encoder/nli-deberta-v3-small"
@@ -7944,8 +7908,7 @@ def fit_reader_inputs(args):
 
 
 def run_answer_eval(questions, pipe, args):
-    """--eval on answered questions: both phases per question; with --json a line per question as soon as it is
-    done, then the summary line."""
+    """--eval on answered questions: with --json a line per question as soon as it is done, then the summary line."""
     with conflict_log(args.log_conflicts) as append_log:
         def done(q, naive, resolved, judged, readings):
             append_log(resolved)
@@ -8070,7 +8033,7 @@ def split_note(index, cfg):
 def run_bench(pipe, stages, progress=None):
     """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements;
     progress(label) -> callable(done, total), or None (the CLI's Progress)."""
-    cfg, step = pipe.cfg, progress("bench") if progress else None
+    cfg, step = pipe.cfg, progress("bench") if progress else (lambda done, total: None)
     start = time.perf_counter()
     index = build_index(KNOWLEDGE_BASE, pipe.embed, cfg.embed_batch, None, cfg.passage_chars)
     stages["kb_embedding"] = round(time.perf_counter() - start, 4)
@@ -8092,11 +8055,9 @@ def run_bench(pipe, stages, progress=None):
         for row in measured:
             rows[part].append(row)
             done += 1
-            if step:
-                step(done, steps)
+            step(done, steps)
     indexing = bench_indexing(cfg, pipe.embed)
-    if step:
-        step(steps, steps)
+    step(steps, steps)
     return {"detection": rows["detection"], "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": rows["scan"],
             "long_input": rows["long_input"], "indexing": indexing}
 
