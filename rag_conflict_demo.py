@@ -6759,6 +6759,7 @@ def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, prog
     texts = sorted({x for passages in parts.values() for x in passages} | {p.question for p in pairs})
     vectors = embed_in_batches(embed, texts, batch_size, stage("eval: embedding documents"))
     row = {t: i for i, t in enumerate(texts)}
+    # sentence embeddings in batches, not per pair
     detector.prime([p.a for p in pairs] + [p.b for p in pairs], stage("eval: embedding sentences"))
     total, counts, elapsed, step, outcomes = dict.fromkeys(CELLS, 0), {}, 0.0, stage("eval: pairs"), []
     for n, p in enumerate(pairs, 1):
