@@ -2855,9 +2855,10 @@ def _entities_compatible(e: str, f: str) -> bool:
 
 
 def _ymd(v: Value) -> tuple[int, int, int]:
-    """
-    >>> _ymd(Value("date", 19111023.0, "", "", "", ""))
-    (1911, 10, 23)
+    """(year, month, day) of a time Value: a year's amount, a date's yyyymmdd (0: not said).
+
+    >>> _ymd(Value("date", 19111023.0, "", "", "", "")), [_ymd(v)[0] for v in extract_values("In 1901, on 3 May 1902")]
+    ((1911, 10, 23), [1901, 1902])
     """
     n = int(v.amount) * (10000 if v.type == "year" else 1)
     return n // 10000, n // 100 % 100, n % 100
@@ -5513,10 +5514,10 @@ class SentenceReader:
                for start, end, features, value in sentence_spans(found[i][2], qtype, qwords, self.cfg)]
         first = {}
         for i, start, end, _, v in out:
-            if v is not None and v.type in TEMPORAL_TYPES and _year_of(v):
-                first[document[i]] = min(first.get(document[i], _year_of(v)), _year_of(v))
+            if v is not None and v.type in TEMPORAL_TYPES and _ymd(v)[0]:
+                first[document[i]] = min(first.get(document[i], _ymd(v)[0]), _ymd(v)[0])
         out = [(i, start, end, {**f, "earliest": float(v is not None and v.type in TEMPORAL_TYPES
-                                                       and _year_of(v) == first.get(document[i]))})
+                                                       and _ymd(v)[0] == first.get(document[i]))})
                for i, start, end, f, v in out]
         return [c for c in out if sims[c[0]] >= self.cfg.relevance_gate] or out
 
@@ -5542,15 +5543,6 @@ class SentenceReader:
         if question not in self.questions:
             self.questions[question] = normalise(np.atleast_2d(self.embed([question])[0]))[0]
         return self.questions[question]
-
-
-def _year_of(v):
-    """The year of a time Value: a year's amount, a date's first four digits (yyyymmdd).
-
-    >>> [_year_of(v) for v in extract_values("In 1901, on 3 May 1902")]
-    [1901, 1902]
-    """
-    return int(v.amount) if v.type == "year" else int(v.amount) // 10000
 
 
 def said_more_fully(form, found, i, span, candidates, context, qwords):
@@ -5584,7 +5576,7 @@ def precise_date(answer, sentence, qwords=frozenset()):  # qwords: FULLER_FORMS'
         return None
     for v in sorted(extract_values(sentence), key=_numeric_date):
         start = sentence.find(v.text)
-        if v.type == "date" and _year_of(v) == int(values[0].amount) and _specificity(v) and start >= 0:
+        if v.type == "date" and _ymd(v)[0] == int(values[0].amount) and _specificity(v) and start >= 0:
             return start, start + len(v.text)
     return None
 
