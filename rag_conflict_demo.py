@@ -1681,7 +1681,7 @@ with within without would yet you your yours
 # Capitalised only because they open a sentence, so never a name or an entity on their own.
 SENTENCE_STARTERS = STOPWORDS | frozenset("""
 according although however meanwhile moreover today yesterday tomorrow currently recently since though unlike
-like following many several most some overall instead finally first second third originally previously
+like following many several overall instead finally first second third originally previously
 effective starting beginning
 """.split())
 ARTICLES = frozenset("the a an".split())
@@ -2024,7 +2024,7 @@ phase round track room route highway article section item act scene book issue g
 platform pp p top #
 """.split())
 CORP_SUFFIXES = frozenset("corp corporation inc incorporated ltd limited llc co plc group holdings gmbh ag sa".split())
-UNIT_WORDS = frozenset(CURRENCIES) | frozenset(DURATION_DAYS) | frozenset({"percent", "usd", "eur", "gbp", "k"})
+UNIT_WORDS = frozenset(CURRENCIES) | frozenset(DURATION_DAYS) | frozenset({"percent", "k"})
 # thousands set apart by commas, or by the no-break and thin spaces of typeset text ("10 000"; a plain space is as
 # often two numbers: "top 3 100-metre runners")
 _THOUSANDS_SPACES = "\u00a0\u202f\u2009"
@@ -3894,7 +3894,7 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
 # Swaps: two sentences word for word the same but for one short span (45.7 years vs 30.2 years): an edited copy or
 # a stale mirror, the plainest contradiction there is, whatever the question asks; a variant is none (_swap_is_variant).
 # Words whose swap changes nothing a reader would dispute (tense, articles, connectives).
-SWAP_FILLER = STOPWORDS | frozenset("also still currently now then later about approximately around nearly".split())
+SWAP_FILLER = STOPWORDS | frozenset("still currently later approximately nearly".split())
 
 _SWAP_TOKEN_RE = re.compile(rf"[$€£]?\d[\d,.]*\d%?|[$€£]?\d%?|{_LETTER_WORD}")
 _UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
@@ -4267,7 +4267,7 @@ def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
 # line, or the place or year its first sentence's description gives ("X is a city in Custer County, Nebraska").
 
 # Words of a parenthetical that say nothing about which subject it is ("born", "died" stay: they carry the dates).
-SUBJECT_MARK_NOISE = STOPWORDS | frozenset("also known formerly called c circa ca".split())
+SUBJECT_MARK_NOISE = STOPWORDS | frozenset("known formerly called c circa ca".split())
 # "Name (disambiguator)" opening a title or a text; the name starts with a capital or a digit ("1984 (album)").
 _SUBJECT_PAREN_RE = re.compile(r"^\W*(?P<name>[A-Z0-9][^()\n.;:]{0,80}?)\s\((?P<mark>[^()]{2,80})\)")
 # "Long Name Here (LNH)": an acronym after the capitalised words it abbreviates. subtle: tried once a word, from its
@@ -4532,7 +4532,7 @@ def _subject_tokens(sentence: str, opening: bool = True) -> frozenset[str]:
     """
     names = extract_names(sentence, frozenset()) | (_opening_word(sentence, frozenset()) if opening else frozenset())
     states = {w.lower() for w in _ALL_CAPS_RE.findall(sentence)} & STATE_WORDS  # ACTIVE: a state; IBM: a subject
-    return frozenset(t for n in names for t in n.split() if t not in states)
+    return frozenset(_name_tokens(names) - states)
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)  # a side meets many others (a corpus scan: thousands)
