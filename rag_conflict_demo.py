@@ -3951,9 +3951,8 @@ def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CO
     nx, ny = (parse_number(w) if _NUMBER_TEXT_RE.fullmatch(w) else None for w in (x, y))
     if nx is not None and ny is not None:
         return math.isclose(nx, ny, rel_tol=cfg.rel_tol)
-    vx, vy = extract_values(x), extract_values(y)
-    if vx and vy:
-        return all(any(_value_key(a) == _value_key(b) and _values_agree(a, b, cfg) for b in vy) for a in vx)
+    if extract_values(x) and extract_values(y):
+        return values_stated(x, [y], cfg)
     if x.replace(".", "") == _initials(right) or y.replace(".", "") == _initials(left):
         return True
     letters = not any(ch.isdigit() for ch in x + y)
