@@ -2485,8 +2485,7 @@ def _sub_period(m: re.Match, prefix: str) -> str:
     >>> _sub_period(_QUARTER_RE.search("third quarter of 2023"), "Q")
     'Q3-2023'
     """
-    order = {"first": "1", "second": "2", "third": "3", "fourth": "4"}
-    label = prefix + (m["q"] or order[m["qw"].lower()])
+    label = prefix + (m["q"] or ORDINAL_WORDS[m["qw"].lower()])
     year = m["year"] or m["yy"]
     return f"{label}-{_two_digit_year(year)}" if year else label
 
