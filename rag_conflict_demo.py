@@ -4602,10 +4602,11 @@ def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
     groups = []
     for i in naming:
         home = next((g for g in groups if not any(different_subjects_finding(docs[i], docs[j], qwords, cfg)
-                                                  for j in g)), [])
-        if not home:  # a new subject
-            groups.append(home)
-        home.append(i)
+                                                  for j in g)), None)
+        if home is None:  # a new subject
+            groups.append([i])
+        else:
+            home.append(i)
     if len(groups) < 2:
         return ()
     for i in range(len(docs)):
@@ -5512,8 +5513,9 @@ class SentenceReader:
                for start, end, features, value in sentence_spans(found[i][2], qtype, qwords, self.cfg)]
         first = {}
         for i, start, end, _, v in out:
-            if v is not None and v.type in TEMPORAL_TYPES and _ymd(v)[0]:
-                first[document[i]] = min(first.get(document[i], _ymd(v)[0]), _ymd(v)[0])
+            year = _ymd(v)[0] if v is not None and v.type in TEMPORAL_TYPES else 0
+            if year:
+                first[document[i]] = min(first.get(document[i], year), year)
         out = [(i, start, end, {**f, "earliest": float(v is not None and v.type in TEMPORAL_TYPES
                                                        and _ymd(v)[0] == first.get(document[i]))})
                for i, start, end, f, v in out]
