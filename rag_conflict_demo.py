@@ -217,8 +217,8 @@ def in_range(value, low, high, integral=False):
     >>> in_range(3, 1, math.inf, True), in_range(0.5, 0, 1), in_range(True, 0, 1), in_range(float("nan"), 0, 1)
     (True, True, False, False)
     """
-    kind = numbers.Integral if integral else numbers.Real
-    return isinstance(value, kind) and not isinstance(value, bool) and low <= value <= high
+    number = numbers.Integral if integral else numbers.Real
+    return isinstance(value, number) and not isinstance(value, bool) and low <= value <= high
 
 
 @dataclass(frozen=True)
@@ -5332,12 +5332,12 @@ def softmax(x):
     return z / z.sum()
 
 
-def trained_head(auto_class, path, head, kind):
+def trained_head(auto_class, path, head, what):
     """(tokenizer, model) of a model whose task head must come from the checkpoint (load_transformer): one without
     it (an embedding model as --qa-model) would get a random head and answer noise, so that is an error."""
     tokenizer, model, info = load_transformer(auto_class, path, unused=(head,))
     if any(model_part(model, key) == head for key in info["missing_keys"]):
-        raise ModelUnavailable(f"it has no trained '{head}' layer, so it is not {kind}")
+        raise ModelUnavailable(f"it has no trained '{head}' layer, so it is not {what}")
     return tokenizer, model.eval()
 
 
@@ -6476,11 +6476,11 @@ def eval_record_pairs(record, where):
         raise UsageError(f"{where}: field 'question' must be a string")
     # a question of invisible characters only asks nothing, like a blank one: every sentence counts
     question = without_format_characters(check_text(question, f"{where}: field 'question'"))
-    kind = "untyped" if record.get("type") in (None, "") else record["type"]
-    if not isinstance(kind, str):
-        raise UsageError(f"{where}: field 'type' must be a string, got {json_type(kind)}")
-    kind = check_text(kind, f"{where}: field 'type'")
-    return [EvalPair(rid, question, a, b, record["conflict"], kind)
+    ptype = "untyped" if record.get("type") in (None, "") else record["type"]
+    if not isinstance(ptype, str):
+        raise UsageError(f"{where}: field 'type' must be a string, got {json_type(ptype)}")
+    ptype = check_text(ptype, f"{where}: field 'type'")
+    return [EvalPair(rid, question, a, b, record["conflict"], ptype)
             for i, a in enumerate(parsed) for b in parsed[i + 1:]]
 
 
@@ -8101,9 +8101,9 @@ READER_WORDS = {
 
 def print_walkthrough(names, naive, resolved, paint, cfg):
     rule = "=" * 100
-    kind = naive[0].reader if naive else cfg.reader
-    emit(paint("Reader:", "label") + f" {kind}, " + printable(READER_WORDS.get(kind, "a reader given by the "
-                                                                           "caller").format(cfg=cfg)))
+    reader = naive[0].reader if naive else cfg.reader
+    emit(paint("Reader:", "label") + f" {reader}, " + printable(READER_WORDS.get(reader, "a reader given by the "
+                                                                               "caller").format(cfg=cfg)))
     for title, responses in (("PHASE 1 - NAIVE RAG: the whole top-k goes to the reader", naive),
                              ("PHASE 2 - CONFLICT-AWARE RAG: detect, resolve, then read", resolved)):
         emit(paint(f"\n{rule}\n{title}\n{rule}", "title"))
