@@ -5883,8 +5883,7 @@ def zip_checkpoint_problem(file):
 def reading(step):
     """One step of loading a model, whatever it raises (a damaged folder makes the libraries raise almost anything)
     as one line of ModelUnavailable: the step, then the error ("building the model config.json describes:
-    ZeroDivisionError: integer modulo by zero"). Nothing else is caught this broadly; the outer step names the
-    folder."""
+    ZeroDivisionError: integer modulo by zero"). Nothing else is caught so broadly; the outer step names the folder."""
     try:
         yield
     except Exception as e:  # subtle: broad on purpose (see above); an interrupt is no Exception and passes
