@@ -5121,16 +5121,19 @@ DAMAGED_ARCHIVE = (ValueError, EOFError, OSError, NotImplementedError, RuntimeEr
 
 def read_index(path, fingerprint, model):
     """(keys, vectors) of the kept index at path; ([], None) without one; IndexRefused if damaged or another model's."""
-    try:
-        f = open(path, "rb")  # opened here: np.load leaves a file it opened open when the archive is damaged
+    try:  # opened here: np.load leaves a file it opened open when the archive is damaged; O_NONBLOCK: a FIFO's
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # open does not wait for a writer
     except FileNotFoundError:
         return [], None
-    except IsADirectoryError:
-        raise IndexRefused(f"kept index {path}: is a directory; give --index a file path") from None
     except OSError as e:
         raise IndexRefused(f"kept index {path}: cannot be read ({e.strerror or e}); --no-index runs without "
                            f"it") from None
-    with f:
+    with open(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IndexRefused(f"kept index {path}: is a directory; give --index a file path")
+        if not stat.S_ISREG(mode):
+            raise IndexRefused(f"kept index {path}: is not a regular file; give --index a file path")
         try:
             archive = np.load(f, allow_pickle=False)
             if not isinstance(archive, np.lib.npyio.NpzFile):
@@ -5163,8 +5166,7 @@ def write_index(path, manifest, keys, vectors):
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     remove_orphans(path)
-    fd, temporary = tempfile.mkstemp(prefix=f"{os.path.basename(path)}.{writer_tag()}-{os.getpid()}.", suffix=".part",
-                                     dir=directory)
+    fd, temporary = tempfile.mkstemp(prefix=temporary_prefix(path), suffix=".part", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, manifest=np.array(json.dumps(manifest)), keys=keys, vectors=vectors)
@@ -5183,11 +5185,25 @@ def writer_tag():
     return hashlib.sha256(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:8]
 
 
+# Characters of the index's name a temporary file's name begins with: the rest (machine, process, mkstemp's random
+# part, ".part") takes ~40 more, and a name of up to 255 bytes must leave room for them.
+TEMPORARY_NAME_CHARS = 32
+
+
+def temporary_prefix(path):
+    """The start of a temporary file's name beside path: the head of its name, this machine and this process.
+
+    >>> temporary_prefix("/tmp/" + "k" * 240 + ".npz") == "k" * 32 + f".{writer_tag()}-{os.getpid()}."
+    True
+    """
+    return f"{os.path.basename(path)[:TEMPORARY_NAME_CHARS]}.{writer_tag()}-{os.getpid()}."
+
+
 def remove_orphans(path):
     """Remove path's temporary files that killed runs of this machine left (named by write_index after a process
     that no longer exists); another machine's, a live writer's and any other file stay."""
     directory, base = os.path.split(os.path.abspath(path))
-    pattern = re.compile(re.escape(f"{base}.{writer_tag()}-") + r"(\d+)\.[^/]*\.part")
+    pattern = re.compile(re.escape(f"{base[:TEMPORARY_NAME_CHARS]}.{writer_tag()}-") + r"(\d+)\.[^/]*\.part")
     with contextlib.suppress(OSError):
         for name in os.listdir(directory):
             m = pattern.fullmatch(name)
@@ -7693,20 +7709,12 @@ def check_log_path(path, inputs=(), stdout=None):
         st = None  # created on the first record
     except OSError as e:  # a link to itself
         raise UsageError(f"--log-conflicts {path}: not writable ({e.strerror or e})")
-    real = os.path.realpath(path)  # a symbolic link is checked where it points, and where it sits (a model snapshot's
-    placed = os.path.join(os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path))  # files are links)
-    for flag, given in inputs:  # the same file by device and inode: another spelling, a symbolic or hard link
-        if not given or not os.path.exists(given):
-            continue
-        inside = os.path.isdir(given) and any(p.startswith(os.path.join(os.path.realpath(given), ""))
-                                              for p in (real, placed))
-        if inside or (st is not None and os.path.samestat(st, os.stat(given))):
-            raise UsageError(f"--log-conflicts {path}: is {'in' if inside else 'the same file as'} {flag} {given}; "
-                             f"conflict records appended to it would corrupt it")
-    if st is not None and stdout is not None and os.path.samestat(st, stdout):
-        raise UsageError(f"--log-conflicts {path}: is the file stdout is written to; the two would overwrite each "
-                         f"other's lines")
-    parent = os.path.dirname(real)
+    clash = path_clash(path, st, inputs, stdout)
+    if clash == STDOUT_FILE:
+        raise UsageError(f"--log-conflicts {path}: {clash}; the two would overwrite each other's lines")
+    if clash:
+        raise UsageError(f"--log-conflicts {path}: {clash}; conflict records appended to it would corrupt it")
+    parent = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(parent):
         raise UsageError(f"--log-conflicts {path}: directory {parent} does not exist")
     if st is None and not os.access(parent, os.W_OK):
@@ -7716,6 +7724,30 @@ def check_log_path(path, inputs=(), stdout=None):
             open(path, "a").close()  # the real test (os.access says yes to root for any file): appends nothing
         except OSError as e:
             raise UsageError(f"--log-conflicts {path}: not writable ({e.strerror or e})")
+
+
+STDOUT_FILE = "is the file stdout is written to"
+
+
+def path_clash(path, st, inputs, stdout):
+    """How a file the run writes (path; st: its os.stat, None while it does not exist) is one it must leave alone,
+    or None: in one of the inputs ((flag, path) pairs; a directory stands for every file in it, as a local model's
+    does), the same file as one (by name or by device and inode: another spelling, a symbolic or hard link), or the
+    file stdout is redirected to (stdout: its os.stat)."""
+    real = os.path.realpath(path)  # a symbolic link is checked where it points, and where it sits (a model snapshot's
+    placed = os.path.join(os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path))  # files are links)
+    for flag, given in inputs:
+        if not given:
+            continue
+        inside = os.path.isdir(given) and any(p.startswith(os.path.join(os.path.realpath(given), ""))
+                                              for p in (real, placed))
+        same = os.path.realpath(given) == real or (
+            st is not None and os.path.exists(given) and os.path.samestat(st, os.stat(given)))
+        if inside or same:
+            return f"is {'in' if inside else 'the same file as'} {flag} {given}"
+    if st is not None and stdout is not None and os.path.samestat(st, stdout):
+        return STDOUT_FILE
+    return None
 
 
 def stdout_stat():
@@ -7856,16 +7888,25 @@ def check_index_flags(args, mode, stdout):
     if not args.index:
         return
     directory = os.path.dirname(os.path.abspath(args.index))
-    if os.path.isdir(args.index):
+    try:
+        st = os.stat(args.index)
+    except FileNotFoundError:
+        st = None  # made by the first save
+    except OSError as e:  # a link to itself, a folder we may not enter
+        raise UsageError(f"--index {args.index}: cannot be used ({e.strerror or e})") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise UsageError(f"--index {args.index}: is a directory; give a file path")
+    if st is not None and not stat.S_ISREG(st.st_mode):  # a FIFO would block the read, a device take the write
+        raise UsageError(f"--index {args.index}: is not a regular file; give a file path")
     if not os.path.isdir(directory):
         raise UsageError(f"--index {args.index}: directory {directory} does not exist")
-    for flag, other in (("--kb", args.kb), ("--log-conflicts", args.log_conflicts)):
-        if other and (os.path.realpath(other) == os.path.realpath(args.index) or (
-                os.path.exists(other) and os.path.exists(args.index) and os.path.samefile(other, args.index))):
-            raise UsageError(f"--index {args.index}: is the same file as {flag} {other}; the index would replace it")
-    if stdout is not None and os.path.exists(args.index) and os.path.samestat(stdout, os.stat(args.index)):
-        raise UsageError(f"--index {args.index}: is the file stdout is written to; the index would replace it")
+    inputs = [("--kb", args.kb), ("--log-conflicts", args.log_conflicts), ("--embed-model", args.embed_model),
+              ("--qa-model", args.qa_model), ("--nli", args.nli)]
+    clash = path_clash(args.index, st, inputs + installed_model_dirs((args.embed_model, args.qa_model, args.nli)),
+                       stdout)
+    if clash:
+        harm = "be written among its files" if clash.startswith("is in ") else "replace it"
+        raise UsageError(f"--index {args.index}: {clash}; the index would {harm}")
 
 
 def kept_index(args, embed, cfg):
@@ -7917,13 +7958,22 @@ def run_answer_eval(questions, pipe, args):
 
 
 def installed_model_dirs(names):
-    """(label, directory) of each packaged model these names may fall back to, for check_log_path; a broken install
-    is skipped here and reported by the loader if the run comes to need it."""
-    dirs = []
+    """(label, directory) of where these names' models may be read from, for path_clash: the Hugging Face cache
+    (a hub name's snapshot) and each packaged model they may fall back to; a broken install is skipped here and
+    reported by the loader if the run comes to need it."""
+    dirs = [("the Hugging Face cache", hub_cache_dir())] if any(n and not is_local_path(n) for n in names) else []
     for name in dict.fromkeys(n for n in names if n in PACKAGED_MODELS):
         with contextlib.suppress(ModelUnavailable):
             dirs.append((f"the model installed for {name} at", packaged_model_dir(PACKAGED_MODELS[name][0])))
     return dirs
+
+
+def hub_cache_dir():
+    """Where huggingface_hub keeps the models it downloads (HF_HUB_CACHE, else HF_HOME/hub, else the user's cache
+    directory's huggingface/hub), found without importing it."""
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                     os.path.join(os.path.expanduser("~"), ".cache"), "huggingface")
+    return os.environ.get("HF_HUB_CACHE") or os.path.join(home, "hub")
 
 
 def provide_models(args, cfg, stages, embed, read, nli):
@@ -11935,6 +11985,57 @@ class TestKeptIndex(unittest.TestCase):
                 code, out, err = run_main(argv)
                 self.assertEqual((code, out), (2, ""))
                 self.assertIn(message, err)
+
+    def test_an_index_that_would_replace_another_file_is_refused(self):
+        model = os.path.join(self.tmp.name, "model")
+        os.mkdir(model)
+        config = os.path.join(model, "config.json")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write("{}")
+        link = os.path.join(self.tmp.name, "link.npz")  # a name outside the folder that resolves into it
+        os.symlink(config, link)
+        log_path = os.path.join(self.tmp.name, "conflicts.jsonl")
+        cases = ((["--embed-model", model, "--index", config], f"is in --embed-model {model}"),
+                 (["--embed-model", model, "--index", os.path.join(model, "new.npz")], "is in --embed-model"),
+                 (["--embed-model", model, "--index", link], "is in --embed-model"),
+                 (["--nli", model, "--index", config], "is in --nli"),
+                 (["--log-conflicts", log_path, "--index", log_path], "is the same file as --log-conflicts"))
+        for argv, message in cases:
+            with self.subTest(argv=argv):
+                code, out, err, embed = self.ask(*argv, "--rebuild-index")
+                self.assertEqual((code, out, err.count("\n"), embed.calls), (2, "", 1, []), err)
+                self.assertIn(message, err)
+        with open(config, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "{}")
+        self.assertFalse(os.path.exists(log_path))
+        with open(self.index, "w"):
+            pass
+        with unittest.mock.patch(f"{__name__}.stdout_stat", return_value=os.stat(self.index)):
+            code, out, err, _ = self.ask("--index", self.index, "--rebuild-index")
+        self.assertEqual((code, os.path.getsize(self.index)), (2, 0))
+        self.assertIn("is the file stdout is written to", err)
+
+    def test_an_index_that_is_no_regular_file_is_refused_at_once(self):
+        fifo = os.path.join(self.tmp.name, "fifo.npz")
+        os.mkfifo(fifo)
+        for path in (fifo, os.devnull):
+            with self.subTest(path=path):
+                result = []
+                asking = threading.Thread(target=lambda: result.append(self.ask("--index", path)), daemon=True)
+                asking.start()
+                asking.join(60)
+                self.assertEqual(result[0][:2], (2, ""))  # an empty list here: the read waited for a writer
+                self.assertIn(f"--index {path}: is not a regular file", result[0][2])
+        with self.assertRaisesRegex(IndexRefused, "is not a regular file"):
+            read_index(fifo, "a" * 64, "fake")
+
+    def test_a_long_index_name_is_kept(self):
+        index = os.path.join(self.tmp.name, "k" * 236 + ".npz")  # 240 characters: a temporary name must be shorter
+        code, first, err, _ = self.ask("--index", index)
+        self.assertEqual((code, "cannot be written" in err, os.path.isfile(index)), (0, False, True), err)
+        code, second, err, embed = self.ask("--index", index)
+        self.assertEqual((code, second), (0, first))
+        self.assertIn(f"{len(self.passages())} passage embeddings reused, 0 embedded", err)
 
     def test_a_model_fingerprint_follows_its_files(self):
         model = os.path.join(self.tmp.name, "model")
