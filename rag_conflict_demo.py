@@ -6285,13 +6285,17 @@ class ScanReport:
 
 
 def text_key(text):
-    r"""A text as its copies share it: NFKC, whitespace runs as one space, case kept (the detector reads capitals as
-    names and states, so texts that differ in case are compared).
+    r"""A text as its copies share it: canonical composition (NFC: an accent typed apart is the same letter),
+    whitespace runs as one space, case kept (the detector reads capitals as names and states, so texts that differ in
+    case are compared). Never compatibility folding (NFKC): it rewrites what a text states, "10⁶" as "106", "2½" as
+    "21⁄2", "2ⁿ" as "2n".
 
-    >>> text_key("Refunds\u00a0take  30 days.\n") == text_key("Refunds take 30 days.")
+    >>> text_key("Caf\u0065\u0301\u00a0opens  at 9.\n") == text_key("Caf\u00e9 opens at 9.")
     True
+    >>> text_key("10\u2076 registered users") == text_key("106 registered users")
+    False
     """
-    return " ".join(unicodedata.normalize("NFKC", text).split())
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def distinct_texts(docs):
@@ -13019,6 +13023,49 @@ class TestScanAndBench(unittest.TestCase):
         self.assertEqual((code, err.strip()), (2, "error: --eval does not use --question"))
         code, _, err = run_main(["--bench", "--kb", "x.json"])
         self.assertEqual((code, err.strip()), (2, "error: --bench does not use --kb"))
+
+
+class TestWhatCountsAsACopy(unittest.TestCase):
+    """Texts are copies (one compared for all) only when they state the same: spacing and canonically equal letters
+    aside. A compatibility form that reads as another value keeps its text apart, and each such case has a near miss
+    that is a copy."""
+
+    def assert_copies(self, first, second, expected):
+        docs = [Document("a", "a", None, first), Document("b", "b", None, second)]
+        self.assertEqual(len(distinct_texts(docs)), 1 if expected else 2, (first, second))
+
+    def test_superscript_digits_are_not_plain_digits(self):
+        self.assert_copies("10\u2076 registered users", "106 registered users", False)
+        self.assert_copies("10\u2076 registered users", "10\u2076  registered\u00a0users\n", True)
+
+    def test_subscript_digits_are_not_plain_digits(self):
+        self.assert_copies("The register holds 101\u2082.", "The register holds 1012.", False)
+        self.assert_copies("The register holds 101\u2082.", "The register\tholds 101\u2082.", True)
+
+    def test_a_vulgar_fraction_is_not_its_digits(self):
+        self.assert_copies("The flight takes 2\u00bd hours.", "The flight takes 21\u20442 hours.", False)
+        self.assert_copies("The flight takes 2\u00bd hours.", "The flight takes\n2\u00bd hours.", True)
+
+    def test_a_superscript_letter_is_not_a_letter(self):
+        self.assert_copies("The grid holds 2\u207f devices.", "The grid holds 2n devices.", False)
+        self.assert_copies("Caf\u00e9 grid: 2\u207f devices.", "Cafe\u0301 grid: 2\u207f devices.", True)
+
+    def test_a_letter_sign_canonically_equal_to_a_letter_is_it(self):
+        self.assert_copies("The probe reads 300 \u212a.", "The probe reads 300 K.", True)  # Kelvin sign: NFC's K
+        self.assert_copies("The probe reads 300 \uff2b.", "The probe reads 300 K.", False)  # a fullwidth K: NFKC's
+
+    def test_scan_compares_texts_that_differ_only_in_a_compatibility_form(self):
+        kb = [{"source_id": "a", "content": "Vela Systems has 10\u2076 registered users."},
+              {"source_id": "b", "content": "Vela Systems has 106 registered users."}]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "kb.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(kb, f)
+            code, out, err = run_main(["--scan", "--kb", path, "--json", "--quiet", "--threshold", "0"])
+        self.assertEqual((code, err), (0, ""))
+        *lines, summary = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(([x for x in lines if "same_text" in x], summary["candidate_pairs"]), ([], 1))
+        self.assertNotIn("distinct_texts", summary)
 
 
 class TestModels(unittest.TestCase):
