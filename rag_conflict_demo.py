@@ -4761,7 +4761,7 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
     found, seen = [], set()
     for v in values:
         at = sentence.find(v.text)  # a value's text is the match, as written
-        if at < 0 or (at, v.text) in seen:
+        if at < 0 or (at, v.text) in seen or denied_value(sentence, at, cfg):  # a denied value is no answer
             continue
         seen.add((at, v.text))
         end = at + len(v.text)
@@ -4785,6 +4785,33 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
         between = sentence[start + len(word):at] if start < at else " "  # a space, a stop or a hyphen: "c. 1850"
         found.append((start if 0 < len(between) <= 2 and not between.strip(" .-") else at, end, features, v))
     return found
+
+
+# Words between a negation and a value that keep the value said: a bound ("no later than 2005", "not more than 100
+# requests", "cannot exceed 100", "did not open until 1998"), a focus ("not only in 2002 but also in 2005"), a part
+# ("none of the 5 offices") or a starting point ("has not changed from 100").
+# subtle: "no longer" is a negation, not a bound: "no longer 100 requests" denies; "no longer than" keeps by "than".
+NEGATION_KEEPS_VALUE = frozenset("""
+than more less fewer later earlier sooner until till before after since over under above below beyond within exceed
+exceeds exceeding least most only just merely solely simply even of from
+""".split())
+_DENIAL_TOKEN_RE = re.compile(rf"{_WORD_RE.pattern}|[,;:.!?()—–]")  # numbers too: another value ends the scope
+
+
+def denied_value(sentence: str, at: int, cfg: Config = DEFAULT_CONFIG) -> bool:
+    """Whether the sentence denies the value that starts at `at`: a negation (_is_negated) within cfg.negation_window
+    words before it, not across punctuation or another number, with no NEGATION_KEEPS_VALUE word between them.
+
+    >>> s = "Vela Systems was not founded in 2002; it was founded in 2005."
+    >>> denied_value(s, s.index("2002")), denied_value(s, s.index("2005"))
+    (True, False)
+    >>> s = "Vela Systems was founded not only in 2002 but also in 2005."
+    >>> denied_value(s, s.index("2002"))
+    False
+    """
+    before = [t.lower() for t in _DENIAL_TOKEN_RE.findall(sentence, 0, at)]
+    scope = set(itertools.takewhile(lambda t: t[0].isalpha(), reversed(before[-cfg.negation_window:])))
+    return _is_negated(before, len(before), cfg.negation_window) and not scope & NEGATION_KEEPS_VALUE
 
 
 # what follows a time that is one end of a span: "to 1794", "and 1954", "until May 1903"
@@ -9557,6 +9584,24 @@ class TestSentenceReader(unittest.TestCase):
                 self.assertEqual(text[answer.start:answer.start + len(span)], span)
                 self.assertGreater(answer.confidence, 0.0)
                 self.assertLessEqual(answer.confidence, 1.0)
+
+    def test_a_denied_value_is_no_answer(self):
+        """A value the sentence negates is not read as the answer; a negation that bounds or focuses it keeps it."""
+        cases = (("When was Vela Systems founded?", "Vela Systems was not founded in 2002; it was founded in 2005.",
+                  "2005"),
+                 ("How many requests per minute does the API allow?",
+                  "The API limit is no longer 100 requests per minute. It is 500 requests per minute.",
+                  "500 requests per minute"),
+                 ("When was Vela Systems founded?", "Vela Systems was founded not only in 2002 but also in 2005.",
+                  "2002"),  # the near miss: "not only" keeps 2002 said
+                 ("How many requests per minute does the API allow?",
+                  "The API allows no more than 100 requests per minute.", "100 requests per minute"),
+                 ("When did the bridge open?", "The bridge did not open until 1998.", "1998"))
+        for question, text, span in cases:
+            with self.subTest(text=text):
+                self.assertEqual(self.reader()(question, text).text, span)
+        alone = self.reader()("When was Vela Systems founded?", "Vela Systems was not founded in 2002.")
+        self.assertEqual((alone.text, alone.fits), ("Vela Systems was not founded in 2002.", False))
 
     def test_answer_span_examples(self):
         self.assertEqual(answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"})),
