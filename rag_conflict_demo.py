@@ -125,6 +125,7 @@ import threading
 import time
 import unicodedata
 import unittest
+import warnings
 import zipfile
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, NamedTuple
@@ -201,7 +202,7 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
                "name_heading_words", "reader_window_before", "reader_window_after")),
     "documents": (1, math.inf, True, "a positive integer", ("outnumber_margin",)),
     "share": (0, 1, False, "a number in [0, 1]",
-              ("rel_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling", "reader_min_confidence",
+              ("rel_tol", "index_norm_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling", "reader_min_confidence",
                "nli_threshold", "claim_support_share")),
     "cosine": (-1, 1, False, "a number in [-1, 1]", ("threshold", "relevance_gate", "pair_gate")),
     "margin": (0, 2, False, "a number in [0, 2]", ("answer_margin",)),  # a difference of two cosines
@@ -289,6 +290,9 @@ class Config:
     # Seconds between saves of the kept index while passages are embedded: a run killed while indexing a large
     # knowledge base loses at most this much work; each save rewrites the file (about 1 s per 100,000 passages).
     index_checkpoint: float = 60.0
+    # A kept row is the model's unit vector: one whose L2 norm is off 1 by more than this is damaged and embedded again
+    # (float32 rounding leaves ~1e-7; a zeroed or scaled row is off by far more).
+    index_norm_tol: float = 1e-3
     # 'article' | 'heuristic' | 'full'. heuristic by default: full (the reader run on each document as another
     # signal) measured worse with the sentence reader, on every file (built-in MCC 0.48 vs 0.72, QACC train 0.20 vs
     # 0.42: two best sentences that differ are not two answers that disagree); the QA reader is unmeasured here.
@@ -5089,17 +5093,24 @@ class KeptIndex:
     """The kept index of one knowledge base for one embedding model (fingerprint: model_fingerprint's SHA-256; rows
     of another model are refused, never mixed in). rebuild: the file at path is replaced, whatever it holds."""
 
-    def __init__(self, path, model, fingerprint, rebuild=False, checkpoint=DEFAULT_CONFIG.index_checkpoint):
+    def __init__(self, path, model, fingerprint, rebuild=False, checkpoint=DEFAULT_CONFIG.index_checkpoint,
+                 dimension=None, norm_tol=DEFAULT_CONFIG.index_norm_tol):
         self.path, self.model, self.fingerprint = os.fspath(path), model, fingerprint
         self.rebuild, self.checkpoint = rebuild, checkpoint
+        self.dimension, self.norm_tol = dimension, norm_tol  # dimension: the model's, None when the embedder hides it
         self.writable = True  # until a save fails (said once; the run goes on, keeping nothing more)
 
     def rows(self, texts, embed, batch_size, progress=None):
         """(len(texts), dim) float32: embed's rows for texts, read from the file where it holds them, the others
         embedded (embedded_rows) and saved every checkpoint seconds, at the end and when the run is interrupted."""
         keys = [passage_key(t) for t in texts]
-        held_keys, held = ([], None) if self.rebuild else read_index(self.path, self.fingerprint, self.model)
-        at = {k: i for i, k in enumerate(held_keys)}
+        held_keys, held = ([], None) if self.rebuild else read_index(self.path, self.fingerprint, self.model,
+                                                                      self.dimension)
+        sound = unit_rows(held, self.norm_tol) if held is not None else ()
+        if not all(sound):
+            log.warning("kept index %s: %d passage embeddings are damaged (not unit vectors of finite numbers); they "
+                        "are embedded again", self.path, len(sound) - int(np.sum(sound)))
+        at = {k: i for i, k in enumerate(held_keys) if sound[i]}
         missing = [i for i, k in enumerate(keys) if k not in at]
         fresh, last = {}, [time.monotonic()]
 
@@ -5142,15 +5153,21 @@ class KeptIndex:
 
 
 # What reading a damaged archive raises: its data (BadZipFile: a CRC-32 mismatch), its length (EOFError, BadZipFile,
-# ValueError), a header (ValueError, OSError: a seek out of range, NotImplementedError or RuntimeError: a flag byte)
-DAMAGED_ARCHIVE = (ValueError, EOFError, OSError, NotImplementedError, RuntimeError, zipfile.BadZipFile)
+# ValueError), a header (ValueError, OSError: a seek out of range, NotImplementedError or RuntimeError: a flag byte,
+# SyntaxError: numpy's header parser), its JSON (ValueError; RecursionError, a RuntimeError: nesting too deep)
+DAMAGED_ARCHIVE = (ValueError, EOFError, OSError, NotImplementedError, RuntimeError, SyntaxError, zipfile.BadZipFile)
+INDEX_MEMBERS = ("keys.npy", "manifest.npy", "vectors.npy")  # sorted: each once, stored (uncompressed)
+INDEX_MANIFEST_BYTES = 1 << 16  # a manifest is a few hundred bytes of JSON; a member larger than this is none
+_FINGERPRINT_RE = re.compile(r"[0-9a-f]{64}")  # model_fingerprint's SHA-256, in hex
 
 
-def read_index(path, fingerprint, model):
-    """(keys, vectors) of the kept index at path; ([], None) without one; IndexRefused if damaged or another model's."""
-    try:  # opened here: np.load leaves a file it opened open when the archive is damaged; O_NONBLOCK: a FIFO's
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # open does not wait for a writer
-    except FileNotFoundError:
+def read_index(path, fingerprint, model, dimension=None):
+    """(keys, vectors) of the kept index at path; ([], None) without one; IndexRefused if damaged or another model's.
+    Checked before it is trusted, each check before the bytes it guards are read (read_archive); the rows' values are
+    the caller's to check (unit_rows)."""
+    try:  # O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below); a regular file reads as usual
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (FileNotFoundError, NotADirectoryError):  # none yet; or a file stands where its folder would (a save says)
         return [], None
     except OSError as e:
         raise IndexRefused(f"kept index {path}: cannot be read ({e.strerror or e}); --no-index runs without "
@@ -5162,26 +5179,97 @@ def read_index(path, fingerprint, model):
         if not stat.S_ISREG(mode):
             raise IndexRefused(f"kept index {path}: is not a regular file; give --index a file path")
         try:
-            archive = np.load(f, allow_pickle=False)
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise ValueError("a bare NumPy array")
-            manifest = json.loads(str(archive["manifest"][()]))
-            if not isinstance(manifest, dict) or manifest.get("format") != INDEX_FORMAT:
-                raise ValueError(f"format {manifest.get('format') if isinstance(manifest, dict) else manifest!r}")
-            if manifest.get("model_sha256") != fingerprint:
-                raise IndexRefused(f"kept index {path}: holds embeddings of model '{manifest.get('model')}', not of "
-                                   f"'{model}' (another model's weights or configuration); --rebuild-index replaces "
-                                   f"it, --index PATH keeps this model's elsewhere")
-            keys, vectors = archive["keys"], archive["vectors"]
-        except (KeyError,) + DAMAGED_ARCHIVE as e:  # not an archive, one cut short, a member missing or altered
+            keys, vectors = read_archive(f, path, fingerprint, model, dimension)
+        except (KeyError,) + DAMAGED_ARCHIVE as e:  # not an archive, one cut short, a member altered
             raise IndexRefused(f"kept index {path}: damaged or not an index ({e or type(e).__name__}); "
                                f"{INDEX_FIX}") from None
-    n = manifest.get("rows")
-    if not (keys.dtype == np.uint8 and keys.shape == (n, INDEX_KEY_BYTES) and vectors.dtype == np.float32
-            and vectors.ndim == 2 and vectors.shape == (n, manifest.get("dim")) and np.isfinite(vectors).all()):
-        raise IndexRefused(f"kept index {path}: damaged (its arrays do not match its manifest); {INDEX_FIX}")
     flat = keys.tobytes()
     return [flat[i:i + INDEX_KEY_BYTES] for i in range(0, len(flat), INDEX_KEY_BYTES)], vectors
+
+
+def read_archive(f, path, fingerprint, model, dimension):
+    """(keys, vectors) of an open index file: a zip of INDEX_MEMBERS, each stored and no larger than the file, the
+    manifest read first (read_manifest), then each array's .npy header checked against it before its data is read,
+    and the keys unique. ValueError (or a zip's or a header's own error) if anything is amiss."""
+    if f.read(4) != b"PK\x03\x04":  # a zip's first local header; numpy would guess at anything else (pickles too)
+        raise ValueError("not a NumPy .npz archive")
+    f.seek(0)
+    size = os.fstat(f.fileno()).st_size
+    with zipfile.ZipFile(f) as archive:
+        members = archive.infolist()
+        if sorted(m.filename for m in members) != list(INDEX_MEMBERS):
+            raise ValueError("its members are not manifest, keys and vectors, each once")
+        for m in members:  # checked before a byte of any member is read: nothing to inflate, nothing past the file
+            if m.compress_type != zipfile.ZIP_STORED or m.compress_size != m.file_size or m.file_size > size:
+                raise ValueError(f"member {m.filename} is compressed or larger than the file")
+        member = {m.filename: m for m in members}
+        manifest = read_manifest(archive, member["manifest.npy"], path, fingerprint, model, dimension)
+        rows, dim = manifest["rows"], manifest["dim"]
+        keys = read_npy(archive, member["keys.npy"], np.dtype(np.uint8), (rows, INDEX_KEY_BYTES))
+        if len({row.tobytes() for row in keys}) < rows:
+            raise ValueError("a passage key twice")
+        return keys, read_npy(archive, member["vectors.npy"], np.dtype("<f4"), (rows, dim))
+
+
+def read_manifest(archive, member, path, fingerprint, model, dimension):
+    """The index's manifest: this format, a model fingerprint, rows and a dimension (the model's, when known);
+    IndexRefused when the fingerprint is another model's."""
+    if member.file_size > INDEX_MANIFEST_BYTES:
+        raise ValueError("its manifest is too large")
+    text = read_npy(archive, member, None, ())
+    if text.dtype.kind != "U":
+        raise ValueError("its manifest is no text")
+    manifest = json.loads(str(text[()]))
+    if not isinstance(manifest, dict) or manifest.get("format") != INDEX_FORMAT:
+        raise ValueError(f"format {manifest.get('format') if isinstance(manifest, dict) else manifest!r}")
+    held = manifest.get("model_sha256")
+    if not (isinstance(held, str) and _FINGERPRINT_RE.fullmatch(held)):
+        raise ValueError("its manifest names no model fingerprint")
+    if held != fingerprint:
+        named = manifest.get("model")  # a name: the fingerprint, not the name, tells models apart
+        whose = (f"'{model}' of other weights or configuration than this copy's" if named == model else
+                 f"'{named}', not of '{model}' (another model's weights or configuration)")
+        raise IndexRefused(f"kept index {path}: holds embeddings of model {whose}; --rebuild-index replaces it, "
+                           f"--index PATH keeps this model's elsewhere")
+    rows, dim = manifest.get("rows"), manifest.get("dim")
+    if not all(type(n) is int for n in (rows, dim)) or rows < 0 or dim < 1:
+        raise ValueError("its manifest's rows or dimension are not counts")
+    if dimension is not None and dim != dimension:
+        raise ValueError(f"its rows have {dim} dimensions, the model's {dimension}")
+    return manifest
+
+
+def read_npy(archive, member, dtype, shape):
+    """The array in a stored .npy member, its header checked first: of dtype (None: any plain one) and shape, in C
+    order, and the member exactly its header and data; its data is then read whole (the zip's CRC-32 checked)."""
+    with archive.open(member) as fp:
+        version = np.lib.format.read_magic(fp)
+        if version not in ((1, 0), (2, 0)):
+            raise ValueError(f"{member.filename}: a .npy header of version {version}")
+        header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        found_shape, fortran, found = header(fp)
+        if fortran or found.hasobject or found_shape != shape or dtype is not None and found != dtype:
+            raise ValueError(f"{member.filename}: {found} of shape {found_shape}, not {dtype or 'an array'} of shape "
+                             f"{shape}")
+        nbytes = math.prod(shape) * found.itemsize
+        if member.file_size - fp.tell() != nbytes:
+            raise ValueError(f"{member.filename}: {member.file_size - fp.tell()} bytes of data, not {nbytes}")
+        data = fp.read(nbytes)
+        if len(data) != nbytes or fp.read(1):  # read to its end: the CRC-32 is checked there
+            raise ValueError(f"{member.filename}: cut short")
+    return np.frombuffer(data, found).reshape(shape)
+
+
+def unit_rows(vectors, tol):
+    """(n,) bool: which rows are vectors of finite numbers with L2 norm 1 within tol, as the model gives them; the
+    norms are taken in float64, where no float32 overflows.
+
+    >>> unit_rows(np.array([[0.6, 0.8], [0.0, 0.0], [3e38, 3e38], [np.nan, 1.0]], dtype=np.float32), 1e-3).tolist()
+    [True, False, False, False]
+    """
+    with np.errstate(all="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
+    return np.abs(norms - 1.0) <= tol  # subtle: NaN compares False, so a NaN or infinite row is not a unit one
 
 
 INDEX_FIX = "--rebuild-index replaces it, --no-index runs without it"
@@ -5663,7 +5751,7 @@ class SentenceEmbedder:
         if problem:
             raise ModelUnavailable(problem)
         with reading("embedding a first sentence"):
-            self(["A first sentence."])
+            self.dimension = int(self(["A first sentence."]).shape[1])  # a kept index's rows must have as many
 
     def __call__(self, texts):
         """(len(texts), dim) embeddings; a text given more than once (a repeated passage, a copied document) is
@@ -7951,7 +8039,7 @@ def kept_index(args, embed, cfg):
                  "embedded afresh")
         return None
     return KeptIndex(args.index or default_index_path(args.kb, fingerprint), cfg.embed_model, fingerprint,
-                     args.rebuild_index, cfg.index_checkpoint)
+                     args.rebuild_index, cfg.index_checkpoint, getattr(embed, "dimension", None), cfg.index_norm_tol)
 
 
 def fit_reader_inputs(args):
@@ -11797,6 +11885,8 @@ class FingerprintedEmbed:
     """fake_embed with a model fingerprint, so a --kb run keeps an index; it records the texts of each call, and
     raises interrupt (an exception) on call number interrupt_at."""
 
+    dimension = 6  # fake_embed's
+
     def __init__(self, fingerprint="a" * 64, interrupt_at=None, interrupt=KeyboardInterrupt):
         self.fingerprint, self.interrupt_at, self.interrupt, self.calls = fingerprint, interrupt_at, interrupt, []
 
@@ -11932,6 +12022,141 @@ class TestKeptIndex(unittest.TestCase):
                 self.assert_refused("damaged or not an index")
         np.savez(self.index, manifest=np.array(json.dumps({"format": "another program 1"})))
         self.assert_refused("damaged or not an index")
+
+    def test_a_text_file_is_refused_without_numpys_advice(self):
+        with open(self.index, "w", encoding="utf-8") as f:
+            f.write("hello\n")
+        self.assert_refused("damaged or not an index (not a NumPy .npz archive)")
+        with open(self.index, "w", encoding="utf-8") as f:
+            f.write("hello\n")
+        err = self.ask("--index", self.index)[2]
+        self.assertNotIn("pickle", err)
+
+    def test_a_cache_path_that_is_a_file_is_said_and_the_run_goes_on(self):
+        blocker = os.path.join(self.tmp.name, "cache")
+        with open(blocker, "w"):
+            pass
+        for cache in (blocker, os.path.join(blocker, "deeper")):  # the cache folder, or one above it, is a file
+            with self.subTest(cache=cache), unittest.mock.patch.dict(os.environ, {"XDG_CACHE_HOME": cache}):
+                code, out, err, _ = self.ask()
+                self.assertEqual((code, out), (0, self.ask("--no-index")[1]), err)
+                self.assertEqual(err.count("cannot be written"), 1, err)
+        self.assertEqual(os.path.getsize(blocker), 0)
+
+    def write_manifest(self, **fields):
+        """The index of the first run, its manifest's fields replaced (None: dropped), rows and keys as they were."""
+        keys, vectors = read_index(self.index, "a" * 64, "fake")
+        manifest = {"format": INDEX_FORMAT, "model": DEFAULT_CONFIG.embed_model, "model_sha256": "a" * 64,
+                    "rows": len(keys), "dim": int(vectors.shape[1]), **fields}
+        write_index(self.index, {k: v for k, v in manifest.items() if v is not None},
+                    np.frombuffer(b"".join(keys), np.uint8).reshape(-1, INDEX_KEY_BYTES), vectors)
+        return keys, vectors
+
+    def test_a_manifest_without_a_fingerprint_is_damaged_not_another_model(self):
+        self.ask("--index", self.index)
+        for fingerprint in (None, "", 7):
+            with self.subTest(fingerprint=fingerprint):
+                self.write_manifest(model=os.environ.get("RAG_EMBED_MODEL") or DEFAULT_CONFIG.embed_model,
+                                    model_sha256=fingerprint)
+                self.assert_refused("damaged or not an index (its manifest names no model fingerprint)")
+        self.write_manifest(model="my-model")
+        code, _, err, _ = self.ask("--index", self.index, "--embed-model", "my-model",
+                                   embed=FingerprintedEmbed("b" * 64))  # one name, other files
+        self.assertEqual(code, 2)
+        self.assertIn("holds embeddings of model 'my-model' of other weights or configuration than this copy's", err)
+        self.assertNotIn("not of", err)
+
+    def test_rows_that_are_not_unit_vectors_are_embedded_again_and_said_once(self):
+        code, first, _, _ = self.ask("--index", self.index)
+        for damage in (0.0, 1e30, 2.0, np.nan, np.inf):
+            with self.subTest(damage=damage):
+                keys, vectors = read_index(self.index, "a" * 64, "fake")
+                vectors = vectors.copy()
+                vectors[[0, 3]] = damage
+                write_index(self.index, {"format": INDEX_FORMAT, "model": "m", "model_sha256": "a" * 64,
+                                         "rows": len(keys), "dim": int(vectors.shape[1])},
+                            np.frombuffer(b"".join(keys), np.uint8).reshape(-1, INDEX_KEY_BYTES), vectors)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("always")  # numpy's overflow warning, were a norm taken in float32
+                    code, out, err, embed = self.ask("--index", self.index)
+                self.assertEqual((code, out, len(embed.calls[0])), (0, first, 2))
+                self.assertEqual(err.count("2 passage embeddings are damaged"), 1, err)
+                self.assertNotIn("Warning", err)
+                self.assertIn("0 embedded", self.ask("--index", self.index)[2])  # the rows written again
+
+    def test_an_index_claiming_another_dimension_is_refused(self):
+        self.ask("--index", self.index)
+        keys, vectors = read_index(self.index, "a" * 64, "fake")
+        write_index(self.index, {"format": INDEX_FORMAT, "model": "m", "model_sha256": "a" * 64, "rows": len(keys),
+                                 "dim": 3}, np.frombuffer(b"".join(keys), np.uint8).reshape(-1, INDEX_KEY_BYTES),
+                    normalise(vectors[:, :3]))
+        self.assert_refused("damaged or not an index (its rows have 3 dimensions, the model's 6)")
+
+    def test_an_archive_is_checked_before_its_members_are_read(self):
+        """A compressed member, one larger than the file, a header that claims more than the manifest or another
+        shape, a key twice: refused from the zip's directory and the .npy headers, before any data is read."""
+        self.ask("--index", self.index)
+        keys, vectors = read_index(self.index, "a" * 64, "fake")
+        key_rows = np.frombuffer(b"".join(keys), np.uint8).reshape(-1, INDEX_KEY_BYTES)
+        manifest = {"format": INDEX_FORMAT, "model": "m", "model_sha256": "a" * 64, "rows": len(keys), "dim": 6}
+
+        def npy(array=None, shape=None, data=b"", descr="<f4"):
+            f = io.BytesIO()
+            if array is not None:
+                np.lib.format.write_array(f, array)
+            else:
+                np.lib.format.write_array_header_1_0(f, {"descr": descr, "fortran_order": False, "shape": shape})
+                f.write(data)
+            return f.getvalue()
+
+        def archive(members, compression=zipfile.ZIP_STORED):
+            with zipfile.ZipFile(self.index, "w", compression) as z:
+                for name, data in members.items():
+                    z.writestr(name, data)
+        whole = {"manifest.npy": npy(np.array(json.dumps(manifest))), "keys.npy": npy(key_rows),
+                 "vectors.npy": npy(vectors)}
+        huge = {**manifest, "rows": 10 ** 6}
+        cases = (({**whole}, zipfile.ZIP_DEFLATED, "is compressed"),
+                 ({**whole, "vectors.npy": npy(shape=(10 ** 6, 10 ** 6), data=b"\0" * 64)}, zipfile.ZIP_STORED,
+                  "vectors.npy: float32 of shape (1000000, 1000000), not float32 of shape"),
+                 ({**whole, "manifest.npy": npy(np.array(json.dumps(huge))),
+                   "keys.npy": npy(shape=(10 ** 6, 32), data=b"\0" * 64, descr="|u1")}, zipfile.ZIP_STORED,
+                  "keys.npy: 64 bytes of data, not 32000000"),
+                 ({**whole, "keys.npy": npy(np.vstack([key_rows[:1], key_rows[1:]]) * 0)}, zipfile.ZIP_STORED,
+                  "a passage key twice"),
+                 ({**whole, "extra.npy": npy(key_rows)}, zipfile.ZIP_STORED, "its members are not"))
+        for members, compression, message in cases:
+            with self.subTest(message=message):
+                archive(members, compression)
+                code, out, err, embed = self.ask("--index", self.index, "--quiet")
+                self.assertEqual((code, out, err.count("\n")), (2, "", 1), err)
+                self.assertTrue(err.startswith(f"error: kept index {self.index}: damaged or not an index ("), err)
+                self.assertIn(message, err)
+
+    def test_random_bit_flips_give_the_answers_or_one_line(self):
+        """Each of a fixed sample of single-bit flips over a real index: the run answers as without the index
+        (exit 0), or says so in one line (exit 2); never a traceback, never other answers."""
+        code, unindexed, _, _ = self.ask("--no-index", "--quiet")
+        self.ask("--index", self.index)
+        with open(self.index, "rb") as f:
+            good = f.read()
+        rng = np.random.default_rng(20240601)
+        outcomes = collections.Counter()
+        for bit in rng.choice(len(good) * 8, size=400, replace=False):
+            flipped = bytearray(good)
+            flipped[bit // 8] ^= 1 << (bit % 8)
+            with open(self.index, "wb") as f:
+                f.write(flipped)
+            code, out, err, _ = self.ask("--index", self.index, "--quiet")
+            with self.subTest(bit=int(bit)):
+                self.assertIn(code, (0, 2), err)
+                if code == 0:
+                    self.assertEqual(out, unindexed)
+                else:
+                    self.assertEqual((out, err.count("\n")), ("", 1), err)
+                    self.assertTrue(err.startswith(f"error: kept index {self.index}: "), err)
+            outcomes[code] += 1
+        self.assertTrue(outcomes[2], outcomes)  # the CRC-32s and the headers catch flips in the data
 
     def test_an_interrupted_run_keeps_what_it_embedded(self):
         kept = KeptIndex(self.index, "fake", "a" * 64)
