@@ -3459,7 +3459,7 @@ def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_C
         return None  # too little frame shared, or a span of filler words only
     stems = [{_stem(w) for w in words} for words in (left, right, la, lb)]
     if (stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]:
-        return _run_text(ta, i1, i2), _run_text(tb, j1, j2)
+        return _run_text(sa, i1, i2), _run_text(sb, j1, j2)
     return None
 
 
@@ -4010,7 +4010,7 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
         return None
     if _subject_position(la, i1) and not set(la[i2:]) - SWAP_FILLER <= qwords:
         return None  # the subject itself differs ("The Ixmo staff is 850" vs "The Tormo staff ..."): two subjects
-    return None if _swap_is_variant(left, right, cfg) else (_run_text(ta, i1, i2), _run_text(tb, j1, j2))
+    return None if _swap_is_variant(left, right, cfg) else (_run_text(sa, i1, i2), _run_text(sb, j1, j2))
 
 
 def _replaced_run(matcher: difflib.SequenceMatcher) -> tuple[int, int, int, int] | None:
@@ -4023,9 +4023,29 @@ def _replaced_run(matcher: difflib.SequenceMatcher) -> tuple[int, int, int, int]
     return tuple(ops[0][1:]) if len(ops) == 1 and ops[0][0] == "replace" else None
 
 
-def _run_text(tokens: tuple[tuple[str, str], ...], start: int, end: int) -> str:
-    """A run of swap tokens as written."""
-    return " ".join(original for _, original in tokens[start:end])
+def _run_text(sentence: str, start: int, end: int) -> str:
+    """Swap tokens start..end of a sentence as it writes them, what lies between them kept.
+
+    >>> _run_text("The office opens at 8:00 on weekdays.", 4, 6)
+    '8:00'
+    """
+    return written_run(sentence, list(_SWAP_TOKEN_RE.finditer(sentence))[start:end])
+
+
+def written_run(text: str, run: list[re.Match]) -> str:
+    """The text from a run of token matches' first to its last, as written: the characters between tokens kept
+    ("8:00", not "8 00"), a closing "." or "," dropped, and a bracket the run cuts through left out.
+
+    >>> written_run("Opens at 8:00.", list(re.finditer(r"\\d+", "Opens at 8:00.")))
+    '8:00'
+    >>> written_run("Leeds (England) won.", list(re.finditer(r"\\w+", "Leeds (England) won."))[:2])
+    'Leeds England'
+    """
+    written = text[run[0].start():run[-1].end()].rstrip(".,") if run else ""
+    for pair in ("()", "[]"):
+        if written.count(pair[0]) != written.count(pair[1]):
+            written = " ".join(written.replace(pair[0], " ").replace(pair[1], " ").split())
+    return written
 
 
 def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str, str] | None]):
@@ -4207,12 +4227,7 @@ def _texts_lowercase(*texts: str) -> frozenset[str]:
 def _copy_run_text(text: str, start: int, end: int) -> str:
     """Tokens start..end of a document's copy tokens, as the document writes them ("$6.8M", "3rd")."""
     body = strip_snippet_date(text)
-    run = _copy_matches(body)[start:end]
-    written = body[run[0].start():run[-1].end()].rstrip(".,") if run else ""
-    for pair in ("()", "[]"):  # a bracket the run cuts through ("Leeds (England") is left out
-        if written.count(pair[0]) != written.count(pair[1]):
-            written = " ".join(written.replace(pair[0], " ").replace(pair[1], " ").split())
-    return written
+    return written_run(body, _copy_matches(body)[start:end])
 
 
 def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
@@ -9105,6 +9120,21 @@ class TestSwaps(unittest.TestCase):
         f = compare_answers("What position did he play?", ["He played as a Defender for the club until 1990."],
                             ["He played as a Forward for the club until 1990."])
         self.assertEqual((f.kind, f.evidence), ("slot", ("Defender", "Forward")))
+
+    def test_a_swapped_span_is_quoted_as_written(self):
+        """A span of several tokens keeps what lies between them: a time's colon, a date's slash, a hyphen."""
+        for a, b, evidence in (
+                ("The Lisbon office opens at 8:00 on weekdays and closes at 17:00.",
+                 "The Lisbon office opens at 9:30 on weekdays and closes at 17:00.", ("8:00", "9:30")),
+                ("The fair starts on 03/04/2024 in Porto and lasts a week.",
+                 "The fair starts on 05/06/2024 in Porto and lasts a week.", ("03/04", "05/06")),
+                ("The Porto fair is held in the north-east wing of the hall.",
+                 "The Porto fair is held in the south-west wing of the hall.", ("north-east", "south-west"))):
+            with self.subTest(evidence):
+                f = swap_finding([a], [b])
+                self.assertEqual(f.evidence, evidence)
+                self.assertIn(f"{evidence[0]} vs {evidence[1]}", f.reason)
+                self.assertIn(f"{evidence[0]} vs {evidence[1]}", compare_answers("When is it?", [a], [b]).reason)
 
     def test_a_category_question_compares_no_amounts(self):
         a = ["Vestri is a football club in Isafjordur with 4 senior teams and 120 members."]
