@@ -5629,7 +5629,8 @@ class SentenceEmbedder:
                   f"mean-pooled, which may retrieve poorly", file=sys.stderr)
         # checked on its own, then dropped: sentence-transformers loads its own copy. The token states are pooled,
         # never the pooler's output, so a checkpoint without a pooler is whole here.
-        config = load_transformer(AutoModel, path, unused=("pooler",))[1].config
+        with progress_bars_off():  # the load below shows the loading bar: once, not for this check too
+            config = load_transformer(AutoModel, path, unused=("pooler",))[1].config
         with reading("reading modules.json and the modules it lists"):
             self.model = SentenceTransformer(path, device="cpu")
         self.batch, self.path = cfg.embed_batch, path
@@ -6009,6 +6010,20 @@ def sequence_length_problem(length, config):
         return (f"sentence_bert_config.json's max_seq_length {length} is more than the {positions} positions "
                 f"config.json's max_position_embeddings gives the model")
     return None
+
+
+@contextlib.contextmanager
+def progress_bars_off():
+    """The model libraries' progress bars off for a block, then as they were (on unless --quiet turned them off)."""
+    from transformers.utils import logging as transformers_logging
+
+    was = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            transformers_logging.enable_progress_bar()
 
 
 def silence_model_libraries():
@@ -13093,6 +13108,22 @@ class TestIntegration(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
+
+    def test_the_embedder_shows_one_loading_bar(self):
+        """The embedder's own check of its transformer loads it silently; the load that follows shows its bar."""
+        from transformers.utils import logging as transformers_logging
+
+        was = transformers_logging.is_progress_bar_enabled()
+        err = io.StringIO()
+        try:
+            with unittest.mock.patch.dict(os.environ), contextlib.redirect_stderr(err):
+                os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)  # a --quiet run in this process set it
+                transformers_logging.enable_progress_bar()
+                SentenceEmbedder(self.cfg.embed_model, self.cfg)
+                self.assertTrue(transformers_logging.is_progress_bar_enabled())  # as it was before the check
+        finally:
+            (transformers_logging.enable_progress_bar if was else transformers_logging.disable_progress_bar)()
+        self.assertEqual(err.getvalue().count("Loading weights: 100%"), 1, err.getvalue()[-2000:])
 
     def test_scenarios_retrieve_flag_and_keep_newest(self):
         pairs = (("fin-001", "fin-002"), ("hr-001", "hr-002"), ("api-001", "api-002"), ("ops-001", "ops-002"))
