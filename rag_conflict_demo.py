@@ -7542,8 +7542,29 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit 2, not argparse's usage block
         raise UsageError(message)
 
+    def parse_args(self, args=None, namespace=None):  # argparse's, with the nearest flag for a mistyped one
+        known, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.error(unrecognized(extra, self._option_string_actions))
+        return known
+
     def print_help(self, file=None):  # through emit: --help > /dev/full is an error, not a silent exit 0
         emit(self.format_help(), end="")
+
+
+def unrecognized(extra, flags):
+    """argparse's message for arguments it does not know, naming the nearest flag (difflib) to each mistyped one.
+
+    >>> unrecognized(["--questoin", "Why?"], ["--question", "--quiet"])
+    'unrecognized arguments: --questoin Why?; did you mean --question?'
+    >>> unrecognized(["--qeustion=x", "--jsn"], ["--question", "--json"])
+    'unrecognized arguments: --qeustion=x --jsn; did you mean --question for --qeustion=x, --json for --jsn?'
+    """
+    near = [(arg, match[0]) for arg in extra if arg.startswith("-")
+            for match in [difflib.get_close_matches(arg.split("=", 1)[0], flags, n=1)] if match]
+    hint = ("" if not near else f"; did you mean {near[0][1]}?" if len(near) == 1 else
+            "; did you mean " + ", ".join(f"{flag} for {arg}" for arg, flag in near) + "?")
+    return f"unrecognized arguments: {' '.join(extra)}{hint}"
 
 
 def number_flag(low, high, integral, wanted):
@@ -7853,8 +7874,9 @@ def read_inputs(args):
                                        ("--reader", args.reader_flag and not reads),
                                        ("--qa-model", "--qa-model" in args.given and not reads)) if given]
     if mode and unused:
-        what = "--eval on answered questions" if args.eval_questions else mode
-        raise UsageError(f"{what} does not use {', '.join(unused)}")
+        raise UsageError(f"{mode_name(args, mode)} does not use {', '.join(unused)}"
+                         + ("; only --detector full reads labelled pairs" if mode == "--eval" and not args.eval_questions
+                            and {"--reader", "--qa-model"} & set(unused) else ""))
     if "--threshold" in args.given and args.detector != "article" and mode not in ("--scan", "--bench"):
         raise UsageError(f"--detector {args.detector} does not use --threshold: it gates on relevance to the question "
                          f"(--threshold is the gate of --detector article and of --scan)")
@@ -7873,6 +7895,14 @@ def read_inputs(args):
     if args.scan:
         return load_kb(args.kb)[0] if args.kb else KNOWLEDGE_BASE
     return None if args.bench else experiment_inputs(args)
+
+
+def mode_name(args, mode):
+    """The run a message is about: '--scan', '--bench', or which of --eval's two runs ('--eval on a pair file')."""
+    if mode != "--eval":
+        return mode
+    return ("--eval on answered questions" if args.eval_questions else
+            "--eval on the built-in pairs" if args.eval is BUILTIN else "--eval on a pair file")
 
 
 def check_index_flags(args, mode, stdout):
@@ -10649,7 +10679,7 @@ class TestAnswerEval(unittest.TestCase):
             self.assertIn("--eval on answered questions does not use --nli", err)
             code, _, err = run_main(["--eval", "--top-k", "2"])
             self.assertEqual(code, 2)
-            self.assertIn("--eval does not use --top-k", err)
+            self.assertIn("--eval on the built-in pairs does not use --top-k", err)
 
 
 class TestConflictScore(unittest.TestCase):
@@ -12942,9 +12972,11 @@ class TestScanAndBench(unittest.TestCase):
             (["--test", "--json", "--detector", "full"], "--test does not use --json, --detector"),
             (["--detector", "article", "--nli"], "--detector article does not use --nli"),
             (["--eval", "--detector", "article", "--nli", "m"], "--detector article does not use --nli"),
-            (["--eval", "--detector", "heuristic", "--qa-model", "m"], "--eval does not use --qa-model"),
+            (["--eval", "--detector", "heuristic", "--qa-model", "m"], "--eval on the built-in pairs does not use "
+                                                                      "--qa-model; only --detector full reads labelled "
+                                                                      "pairs"),
             (["--scan", "--qa-model", "m"], "--scan does not use --qa-model"),
-            (["--eval", "--strategy", Config.strategy], "--eval does not use --strategy"),
+            (["--eval", "--strategy", Config.strategy], "--eval on the built-in pairs does not use --strategy"),
         ]
         for argv, message in refused:
             with self.subTest(argv=argv):
@@ -12962,9 +12994,37 @@ class TestScanAndBench(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("separate runs", err)
         code, _, err = run_main(["--eval", "--question", "q"])
-        self.assertEqual((code, err.strip()), (2, "error: --eval does not use --question"))
+        self.assertEqual((code, err.strip()), (2, "error: --eval on the built-in pairs does not use --question"))
         code, _, err = run_main(["--bench", "--kb", "x.json"])
         self.assertEqual((code, err.strip()), (2, "error: --bench does not use --kb"))
+
+    def test_a_mistyped_flag_is_answered_with_the_nearest(self):
+        for argv, line in ((["--questoin", "Why?"], "error: unrecognized arguments: --questoin Why?; did you mean "
+                                                    "--question?"),
+                           (["--no-colour"], "error: unrecognized arguments: --no-colour; did you mean --no-color?"),
+                           (["--xyzzy"], "error: unrecognized arguments: --xyzzy")):  # nothing near: no guess
+            with self.subTest(argv=argv):
+                self.assertEqual(run_main(argv), (2, "", line + "\n"))
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--questoin", "Why?"], capture_output=True,
+                              text=True, timeout=60)  # the real command line: one line, no usage block or traceback
+        self.assertEqual((done.returncode, done.stdout, done.stderr),
+                         (2, "", "error: unrecognized arguments: --questoin Why?; did you mean --question?\n"))
+
+    def test_a_refusal_names_the_run_it_is_about(self):
+        """--eval is two runs: labelled pairs read nothing unless --detector full; answered questions always read."""
+        with tempfile.TemporaryDirectory() as tmp:
+            pairs = os.path.join(tmp, "pairs.jsonl")
+            with open(pairs, "w", encoding="utf-8") as f:
+                f.write(BUILTIN_PAIRS.strip().splitlines()[0] + "\n")
+            for argv, line in (
+                    (["--eval", pairs, "--reader", "sentence"], "error: --eval on a pair file does not use --reader; "
+                                                                "only --detector full reads labelled pairs"),
+                    (["--eval", "--reader", "qa"], "error: --eval on the built-in pairs does not use --reader; only "
+                                                   "--detector full reads labelled pairs"),
+                    (["--eval", pairs, "--top-k", "2"], "error: --eval on a pair file does not use --top-k")):
+                with self.subTest(argv=argv):
+                    self.assertEqual(run_main(argv), (2, "", line + "\n"))
+            read_inputs(parse_args(["--eval", pairs, "--detector", "full", "--reader", "sentence"]))  # used
 
 
 class TestModels(unittest.TestCase):
