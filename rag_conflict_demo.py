@@ -7213,18 +7213,36 @@ def block_head(resp, paint, cfg, name):
     shown = resp.answer or ("(withheld: the sources disagree, see candidates)" if resp.candidates else "(no answer)")
     if resp.label == "AMBIGUOUS":
         shown = "; ".join(f"{a.subject}: {a.text}{' (disputed)' if a.disputed else ''}" for a in resp.answers)
-    answer = textwrap.fill(printable(shown), cfg.answer_width, initial_indent=indent,
-                           subsequent_indent=indent, break_on_hyphens=False).lstrip()
+    wrapped = functools.partial(textwrap.fill, width=cfg.answer_width, initial_indent=indent, subsequent_indent=indent,
+                                break_on_hyphens=False)
+    answer = wrapped(printable(shown)).lstrip()
     used = {r.doc.source_id for r in resp.context}
     sources = [f"  [{r.score:.3f}] {printable(name(r.doc))} ({printable(stamp(r.doc))}"
                f"{f', best of {r.passages} passages' if r.passages > 1 else ''})"
                + ("" if r.doc.source_id in used else paint("  (discarded)", "dim")) for r in resp.sources]
     return [f"{paint('Query:', 'label')}      {printable(resp.query)}",
             f"{paint('Answer:', 'label')}     {answer}",
-            f"{paint('Confidence:', 'label')} {resp.confidence:.1%}",
+            f"{paint('Confidence:', 'label')} {wrapped(printable(shown_confidence(resp))).lstrip()}",
             f"{paint('Conflict:', 'label')}   {paint(*status)}",
             f"{paint('ConflictScore:', 'label')} {format_score(resp.score, paint)}",
             f"{paint('Sources:', 'label')}", *sources]
+
+
+def shown_confidence(resp):
+    """The Confidence line: the answer's; each subject's where subjects are answered apart (AMBIGUOUS); 'none' where
+    no answer was read or picked, never a confidence of 0 for an answer that is not there.
+
+    >>> reply = lambda subject, p: Reply("12 rooms", p, ("a",), subject)
+    >>> shown_confidence(RAGResponse("q", "resolved", "", 0.0, (), (), ConflictReport(), label="AMBIGUOUS",
+    ...                              answers=(reply("Lodge (Maine)", 0.87), reply("Lodge (Aspen)", 0.5))))
+    'per subject: Lodge (Maine) 87.0%; Lodge (Aspen) 50.0%'
+    """
+    if resp.label == "AMBIGUOUS" and resp.answers:
+        return "per subject: " + "; ".join(f"{a.subject} {a.confidence:.1%}{' (disputed)' if a.disputed else ''}"
+                                           for a in resp.answers)
+    if resp.candidates:
+        return "none: no answer was picked (each candidate's is below)"
+    return f"{resp.confidence:.1%}" if resp.answer else "none: no answer"
 
 
 def block_conflicts(resp, paint, name):
@@ -7297,30 +7315,68 @@ RULE_EXTRA = 20  # the rule under the table's head runs this far past it, under 
 
 
 def render_table(names, naive, resolved, paint, cfg):
-    """Side-by-side: scenario | naive answer (confidence) | resolved answer (confidence) | what changed."""
+    """Side-by-side: scenario | naive answer (confidence) | resolved answer (confidence) | what changed. A cell too
+    long for its column wraps onto the row's next lines, so every answer is shown whole."""
     w, sw = cfg.table_width, SCENARIO_WIDTH
     head = f"{'Scenario':<{sw}} | {'Naive answer':<{w}} | {'Resolved answer':<{w}} | What changed"
     lines = [paint(head, "label"), "-" * (len(head) + RULE_EXTRA)]
     for name, n, r in zip(names, naive, resolved, strict=True):
-        cells = [pad(table_answer(a, w), w) for a in (n, r)]
+        columns = [(wrap_cell(printable(name), sw), sw), (table_answer(n, w), w), (table_answer(r, w), w)]
         change, role = what_changed(n, r)
-        lines.append(f"{pad(clip(printable(name), sw), sw)} | {cells[0]} | {cells[1]} | {paint(change, role)}")
+        for i in range(max(len(cell) for cell, _ in columns)):
+            cells = " | ".join(pad(cell[i] if i < len(cell) else "", width) for cell, width in columns)
+            lines.append(f"{cells} | {paint(change, role)}" if i == 0 else f"{cells} |")
     return "\n".join(lines)
 
 
 def table_answer(resp, width):
-    """'$6.8M (87%)', the answer clipped to fit width with its confidence kept; for a withheld answer its
-    candidates: 'UNCERTAIN: ACTIVE or INACTIVE'."""
+    """An answer cell's lines: '$6.8M (87%)', a long answer wrapped whole with its confidence at its end; for a
+    withheld answer its candidates ('UNCERTAIN: ACTIVE or INACTIVE'), for subjects answered apart each subject's."""
     if resp.candidates:
         text = "UNCERTAIN: " + " or ".join(c.answer or "(none)" for c in resp.candidates)  # not "|": the table's
-        return clip(printable(text), width)
+        return wrap_cell(printable(text), width)
     if resp.label == "AMBIGUOUS":
-        return clip(printable("AMBIGUOUS: " + " / ".join(a.text for a in resp.answers)), width)
-    confidence = f" ({resp.confidence:.0%})"
-    answer = printable(resp.answer or "(none)")
-    if width - len(confidence) < len("x..."):
-        return clip(answer + confidence, width)  # too narrow to keep both: clip the whole cell
-    return clip(answer, width - len(confidence)) + confidence
+        return wrap_cell(printable("AMBIGUOUS: " + " / ".join(a.text for a in resp.answers)), width)
+    return wrap_cell(printable(resp.answer or "(none)"), width, f"({resp.confidence:.0%})")
+
+
+def wrap_cell(text, width, tail=""):
+    """text as lines of at most width terminal columns (display_width), broken at whitespace, a word wider than a line
+    broken where it must; tail stays with the last word.
+
+    >>> wrap_cell("Employees are no longer required to work in the office.", 20, "(95%)")
+    ['Employees are no', 'longer required to', 'work in the', 'office. (95%)']
+    >>> wrap_cell("运输需要三十天", 8)
+    ['运输需要', '三十天']
+    """
+    words = text.split() or [""]
+    if tail:
+        words[-1] = f"{words[-1]} {tail}".strip()
+        if display_width(words[-1]) > width:
+            words[-1:] = words[-1].rsplit(" ", 1)
+    lines, line = [], None
+    for word in words:
+        for piece in cell_pieces(word, width):
+            joined = piece if line is None else f"{line} {piece}"
+            if line is not None and display_width(joined) > width:
+                lines.append(line)
+                joined = piece
+            line = joined
+    return lines + [line]
+
+
+def cell_pieces(word, width):
+    """word cut into pieces of at most width terminal columns (one piece when it fits).
+
+    >>> cell_pieces("abcdefg", 3)
+    ['abc', 'def', 'g']
+    """
+    pieces = [""]
+    for ch in word:
+        if pieces[-1] and display_width(pieces[-1] + ch) > width:
+            pieces.append("")
+        pieces[-1] += ch
+    return pieces
 
 
 def what_changed(naive, resolved):
@@ -11029,12 +11085,37 @@ class TestWhatTheOutputShows(unittest.TestCase):
         coloured = Painter(True)(documents[0]["title"], "conflict")  # colour on: the only escapes are the painter's
         self.assertEqual(re.sub(r"\x1b\[[0-9;]*m", "", coloured), "T\\x1b[2J")  # the painter's SGR codes only
 
-    def test_a_clipped_answer_keeps_its_confidence(self):
-        resp = RAGResponse("q", "naive", "Effective November 2023, the office policy is reversed.", 0.6, (), (),
-                           ConflictReport())
-        cell = table_answer(resp, 34)
-        self.assertTrue(cell.endswith("... (60%)") and display_width(cell) <= 34, cell)
-        self.assertLessEqual(display_width(table_answer(resp, 8)), 8)  # too narrow for both: the cell is clipped
+    def test_a_long_answer_is_shown_whole_in_its_cell(self):
+        answer = "Effective November 2023, the office policy is reversed: employees may work fully remote."
+        resp = RAGResponse("q", "naive", answer, 0.6, (), (), ConflictReport())
+        for width in (34, 8):
+            with self.subTest(width=width):
+                cell = table_answer(resp, width)
+                self.assertTrue(all(display_width(line) <= width for line in cell), cell)
+                self.assertEqual("".join(cell).replace(" ", ""), (answer + "(60%)").replace(" ", ""))
+        names = ["Q1: When does the Lisbon office open on weekdays?"]
+        candidates = tuple(Candidate(doc(sid, "x"), text, 0.9) for sid, text in (("a", "8:00 on weekdays"),
+                                                                                 ("b", "9:30 on weekdays")))
+        withheld = RAGResponse("q", "resolved", "", 0.0, (), (), ConflictReport(), label="UNCERTAIN",
+                               candidates=candidates)
+        table = render_table(names, [resp], [withheld], Painter(False), DEFAULT_CONFIG)
+        rows = [line.split("|") for line in table.splitlines()[2:]]
+        columns = [" ".join(" ".join(row[i] for row in rows).split()) for i in range(3)]
+        self.assertEqual(columns, [names[0], answer + " (60%)", "UNCERTAIN: 8:00 on weekdays or 9:30 on weekdays"])
+        self.assertTrue(all(display_width(line) <= display_width(table.splitlines()[0]) for line in
+                            table.splitlines()[3:]), table)  # the row's next lines stay inside the columns
+
+    def test_subjects_answered_apart_show_each_confidence_never_zero(self):
+        replies = (Reply("12 rooms", 0.586, ("inn-002",), "Mercury Lodge (Quarry Harbor, Maine)"),
+                   Reply("48 rooms", 0.672, ("inn-001",), "Mercury Lodge (Aspen, Colorado)"))
+        resp = RAGResponse("How many rooms?", "resolved", "", 0.0, (), (), ConflictReport(), label="AMBIGUOUS",
+                           answers=replies)
+        block = render_block(resp, Painter(False), DEFAULT_CONFIG)
+        self.assertNotIn("0.0%", block)
+        self.assertIn("Confidence: per subject: Mercury Lodge (Quarry Harbor, Maine) 58.6%;\n"
+                      "            Mercury Lodge (Aspen, Colorado) 67.2%\n", block)
+        nothing = RAGResponse("q", "resolved", "", 0.0, (), (), ConflictReport())
+        self.assertIn("Confidence: none: no answer\n", render_block(nothing, Painter(False), DEFAULT_CONFIG))
 
     def test_the_scan_summary_counts_in_words(self):
         a, b = (doc(n, f"The beacon status is {s}.") for n, s in (("a", "ACTIVE"), ("b", "INACTIVE")))
