@@ -47,7 +47,8 @@ Usage:
   rag_conflict_demo.py --reader sentence                            the built-in reader, no QA model
   rag_conflict_demo.py --fit-reader tune.jsonl                      the built-in reader's weights, fitted on labelled
                                                                     documents (README: the sentence reader)
-  import rag_conflict_demo   build_index, make_detector, retrieve_and_detect, resolve_by_kind (README: from Python)
+  import rag_conflict_demo   answer(question, documents) in one call; build_index, make_detector,
+                            retrieve_and_detect, resolve_by_kind step by step (README: from Python)
 
 Environment: RAG_EMBED_MODEL, RAG_QA_MODEL, RAG_NLI_MODEL name the models and RAG_READER the reader, like the
 flags do (the flags win).
@@ -74,7 +75,8 @@ Contents (the file's sections in order, each with its entry points):
   Retrieval                  retrieve
   Detection                  make_detector, ConflictDetector.detect, QuestionAwareDetector.check_pair, PAIR_STEPS
   Resolution                 resolve_by_kind, resolve_by_recency
-  The pipeline               make_pipeline, retrieve_and_detect, run_query, answer_once, answer_per_subject
+  The pipeline               make_pipeline, retrieve_and_detect, run_query, answer (one call), answer_once,
+                             answer_per_subject
   Support                    settle_disputes
   The walkthrough            KNOWLEDGE_BASE, SCENARIOS, run_walkthrough
   Knowledge base files       load_kb, parse_document
@@ -900,6 +902,53 @@ def run_query(query, found, pipe, resolved, timings=None, announce=True):
     return answer_once(query, retrieved, report, pipe, resolved, timings)
 
 
+def answer(question, documents, *, embed=None, reader=None, cfg=None, **fields):
+    """One question on a list of documents, in one call: the resolved RAGResponse (its label; its answer or, for
+    AMBIGUOUS, one Reply per subject in .answers; the UNCERTAIN candidates; the clusters with what each kept and
+    discarded and why, told in .warning; the conflicts in .report). result_json(response) is the --json object.
+
+    documents: Documents, or dicts as --kb reads them ({"source_id" or "id", "content" or "text", "title", "date",
+    "version"}, checked as load_kb checks them). embed: texts -> (n, dim) rows; by default the configured embedder
+    (cfg.embed_model, RAG_EMBED_MODEL when set), loaded once. reader: (question, context) -> Answer, 'sentence' (the
+    default: the built-in reader on embed) or 'qa' (the QA model). cfg, then Config fields (top_k=5, ...) as options.
+    Bad input raises ValueError, one line saying what and where.
+    """
+    cfg = replace(cfg or DEFAULT_CONFIG, **config_options(fields))
+    docs = tuple(document_of(d, n) for n, d in enumerate(documents, 1))
+    if not docs:
+        raise ValueError("answer: no documents to answer from")
+    try:
+        question = check_question(question, "answer: question")
+    except UsageError as e:
+        raise ValueError(str(e)) from None
+    embed = embed or default_embedder(cfg)
+    read = (SentenceReader(embed, cfg) if reader in (None, "sentence") else
+            load_models(cfg, False, ("QA",))[0]["QA"] if reader == "qa" else reader)
+    if not callable(read):
+        raise ValueError(f"answer: reader must be 'sentence', 'qa' or a callable (question, context) -> Answer, "
+                         f"got {reader!r}")
+    pipe = make_pipeline(cfg, embed, read)
+    found = retrieve_and_detect(question, build_index(docs, embed, cfg.embed_batch, None, cfg.passage_chars), pipe)
+    return run_query(question, found, pipe, resolved=True)
+
+
+def config_options(fields):
+    """answer's options that are Config fields, the same dict; ValueError naming any that is none."""
+    unknown = sorted(fields.keys() - {f.name for f in dataclasses.fields(Config)})
+    if unknown:
+        raise ValueError(f"answer: unknown option {', '.join(map(repr, unknown))}: the options are embed, reader, "
+                         f"cfg and Config's fields")
+    return fields
+
+
+@functools.lru_cache(maxsize=1)
+def default_embedder(cfg):
+    """The embedder cfg names (RAG_EMBED_MODEL when set and cfg keeps the default), loaded once per process."""
+    if cfg.embed_model == Config.embed_model and os.environ.get("RAG_EMBED_MODEL"):
+        cfg = replace(cfg, embed_model=os.environ["RAG_EMBED_MODEL"])
+    return load_models(cfg, False, ("embedding",))[0]["embedding"]
+
+
 def answer_once(query, retrieved, report, pipe, resolved, timings=None):
     """One answer from the whole retrieval or, resolved, from what resolution keeps (subject_answer)."""
     context, clusters = tuple(retrieved), ()
@@ -1518,6 +1567,25 @@ def parse_document(record, where, content="content", named=True):
     known = {"source_id", content, "title", "date", "version"}
     return Document(sid, title or sid, date, text, version,
                     {k: v for k, v in record.items() if k not in known} if record.keys() - known else {})
+
+
+def document_of(item, n):
+    """A Document as given, or one from a dict as --kb reads it (parse_document), its 'id' and 'text' read as
+    'source_id' and 'content'; a problem is a ValueError naming the document by its place in the list.
+
+    >>> document_of({"id": "kb-1", "text": "Refunds within 30 days.", "date": "2024-01-01"}, 1)
+    Document(source_id='kb-1', title='kb-1', date='2024-01-01', content='Refunds within 30 days.', version=None)
+    """
+    if isinstance(item, Document):
+        return item
+    record = dict(item) if isinstance(item, dict) else item
+    for alias, name in (("id", "source_id"), ("text", "content")):
+        if isinstance(record, dict) and name not in record and alias in record:
+            record[name] = record.pop(alias)
+    try:
+        return parse_document(record, f"answer: document {n}")
+    except UsageError as e:
+        raise ValueError(str(e)) from None
 
 
 def version_problem(value):
@@ -7930,9 +7998,9 @@ def read_inputs(args):
                                        ("--reader", args.reader_flag and not reads),
                                        ("--qa-model", "--qa-model" in args.given and not reads)) if given]
     if mode and unused:
+        unread = mode == "--eval" and not args.eval_questions and {"--reader", "--qa-model"} & set(unused)
         raise UsageError(f"{mode_name(args, mode)} does not use {', '.join(unused)}"
-                         + ("; only --detector full reads labelled pairs" if mode == "--eval" and not args.eval_questions
-                            and {"--reader", "--qa-model"} & set(unused) else ""))
+                         + ("; only --detector full reads labelled pairs" if unread else ""))
     if "--threshold" in args.given and args.detector != "article" and mode not in ("--scan", "--bench"):
         raise UsageError(f"--detector {args.detector} does not use --threshold: it gates on relevance to the question "
                          f"(--threshold is the gate of --detector article and of --scan)")
@@ -11555,6 +11623,57 @@ class TestAsALibrary(unittest.TestCase):
             evaluate([], make_detector("heuristic", DEFAULT_CONFIG, fake_embed), fake_embed)
         one = build_index([Document("kb-1", "Policy", "2024-01-01", "Refunds within 14 days.")], fake_embed)
         self.assertEqual(one.passages, 1)
+
+    def test_one_call_answers_from_dicts_or_documents(self):
+        dicts = [{"id": "kb-1", "title": "Refund policy 2023", "date": "2023-01-01",
+                  "text": "Refunds are accepted within 30 days."},
+                 {"source_id": "kb-2", "date": "2024-06-01", "content": "Refunds are accepted within 14 days."}]
+        resp = answer("What is the refund window?", dicts, embed=fake_embed)
+        self.assertEqual((resp.label, resp.answer, resp.phase), ("RESOLVED", "14 days", "resolved"))
+        self.assertEqual([([d.source_id for d in c.discarded], c.basis) for c in resp.clusters], [(["kb-1"], "date")])
+        self.assertIn("discarded Refund policy 2023 (2023-01-01), which said 30 days", resp.warning)
+        docs = [Document("kb-1", "Refund policy 2023", "2023-01-01", "Refunds are accepted within 30 days."),
+                Document("kb-2", "kb-2", "2024-06-01", "Refunds are accepted within 14 days.")]
+        self.assertEqual(result_json(answer("What is the refund window?", docs, embed=fake_embed)), result_json(resp))
+        beacons = [d for d in KNOWLEDGE_BASE if d.source_id.startswith("ops")]
+        resp = answer("What is the status of harbor beacon HB-7?", beacons, embed=fake_embed, reader=fake_read,
+                      top_k=2)
+        self.assertEqual((resp.label, resp.reader), ("UNCERTAIN", "fake"))
+        self.assertEqual([c.doc.source_id for c in resp.candidates], ["ops-001", "ops-002"])
+
+    def test_bad_input_to_one_call_is_a_value_error(self):
+        good = [{"id": "kb-1", "text": "Refunds within 30 days."}]
+        for question, documents, options, message in (
+                ("q?", [{"id": "kb-1"}], {}, "answer: document 1: field 'content' is missing"),
+                ("q?", [{"id": "a", "text": "x", "date": "03/04/2024"}], {},
+                 "answer: document 1 \\('a'\\): field 'date'"),
+                ("q?", [], {}, "answer: no documents"),
+                ("", good, {}, "answer: question: a question must be a non-empty string"),
+                ("q?", good, {"topk": 3}, "answer: unknown option 'topk'"),
+                ("q?", good, {"top_k": 0}, "Config.top_k must be a positive integer"),
+                ("q?", good, {"reader": "QA"}, "answer: reader must be 'sentence', 'qa' or a callable")):
+            with self.subTest(message), self.assertRaisesRegex(ValueError, "^" + message):
+                answer(question, documents, embed=fake_embed, **options)
+
+    def test_the_readme_example_runs_from_another_folder(self):
+        """The README's one-call example, run as written from another folder (the real embedder when
+        RAG_EMBED_MODEL names one, else the suite's fake), prints what the README says; the import loads no torch."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        readme = os.path.join(here, "README.md")
+        if not os.path.isfile(readme):
+            self.skipTest("no README.md beside the file")
+        with open(readme, encoding="utf-8") as f:
+            text = f.read()
+        code, printed = re.search(r"```python\n(import rag_conflict_demo as rcd\n.*?rcd\.answer\(.*?)```\n\n"
+                                  r"It prints:\n\n```text\n(.*?)```", text, re.S).groups()
+        prelude = ("import sys; sys.path.insert(0, sys.argv[1]); import rag_conflict_demo\n"
+                   "assert 'torch' not in sys.modules, 'importing the module imported torch'\n")
+        if not local_embed_dir():
+            prelude += "rag_conflict_demo.default_embedder = lambda cfg: rag_conflict_demo.fake_embed\n"
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run([sys.executable, "-c", prelude + code, here], capture_output=True, text=True,
+                                  cwd=tmp, timeout=NESTED_TIMEOUT)
+        self.assertEqual((done.returncode, done.stdout), (0, printed), done.stderr[-3000:])
 
     def test_paths_may_be_pathlib_paths_and_importing_prints_nothing(self):
         with tempfile.TemporaryDirectory() as tmp:
