@@ -207,7 +207,7 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
     "documents": (1, math.inf, True, "a positive integer", ("outnumber_margin",)),
     "share": (0, 1, False, "a number in [0, 1]",
               ("rel_tol", "index_norm_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling", "reader_min_confidence",
-               "nli_threshold", "claim_support_share")),
+               "nli_threshold", "claim_support_share", "same_subject_share")),
     "cosine": (-1, 1, False, "a number in [-1, 1]", ("threshold", "relevance_gate", "pair_gate")),
     "margin": (0, 2, False, "a number in [0, 2]", ("answer_margin",)),  # a difference of two cosines
     "seconds or scale": (0, math.inf, False, "a number of 0 or more",
@@ -315,6 +315,10 @@ class Config:
     # An undated dispute is settled when one answer is given by this many answering documents more than any other:
     # 1, two against one settles it. In RAMDocs a misinformation document is usually an edited copy standing alone.
     outnumber_margin: int = 1
+    # A count sets aside only a document telling of the winners' subject: an edited copy of one, or a paraphrase that
+    # shares this share of the two texts' content words. On the RAMDocs tune questions, documents about two namesakes
+    # share at most 0.35 but once; the walkthrough's paraphrased arena pages share 0.44.
+    same_subject_share: float = 0.4
 
     def __post_init__(self):
         """A value no run could use fails here, naming the field, not at the first conflict or batch that reads it.
@@ -1113,13 +1117,18 @@ def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG, conflic
     sides = [(text, sids) for text, sids in support(readings, texts, cfg)
              if any(sid in givers and answers_agree(readings[sid].text, text, cfg) for sid in sids)]
     own = {sid for sid in givers if sides and answers_agree(readings[sid].text, sides[0][0], cfg)}
-    return outnumbered(cluster, sides, cfg, own, conflicts)
+    return outnumbered(cluster, sides, texts, cfg, own, conflicts, swapped_pairs(conflicts or ()))
 
 
-def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None, conflicts=None):
+def outnumbered(cluster, sides, texts=None, cfg=DEFAULT_CONFIG, keepable=None, conflicts=None, copies=()):
     """The cluster settled by sides ([(answer, [source_id, ...])], most given first) when the first leads the next by
     cfg.outnumber_margin documents and a member (among keepable, if given) gives it: that one is kept, the members
-    giving another side (given conflicts, those in conflict with it) discarded. Else, or if none would be, unchanged."""
+    giving another side (given conflicts, those in conflict with it) discarded. Else, or if none would be, unchanged.
+    A count settles a dispute about one subject only: a member is discarded only when its text tells of a winner's
+    subject (one_account; texts: {source_id: content}, the members' own by default) or the two are among copies
+    (swapped_pairs: the detector found one sentence copied with a span changed). Two texts that differ
+    throughout may be about two subjects sharing a name (a town's median age and a namesake village's), and one
+    subject's documents outnumbering another's says nothing about either."""
     if not sides:
         return cluster
     winners = set(sides[0][1])
@@ -1129,6 +1138,10 @@ def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None, conflicts=Non
     if kept is None or len(winners) - runner_up < cfg.outnumber_margin:
         return cluster
     losers = {sid for _, sids in sides[1:] for sid in sids} - winners
+    texts = {**(texts or {}), **{d.source_id: d.content for d in cluster.members}}
+    losers = {sid for sid in losers if any(frozenset((sid, w)) in copies or one_account(texts.get(sid, ""),
+                                                                                        texts.get(w, ""), cfg)
+                                           for w in winners)}
     if conflicts is not None:
         losers &= {c.b.source_id if c.a is kept else c.a.source_id for c in conflicts if kept in (c.a, c.b)}
     discarded = tuple(d for d in cluster.members if d.source_id in losers)
@@ -1136,6 +1149,28 @@ def outnumbered(cluster, sides, cfg=DEFAULT_CONFIG, keepable=None, conflicts=Non
         return cluster
     return Cluster(cluster.members, kept, discarded, "outnumbered", "support",
                    tuple((text, tuple(sids)) for text, sids in sides))
+
+
+def swapped_pairs(conflicts):
+    """The pairs of documents ({source_id, source_id}) a swap conflict found to be copies of one text."""
+    return {frozenset((c.a.source_id, c.b.source_id)) for c in conflicts if c.kind == "swap"}
+
+
+def one_account(x, y, cfg=DEFAULT_CONFIG):
+    """Whether two texts tell of one subject: an edited copy (_shared_edits), or a paraphrase sharing at least
+    cfg.same_subject_share of the two texts' content words (not STOPWORDS).
+
+    >>> one_account("Lakeside Arena seats 18,000 spectators for concerts and ice hockey.",
+    ...             "For concerts and ice hockey, Lakeside Arena seats 81,000 spectators.")
+    True
+    >>> one_account("Riverton, a city in Iowa, had a median age of 45 years.",
+    ...             "Riverton is a village in Ohio; its residents' median age was 37 years.")
+    False
+    """
+    if _shared_edits(x, y, cfg.swap_min_ratio, True):
+        return True
+    wx, wy = ({w for w in _WORD_RE.findall(t.lower()) if w not in STOPWORDS} for t in (x, y))
+    return bool(wx | wy) and len(wx & wy) >= cfg.same_subject_share * len(wx | wy)
 
 
 def evidence_sides(cluster, conflicts):
@@ -1170,7 +1205,7 @@ def settle_by_evidence(cluster, conflicts, texts, cfg=DEFAULT_CONFIG):
         if len(stated) == 1:
             votes[stated[0]].append(sid)
     sides = sorted(((", ".join(side), sids) for side, sids in votes.items()), key=lambda side: -len(side[1]))
-    return outnumbered(cluster, sides, cfg)
+    return outnumbered(cluster, sides, texts, cfg, copies=swapped_pairs(conflicts))
 
 
 def answer_stands(question, cluster, readings, conflicts, texts, cfg=DEFAULT_CONFIG):
@@ -10290,9 +10325,13 @@ class TestSupport(unittest.TestCase):
         texts = {"a": a.content, "b": b.content, "c": "He played 20 games in 1993-94."}
         cluster = self.disputed(b, a)
         self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1993-94"), texts), cluster)
-        # near miss: a third document giving b's own answer settles it, b kept as the member that gives it
-        settled = settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1975"), texts)
-        self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", b, (a,)))
+        # a third document giving b's own answer outnumbers a only where a tells of b's subject: a text unlike b's
+        # may be about a namesake, and a count across subjects settles nothing; a paraphrase of b is set aside
+        self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1975"), texts), cluster)
+        told = doc("a", "In 1993-94 Fitzgerald, born on 28 April 1948, played.")
+        settled = settle_by_support(self.disputed(b, told), readings_of(a="28 April 1948", b="1975", c="1975"),
+                                    {**texts, "a": told.content})
+        self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", b, (told,)))
         # c's text states the winning answer too: c is no loser, nothing is set aside, and the dispute stands
         c = doc("c", "Some say 28 April 1948; Fitzgerald was born in 1975.")
         texts = {"a": a.content, "c": c.content, "d": "He was born on 28 April 1948."}
@@ -10319,6 +10358,22 @@ class TestSupport(unittest.TestCase):
         readings = readings_of(a="Michael Haydn", b="Haydn", c="Joseph Haydn", d="Joseph Haydn")
         texts = {sid: f"It is by {a.text}." for sid, a in readings.items()}
         self.assertEqual(support(readings, texts), [("Michael Haydn", ["a", "b"]), ("Joseph Haydn", ["c", "d"])])
+
+    def test_a_count_across_subjects_settles_nothing(self):
+        # two documents on a town outnumber one on a namesake village: different texts, so no side is set aside
+        a = doc("a", "Riverton is a city in Iowa. The median age in the city was 45.7 years.")
+        b = doc("b", "Riverton is a city in Iowa, where the median age was 45.7 years in the census.")
+        c = doc("c", "Riverton is a census-designated place in Ohio. The median age there was 37 years.")
+        cluster = self.disputed(a, c)
+        readings = readings_of(a="45.7 years", b="45.7 years", c="37 years")
+        texts = {d.source_id: d.content for d in (a, b, c)}
+        self.assertIs(settle_by_support(cluster, readings, texts), cluster)
+        # near miss: the third is the town's text with its value edited, one subject told twice: it is set aside
+        edited = doc("c", "Riverton is a city in Iowa. The median age in the city was 30.2 years.")
+        settled = settle_by_support(self.disputed(a, edited), readings_of(a="45.7 years", b="45.7 years",
+                                                                         c="30.2 years"),
+                                    {**texts, "c": edited.content})
+        self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", a, (edited,)))
 
     def test_the_two_sides_of_a_swap_are_counted(self):
         a, b, c = (doc(sid, text, None) for sid, text in (
