@@ -2471,13 +2471,13 @@ DAY_PARTS = {"morning": "a", "afternoon": "p", "evening": "p", "night": "p"}  # 
 _HOUR_WORDS = "|".join(sorted((w for w, n in NUMBER_WORDS.items() if 1 <= n <= 12), key=len, reverse=True))
 _HALF_OF_DAY = (r"(?:\s?(?P<half>[AaPp])(?:\.\s?[Mm]\.|\s?[Mm])(?![\w])"  # am, pm, a.m., P.M.
                 rf"|\s(?i:in\sthe\s|at\s)(?P<part>(?i:{'|'.join(DAY_PARTS)}))(?![\w]))")
-_CLOCK_RES = (
+_CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time, not a duration and a time
+    re.compile(rf"(?<![\w.-])(?i:(?:(?P<past>quarter|half|{_WORDNUM_ALT}|\d{{1,2}})(?P<minutes>\sminutes?)?\s"
+               rf"(?P<dir>past|to)\s)?(?P<hour>{_HOUR_WORDS}|1[0-2]|[1-9])(?P<oclock>\so['’]clock)?(?![\w'’-]))"
+               rf"{_HALF_OF_DAY}?"),  # "ten o'clock", "half past nine", "quarter to six", "9 in the morning"
     # hh:mm, seconds aside; not a ratio's or a score's digits ("1:50,000", "3:1")
     re.compile(rf"{_LEAD}(?P<hour>[01]?\d|2[0-4]):(?P<minute>[0-5]\d)(?::[0-5]\d)?{_HALF_OF_DAY}?(?![\w:]|[.,]\d)"),
-    re.compile(rf"{_LEAD}(?P<hour>1[0-2]|0?[1-9])(?:\.(?P<minute>[0-5]\d))?{_HALF_OF_DAY}"),  # "5 pm", "5.30pm"
-    re.compile(rf"(?<![\w-])(?i:(?:(?P<past>quarter|half|{_WORDNUM_ALT}|\d{{1,2}})(?P<minutes>\sminutes?)?\s"
-               rf"(?P<dir>past|to)\s)?(?P<hour>{_HOUR_WORDS}|1[0-2]|[1-9])(?P<oclock>\so['’]clock)?(?![\w'’-]))"
-               rf"{_HALF_OF_DAY}?"),  # "ten o'clock", "half past nine", "quarter to six"
+    re.compile(rf"{_LEAD}(?P<hour>1[0-2]|0?[1-9])\.(?P<minute>[0-5]\d){_HALF_OF_DAY}"),  # "5.30pm"
     re.compile(r"(?<![\w-])(?:12\s)?(?P<name>(?i:noon|midday|midnight))(?![\w-])"),
 )
 
@@ -2489,22 +2489,21 @@ def _clock_values(m: re.Match) -> list[Value]:
     >>> [(v.text, v.amount, v.unit) for v in extract_values("Open 9:30 am to 17:00, or from half past nine.")]
     [('9:30 am to 17:00', 570.0, ''), ('half past nine', 570.0, 'am or pm')]
     """
-    g = {"minute": None, "past": None, "minutes": None, "dir": None, "oclock": None, "name": None, **m.groupdict()}
+    g = dict.fromkeys(("minute", "past", "minutes", "dir", "oclock", "name", "half", "part")) | m.groupdict()
     if g["name"]:
         return _value("clock", float(CLOCK_NAMES[g["name"].lower()]), "", m)
-    past, half = (g["past"] or "").lower(), (g["half"] or DAY_PARTS.get((g["part"] or "").lower(), "")).lower()
-    if "oclock" in m.re.groupindex and not (past or g["oclock"] or half) or g["dir"] and g["dir"].lower() == "to" and \
-            not (past == "quarter" or g["minutes"]):
+    past, back = (g["past"] or "").lower(), (g["dir"] or "").lower() == "to"
+    half = (g["half"] or DAY_PARTS.get((g["part"] or "").lower(), "")).lower()
+    if "oclock" in m.re.groupindex and not (past or g["oclock"] or half) or back and not (past == "quarter"
+                                                                                       or g["minutes"]):
         return []
-    hour, minute = int(parse_number(g["hour"])), int(g["minute"] or 0)
-    if past:
-        minute = MINUTES_PAST.get(past) or int(parse_number(past) or 60)
-        hour, minute = (hour - 1, 60 - minute) if g["dir"].lower() == "to" else (hour, minute)
-    if minute >= 60 or half and not 1 <= hour <= 12 or hour > 24:
+    hour = int(parse_number(g["hour"]))
+    minute = (MINUTES_PAST.get(past) or int(parse_number(past) or 0)) if past else int(g["minute"] or 0)
+    if minute >= 60 or hour > 24 or half and not 1 <= hour <= 12:
         return []
     said = bool(half) or not 1 <= hour <= 12 or g["hour"].startswith("0")  # "09:00", "17:00" say their half
-    hour = hour % 12 + (12 if half == "p" else 0) if half else hour % 24
-    return _value("clock", float(hour * 60 + minute), "" if said else HALF_UNSAID, m)
+    minutes = (hour % 12 + (12 if half == "p" else 0) if half else hour) * 60 + (-minute if back else minute)
+    return _value("clock", float(minutes % 1440), "" if said else HALF_UNSAID, m)
 
 
 # (regex, builder) in priority order: a span claimed by an earlier rule is skipped by later ones.
