@@ -2483,8 +2483,7 @@ _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time,
 
 
 def _clock_values(m: re.Match) -> list[Value]:
-    """A time of day in minutes after midnight; an hour in words or alone needs "o'clock", "past", "to" or a half of
-    the day ("ten people" is no time), and "to" a quarter or minutes ("ten to five" is as often a range).
+    """A time of day in minutes after midnight (_CLOCK_RES), HALF_UNSAID when it may be either half of the day.
 
     >>> [(v.text, v.amount, v.unit) for v in extract_values("Open 9:30 am to 17:00, or from half past nine.")]
     [('9:30 am to 17:00', 570.0, ''), ('half past nine', 570.0, 'am or pm')]
@@ -2494,9 +2493,10 @@ def _clock_values(m: re.Match) -> list[Value]:
         return _value("clock", float(CLOCK_NAMES[g["name"].lower()]), "", m)
     past, back = (g["past"] or "").lower(), (g["dir"] or "").lower() == "to"
     half = (g["half"] or DAY_PARTS.get((g["part"] or "").lower(), "")).lower()
-    if "oclock" in m.re.groupindex and not (past or g["oclock"] or half) or back and not (past == "quarter"
-                                                                                       or g["minutes"]):
-        return []
+    if "oclock" in m.re.groupindex and not (past or g["oclock"] or half):
+        return []  # "ten people": an hour alone is one by its "o'clock", "past", "to" or half of the day
+    if back and past != "quarter" and not g["minutes"]:
+        return []  # "ten to five" is as often a range
     hour = int(parse_number(g["hour"]))
     minute = (MINUTES_PAST.get(past) or int(parse_number(past) or 0)) if past else int(g["minute"] or 0)
     if minute >= 60 or hour > 24 or half and not 1 <= hour <= 12:
