@@ -2468,6 +2468,13 @@ HALF_UNSAID = "am or pm"
 CLOCK_NAMES = {"noon": 720, "midday": 720, "midnight": 0}
 MINUTES_PAST = {"quarter": 15, "half": 30}  # "quarter past six", "half past nine"; else a number of minutes
 DAY_PARTS = {"morning": "a", "afternoon": "p", "evening": "p", "night": "p"}  # "nine in the morning" is 9 am
+# Digits alone ("3:43") are as often a length (a track's, a race's) as a time: they read as a time of day when they say
+# their half of the day, follow a word that places them in the day ("at 10:00", "until 17:00"), open or close a span
+# of two ("10:00-18:00") or are the whole text (an answer, a swapped span, read as what it was found as).
+CLOCK_CUES = frozenset("at from to until till by before after around between".split())
+_CLOCK_SPAN_AFTER_RE = re.compile(r"\s?[-–—]\s?\d{1,2}:\d{2}")
+_CLOCK_SPAN_BEFORE_RE = re.compile(r"\d{1,2}:\d{2}\s?[-–—]\s?$")
+CLOCK_SPAN_REACH = len("12:00 - ")  # characters before a time that a span's low end and its dash take, at most
 _HOUR_WORDS = "|".join(sorted((w for w, n in NUMBER_WORDS.items() if 1 <= n <= 12), key=len, reverse=True))
 _HALF_OF_DAY = (r"(?:\s?(?P<half>[AaPp])(?:\.\s?[Mm]\.|\s?[Mm])(?![\w])"  # am, pm, a.m., P.M.
                 rf"|\s(?i:in\sthe\s|at\s)(?P<part>(?i:{'|'.join(DAY_PARTS)}))(?![\w]))")
@@ -2497,6 +2504,8 @@ def _clock_values(m: re.Match) -> list[Value]:
         return []  # "ten people": an hour alone is one by its "o'clock", "past", "to" or half of the day
     if back and past != "quarter" and not g["minutes"]:
         return []  # "ten to five" is as often a range
+    if g["minute"] and not half and not _cued_clock(m):
+        return []
     hour = int(parse_number(g["hour"]))
     minute = (MINUTES_PAST.get(past) or int(parse_number(past) or 0)) if past else int(g["minute"] or 0)
     if minute >= 60 or hour > 24 or half and not 1 <= hour <= 12:
@@ -2504,6 +2513,19 @@ def _clock_values(m: re.Match) -> list[Value]:
     said = bool(half) or not 1 <= hour <= 12 or g["hour"].startswith("0")  # "09:00", "17:00" say their half
     minutes = (hour % 12 + (12 if half == "p" else 0) if half else hour) * 60 + (-minute if back else minute)
     return _value("clock", float(minutes % 1440), "" if said else HALF_UNSAID, m)
+
+
+def _cued_clock(m: re.Match) -> bool:
+    """Whether a time in digits that says no half of the day stands where a time of day does (CLOCK_CUES).
+
+    >>> [_cued_clock(_CLOCK_RES[1].search(s)) for s in ("Open at 10:00.", "Open 10:00-18:00.", "Track two, 3:43.")]
+    [True, True, False]
+    """
+    if not m.string[:m.start()].strip() and not m.string[m.end():].strip():
+        return True
+    low = _CLOCK_SPAN_BEFORE_RE.search(m.string, max(0, m.start() - CLOCK_SPAN_REACH), m.start())
+    return (any(w.lower() in CLOCK_CUES for w in _words_before(m.string, m.start(), 1))
+            or bool(_CLOCK_SPAN_AFTER_RE.match(m.string, m.end()) or low))
 
 
 # (regex, builder) in priority order: a span claimed by an earlier rule is skipped by later ones.
@@ -2948,7 +2970,8 @@ def _clocks_agree(a: Value, b: Value) -> bool:
     """Times of day agree at the same minute, or twelve hours apart when one does not say its half of the day; two
     spans when both their ends do, a time and a span when it is one of the span's ends (closing at 5 pm, open 9 to 5).
 
-    >>> [_clocks_agree(*extract_values(s)) for s in ("5 pm, 17:00", "5:00, 17:00", "10:00, 9:30", "5 pm, 5 am")]
+    >>> [_clocks_agree(*extract_values(s)) for s in ("5 pm, at 17:00", "at 5:00, at 17:00", "at 10:00, at 9:30",
+    ...                                                "5 pm, 5 am")]
     [True, True, False, False]
     >>> [_clocks_agree(*extract_values(s)) for s in ("9 am to 5 pm, 5 pm", "9 am to 5 pm, 9 am to 7 pm")]
     [True, False]
@@ -8725,7 +8748,7 @@ class TestValues(unittest.TestCase):
 
     def test_what_is_no_time_of_day(self):
         for sentence in ("The score was 3:1.", "The screen is 16:9.", "Ten people came.", "From ten to five people came.",
-                         "The map is 1:50,000."):
+                         "The map is 1:50,000.", "Track two, 3:43.", "She ran the marathon in 2:05:37."):
             self.assertFalse([v for v in extract_values(sentence) if v.type in CLOCK_TYPES], sentence)
 
     def test_a_format_character_inside_a_number_leaves_one_number(self):
