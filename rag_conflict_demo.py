@@ -1927,7 +1927,8 @@ def split_sentences(text: str) -> list[str]:
 # The words a question asks with, by role: "auxiliary" opens a yes/no question (a state); "opener" a question of its
 # own; "scene" a clause asked after its comma ("In 2011, how many ...?"); "quantity" and "name" the answer type after
 # "what" or "which" ("Which city ...?"); "category" which kind of thing the subject is ("What sport ...?"); the
-# others narrow the answer: a place, a date (an age is a date's), a birth or a death, money, a percentage, a person.
+# others narrow the answer: a place, a date (an age is a date's), a time of day, a birth or a death, money, a
+# percentage, a person.
 ASKING_WORDS = {role: frozenset(words.split()) for role, words in {
     "auxiliary": """is are was were do does did can could has have had will would should shall may might must isn't
         aren't wasn't weren't doesn't don't didn't can't won't""",
@@ -1947,6 +1948,7 @@ ASKING_WORDS = {role: frozenset(words.split()) for role, words in {
         discipline""",
     "place": "where located location county state country province region situated",
     "date": "when year date born died founded old age birth birthday",
+    "clock": "time hours o'clock",
     "birth": "born birth birthday birthdate",
     "death": "die died death dies",
     "money": """price prices cost costs revenue revenues salary income profit profits sales budget fee fees tax wage
@@ -1965,6 +1967,9 @@ _DATE_UNITS = r"(?:year|date|day|month|decade|century)(?![\w-])"
 _Q_DATE_RE = re.compile(rf"^when\b|^since\s+when\b|^(?:in\s+|on\s+|by\s+)?(?:what|which)\s+{_DATE_UNITS}"
                         r"|^what(?:'s|\s+is|\s+was)\s+(?:the|his|her|its|their)\s+(?:[a-z]+\s+)?date\b")
 _Q_DATE_INSIDE_RE = re.compile(rf"\b(?:in|on|by)\s+(?:what|which)\s+{_DATE_UNITS}")  # "formed in which year?"
+# A time of day is a when-question's answer too: "(At) what time ...?", "What are the (library's) opening hours?"
+_Q_CLOCK_RE = re.compile(r"^(?:at\s+|by\s+|from\s+|until\s+)?(?:what|which)\s+time\b(?!\s+(?:period|frame|span|zone))"
+                         r"|^what(?:\s+is|\s+are|\s+were|\s+was)\s+(?:the\s+)?(?:\S+\s+){0,2}hours\b")
 _Q_QUANTITY_RE = re.compile(r"^how\s+(?:much|many|long|old|far|big|large|tall|high|fast|often|heavy|wide|deep)\b")
 
 
@@ -2044,7 +2049,7 @@ def _clause_type(q: str) -> str:
         return "state"
     if _Q_NAME_RE.search(q) or (which and which["noun"] in ASKING_WORDS["name"]):
         return "name"
-    if _Q_DATE_RE.match(q):
+    if _Q_DATE_RE.match(q) or _Q_CLOCK_RE.match(q):
         return "date"
     if _Q_QUANTITY_RE.match(q) or (words[:1] in (["what"], ["which"]) and ASKING_WORDS["quantity"] & set(words)):
         return "quantity"
@@ -2084,9 +2089,11 @@ def question_words(question: str) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Value:
-    type: str      # 'money' | 'percent' | 'quantity' | 'year' | 'date' | 'duration'
-    amount: float  # money in currency units, duration in days, year as the year, date as yyyymmdd (00 = unknown)
-    unit: str      # 'USD', '%', 'days', 'business days' (not converted), 'requests/minute', 'people', '' when none
+    type: str      # 'money' | 'percent' | 'quantity' | 'year' | 'date' | 'duration' | 'clock' (a time of day)
+    amount: float  # money in currency units, duration in days, year as the year, date as yyyymmdd (00 = unknown),
+    #                clock in minutes after midnight
+    unit: str      # 'USD', '%', 'days', 'business days' (not converted), 'requests/minute', 'people', '' when none;
+    #                a clock's: '' or HALF_UNSAID
     period: str    # 'Q3', 'Q4-2023', 'FY2023', 'H1-2024', '2023-01', '2023', '' when unknown
     entity: str    # lowercased owner ("acme", "globex corp"), '' when unknown
     text: str      # surface form
@@ -2096,7 +2103,9 @@ class Value:
 
 MEASURE_TYPES = frozenset({"money", "percent", "quantity", "duration"})  # compared within (type, unit)
 TEMPORAL_TYPES = frozenset({"year", "date"})  # compared with each other: 1911 meets October 23, 1911
-VALUE_TYPES = MEASURE_TYPES | TEMPORAL_TYPES
+CLOCK_TYPES = frozenset({"clock"})  # a time of day, compared with times of day only: 17:00 meets 5 pm
+WHEN_TYPES = TEMPORAL_TYPES | CLOCK_TYPES  # what a when-question asks for: a day or a time of day
+VALUE_TYPES = MEASURE_TYPES | WHEN_TYPES
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
     "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
@@ -2561,10 +2570,78 @@ def _in_si(v: Value, written: str) -> Value:
     return replace(v, amount=v.amount * factor, unit=si, written=written)
 
 
+# Times of day, as minutes after midnight: "17:00", "9:30 am", "5 pm", "5.30pm", "ten o'clock", "half past nine",
+# "quarter to six", "noon". An hour up to 12 that says neither "am", "pm" nor a part of the day ("9:30", "ten o'clock")
+# may be either half of the day: its unit is HALF_UNSAID, and it meets the time twelve hours on ("5:00" and "17:00").
+HALF_UNSAID = "am or pm"
+CLOCK_NAMES = {"noon": 720, "midday": 720, "midnight": 0}
+MINUTES_PAST = {"quarter": 15, "half": 30}  # "quarter past six", "half past nine"; else a number of minutes
+DAY_PARTS = {"morning": "a", "afternoon": "p", "evening": "p", "night": "p"}  # "nine in the morning" is 9 am
+# Digits alone ("3:43") are as often a length (a track's, a race's) as a time: they read as a time of day when they say
+# their half of the day, follow a word that places them in the day ("at 10:00", "until 17:00"), open or close a span
+# of two ("10:00-18:00") or are the whole text (an answer, a swapped span, read as what it was found as).
+CLOCK_CUES = frozenset("at from to until till by before after around between".split())
+_CLOCK_SPAN_AFTER_RE = re.compile(r"\s?[-–—]\s?\d{1,2}:\d{2}")
+_CLOCK_SPAN_BEFORE_RE = re.compile(r"\d{1,2}:\d{2}\s?[-–—]\s?$")
+CLOCK_SPAN_REACH = len("12:00 - ")  # characters before a time that a span's low end and its dash take, at most
+_HOUR_WORDS = "|".join(sorted((w for w, n in NUMBER_WORDS.items() if 1 <= n <= 12), key=len, reverse=True))
+_HALF_OF_DAY = (r"(?:\s?(?P<half>[AaPp])(?:\.\s?[Mm]\.|\s?[Mm])(?![\w])"  # am, pm, a.m., P.M.
+                rf"|\s(?i:in\sthe\s|at\s)(?P<part>(?i:{'|'.join(DAY_PARTS)}))(?![\w]))")
+_CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time, not a duration and a time
+    re.compile(rf"(?<![\w.-])(?i:(?:(?P<past>quarter|half|{_WORDNUM_ALT}|\d{{1,2}})(?P<minutes>\sminutes?)?\s"
+               rf"(?P<dir>past|to)\s)?(?P<hour>{_HOUR_WORDS}|1[0-2]|[1-9])(?P<oclock>\so['’]clock)?(?![\w'’-]))"
+               rf"{_HALF_OF_DAY}?"),  # "ten o'clock", "half past nine", "quarter to six", "9 in the morning"
+    # hh:mm, seconds aside; not a ratio's or a score's digits ("1:50,000", "3:1")
+    re.compile(rf"{_LEAD}(?P<hour>[01]?\d|2[0-4]):(?P<minute>[0-5]\d)(?::[0-5]\d)?{_HALF_OF_DAY}?(?![\w:]|[.,]\d)"),
+    re.compile(rf"{_LEAD}(?P<hour>1[0-2]|0?[1-9])\.(?P<minute>[0-5]\d){_HALF_OF_DAY}"),  # "5.30pm"
+    re.compile(r"(?<![\w-])(?:12\s)?(?P<name>(?i:noon|midday|midnight))(?![\w-])"),
+)
+
+
+def _clock_values(m: re.Match) -> list[Value]:
+    """A time of day in minutes after midnight (_CLOCK_RES), HALF_UNSAID when it may be either half of the day.
+
+    >>> [(v.text, v.amount, v.unit) for v in extract_values("Open 9:30 am to 17:00, or from half past nine.")]
+    [('9:30 am to 17:00', 570.0, ''), ('half past nine', 570.0, 'am or pm')]
+    """
+    g = dict.fromkeys(("minute", "past", "minutes", "dir", "oclock", "name", "half", "part")) | m.groupdict()
+    if g["name"]:
+        return _value("clock", float(CLOCK_NAMES[g["name"].lower()]), "", m)
+    past, back = (g["past"] or "").lower(), (g["dir"] or "").lower() == "to"
+    half = (g["half"] or DAY_PARTS.get((g["part"] or "").lower(), "")).lower()
+    if "oclock" in m.re.groupindex and not (past or g["oclock"] or half):
+        return []  # "ten people": an hour alone is one by its "o'clock", "past", "to" or half of the day
+    if back and past != "quarter" and not g["minutes"]:
+        return []  # "ten to five" is as often a range
+    if g["minute"] and not half and not _cued_clock(m):
+        return []
+    hour = int(parse_number(g["hour"]))
+    minute = (MINUTES_PAST.get(past) or int(parse_number(past) or 0)) if past else int(g["minute"] or 0)
+    if minute >= 60 or hour > 24 or half and not 1 <= hour <= 12:
+        return []
+    said = bool(half) or not 1 <= hour <= 12 or g["hour"].startswith("0")  # "09:00", "17:00" say their half
+    minutes = (hour % 12 + (12 if half == "p" else 0) if half else hour) * 60 + (-minute if back else minute)
+    return _value("clock", float(minutes % 1440), "" if said else HALF_UNSAID, m)
+
+
+def _cued_clock(m: re.Match) -> bool:
+    """Whether a time in digits that says no half of the day stands where a time of day does (CLOCK_CUES).
+
+    >>> [_cued_clock(_CLOCK_RES[1].search(s)) for s in ("Open at 10:00.", "Open 10:00-18:00.", "Track two, 3:43.")]
+    [True, True, False]
+    """
+    if not m.string[:m.start()].strip() and not m.string[m.end():].strip():
+        return True
+    low = _CLOCK_SPAN_BEFORE_RE.search(m.string, max(0, m.start() - CLOCK_SPAN_REACH), m.start())
+    return (any(w.lower() in CLOCK_CUES for w in _words_before(m.string, m.start(), 1))
+            or bool(_CLOCK_SPAN_AFTER_RE.match(m.string, m.end()) or low))
+
+
 # (regex, builder) in priority order: a span claimed by an earlier rule is skipped by later ones.
 _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] = (
     *((r, _money_values) for r in _MONEY_RES),
     (_PERCENT_RE, lambda m: _value("percent", _scaled(m), "%", m)),
+    *((r, _clock_values) for r in _CLOCK_RES),
     (_MEASURE_RE, _measure_values),
     (_RATE_RE, _rate_values),
     (_DATE_ISO_RE, _date_values),
@@ -2769,22 +2846,24 @@ def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int
                 words: list[tuple[int, int]]) -> bool:
     """Whether two adjacent values are one range's ends: joined by "to", "between ... and" or a dash; of one kind, unit
     and period, or a bare low end, or money with a bare upper end ("$1-2 million"); low below high; no date or year.
+    Two times of day make a span of the day, "from" before them too ("open from 9 am to 5 pm").
 
     >>> [[v.text for v in extract_values(s)] for s in ("It rose 3% to 5%.", "They lost 1-3.", "It is 3 km – 5 km.")]
     [['3%', '5%'], ['1'], ['3 km', '5 km']]
     """
     (s1, e1, a), (s2, _, b) = low, high
     between, last = sentence[e1:s2], _word_before(sentence, s1, words)
-    if a.high is not None or TEMPORAL_TYPES & {a.type, b.type}:
+    clocks = [v.type in CLOCK_TYPES for v in (a, b)]
+    if a.high is not None or TEMPORAL_TYPES & {a.type, b.type} or clocks[0] != clocks[1]:
         return False
     if between == " to ":
-        joined = last not in CHANGE_WORDS
+        joined = last not in CHANGE_WORDS or clocks[0] and last == "from"
     elif between == " and ":
         joined = last == "between"
     else:  # a dash: tight, or spaced after a bare low end; between two bare numbers only after an age word
         scores = _is_bare(a) and _is_bare(b) and last not in AGE_WORDS  # "lost 1-3", not "aged 18-25"
         joined = between.strip() in DASHES and (between in DASHES or _is_bare(a)) and not scores
-    same = (a.type, a.unit, a.period) == (b.type, b.unit, b.period)
+    same = (_value_key(a), a.period) == (_value_key(b), b.period)
     if not (joined and (same or _is_bare(a) or _money_then_number(a, b))):
         return False
     v = _range_value(a, b, "")
@@ -2985,6 +3064,8 @@ def _values_agree(a: Value, b: Value, cfg: Config = DEFAULT_CONFIG) -> bool:
     """
     if a.type in TEMPORAL_TYPES:
         return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
+    if a.type in CLOCK_TYPES:
+        return _clocks_agree(a, b)
     if a.high is None and b.high is None and a.written == b.written:  # two amounts in one unit: the common case
         return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
     inner, outer = sorted((a, b), key=lambda v: _upper(v) - v.amount)
@@ -2992,6 +3073,23 @@ def _values_agree(a: Value, b: Value, cfg: Config = DEFAULT_CONFIG) -> bool:
     if _unit_factor(a) != _unit_factor(b):  # subtle: a conversion rounds once, so the coarser rounding bounds it
         slack = max(slack, _rounding(a), _rounding(b))
     return outer.amount - slack <= inner.amount and _upper(inner) <= _upper(outer) + slack
+
+
+def _clocks_agree(a: Value, b: Value) -> bool:
+    """Times of day agree at the same minute, or twelve hours apart when one does not say its half of the day; two
+    spans when both their ends do, a time and a span when it is one of the span's ends (closing at 5 pm, open 9 to 5).
+
+    >>> [_clocks_agree(*extract_values(s)) for s in ("5 pm, at 17:00", "at 5:00, at 17:00", "at 10:00, at 9:30",
+    ...                                                "5 pm, 5 am")]
+    [True, True, False, False]
+    >>> [_clocks_agree(*extract_values(s)) for s in ("9 am to 5 pm, 5 pm", "9 am to 5 pm, 9 am to 7 pm")]
+    [True, False]
+    """
+    unsaid = HALF_UNSAID in (a.unit, b.unit)
+    same = lambda x, y: x == y or unsaid and abs(x - y) == 720  # noqa: E731
+    if a.high is not None and b.high is not None:
+        return same(a.amount, b.amount) and same(a.high, b.high)
+    return any(same(x, y) for x in (a.amount, _upper(a)) for y in (b.amount, _upper(b)))
 
 
 def _upper(v: Value) -> float:
@@ -3036,12 +3134,13 @@ def _comparable(period_a: str, entity_a: str, period_b: str, entity_b: str) -> b
 
 
 def _value_key(v: Value) -> tuple[str, str]:
-    """Values meet only inside one key; years and dates share one so 1911 meets October 23, 1911.
+    """Values meet only inside one key; years and dates share one so 1911 meets October 23, 1911, and times of day
+    one whether or not they say their half of the day.
 
-    >>> _value_key(Value("year", 1998.0, "", "", "", ""))
-    ('time', '')
+    >>> _value_key(Value("year", 1998.0, "", "", "", "")), _value_key(Value("clock", 570.0, HALF_UNSAID, "", "", ""))
+    (('time', ''), ('clock', ''))
     """
-    return ("time", "") if v.type in TEMPORAL_TYPES else (v.type, v.unit)
+    return ("time", "") if v.type in TEMPORAL_TYPES else (v.type, "") if v.type in CLOCK_TYPES else (v.type, v.unit)
 
 
 def _typed_values(sentence: str, types: frozenset[str], event_years: bool) -> list[Value]:
@@ -3148,7 +3247,7 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
     x = pairs[0][0]
     # Units are named as the texts say them, not as compared ("12 hours vs 8 hours", not days; "1,200 employees vs
     # 3,400 people"); a measurement by its kind ("different lengths: 630km vs 607 km", not "values in m").
-    what = ({"time": "dates", "duration": "durations"}.get(key[0])
+    what = ({"time": "dates", "clock": "times of day", "duration": "durations"}.get(key[0])
             or key[0] == "quantity" and {**MEASURE_NAMES, "people": "headcounts"}.get(key[1])
             or f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else ""))
     context = " ".join(filter(None, (x.entity, x.period)))
@@ -4004,7 +4103,7 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = froz
 # Words whose swap changes nothing a reader would dispute (tense, articles, connectives).
 SWAP_FILLER = STOPWORDS | frozenset("still currently later approximately nearly".split())
 
-_SWAP_TOKEN_RE = re.compile(rf"[$€£]?\d[\d,.]*\d%?|[$€£]?\d%?|{_LETTER_WORD}")
+_SWAP_TOKEN_RE = re.compile(rf"[$€£]?\d[\d,.:]*\d%?|[$€£]?\d%?|{_LETTER_WORD}")  # "17:00" is one token
 _UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 
 
@@ -4743,7 +4842,7 @@ def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
 # --- The registry: which signals run for which question type, first finding wins
 
 _MEASURES = functools.partial(anchored_value_finding, types=MEASURE_TYPES, event_years=False)
-_TEMPORAL = functools.partial(anchored_value_finding, types=TEMPORAL_TYPES, event_years=False)
+_TEMPORAL = functools.partial(anchored_value_finding, types=WHEN_TYPES, event_years=False)
 _ALL_VALUES = functools.partial(anchored_value_finding, types=VALUE_TYPES, event_years=True)
 # Checks per question type ("category": an "other" question asking which kind of thing its subject is), first finding
 # wins; polarity and a swapped span count whatever the question asks.
@@ -4876,7 +4975,7 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
     ...                                                                 DEFAULT_CONFIG)]
     [('c. 1850', 1.0), ('1901 to 1903', 0.0), ('1903', 0.0)]
     """
-    types = MEASURE_TYPES if qtype == "quantity" else TEMPORAL_TYPES
+    types = MEASURE_TYPES if qtype == "quantity" else WHEN_TYPES
     values = [v for v, _ in _side_values([sentence], qwords, cfg, types)]
     # stable sorts: sentence order among equals, and candidates of equal scores keep this order
     values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _numeric_date(v)))
@@ -4988,7 +5087,8 @@ def _numeric_date(v: Value) -> bool:
 def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
     """How well a value's kind fits the question, best first: 0 money or a percentage the question names, 1 any other
     amount, 2 money or a percentage it does not name, a measurement where a count is asked, a count that reads as a
-    year ("2010 census") or a coordinate, or a date without its year ("Aug. 24").
+    year ("2010 census") or a coordinate, a date without its year ("Aug. 24"), or a time of day where no time or hours
+    are asked (a when-question asks for a day first).
 
     >>> [_asked_rank(extract_values(t)[0], frozenset({"population"}))
     ...  for t in ("3,559 people", "10.4%", "2010 census", "40.159366", "0.44 square miles")]
@@ -4998,6 +5098,8 @@ def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
     """
     if v.type in ("money", "percent"):
         return 0 if qwords & (ASKING_WORDS["money"] if v.type == "money" else ASKING_WORDS["percent"]) else 2
+    if v.type in CLOCK_TYPES:
+        return 1 if qwords & ASKING_WORDS["clock"] else 2
     if v.type == "quantity" and not v.unit and _COORDINATE_RE.search(v.text) or v.type == "date" and v.amount < 1e4:
         return 2
     counts = "many" in qwords or any(_stem(w) in COUNTED_AS for w in qwords)
@@ -8902,6 +9004,32 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.check("What is the capital of Australia?", "The capital of Australia is Sydney.",
                    "The capital of Australia is Canberra.", "slot")
 
+    def test_two_times_of_day_are_different_values(self):
+        f = self.check("When does the museum open?", "The museum opens at 10:00 on weekdays.",
+                       "The museum opens at 9:30 on weekdays.", "value")
+        self.assertEqual(f.evidence, ("10:00", "9:30"))
+        f = self.check("When does the museum open?", "The museum opens at ten o'clock on weekdays.",
+                       "The museum opens at half past nine on weekdays.", "value")
+        self.assertEqual(f.evidence, ("ten o'clock", "half past nine"))
+        f = self.check("What time does the shop close?", "The shop closes at 5 pm.", "The shop closes at 3 pm.",
+                       "value")
+        self.assertEqual(f.evidence, ("5 pm", "3 pm"))
+        self.assertIn("different times of day", f.reason)
+
+    def test_two_spans_of_the_day_with_one_end_changed_are_different_values(self):
+        f = self.check("What are the library's opening hours?", "The library is open from 9 am to 5 pm.",
+                       "The library is open from 9 am to 7 pm.", "value")
+        self.assertEqual(f.evidence, ("9 am to 5 pm", "9 am to 7 pm"))
+
+    def test_two_prices_are_different_values(self):
+        f = self.check("How much does the course cost?", "The course costs $1,200.", "The course costs $1,500.",
+                       "value")
+        self.assertEqual(f.evidence, ("$1,200", "$1,500"))
+
+    def test_thirty_days_vs_a_month_are_different_durations(self):
+        f = self.check("How long is the trial?", "The trial lasts 30 days.", "The trial lasts one month.", "value")
+        self.assertEqual(f.evidence, ("30 days", "one month"))
+
     def test_conflict_found_in_either_order(self):
         q, a, b = "When did the museum open?", ["It opened in 2001."], ["The museum opened in 1998."]
         self.assertIsNotNone(compare_answers(q, a, b))
@@ -8943,6 +9071,27 @@ class TestAnswersThatAgree(unittest.TestCase):
                    "Aug 23, 2020 ... The bridge opened in 1932 after six years of work.",
                    "Oct 17, 2020 ... Opened in 1932, the bridge took six years to build.")
 
+    def test_one_time_of_day_in_any_notation(self):
+        for question, a, b in (
+                ("When does the museum open?", "The museum opens at 10:00 on weekdays.",
+                 "The museum opens at 10 am on weekdays."),
+                ("When does the museum open?", "The museum opens at half past nine on weekdays.",
+                 "The museum opens at 9:30 on weekdays."),
+                ("What time does the shop close?", "The shop closes at 5 pm.", "The shop closes at 17:00."),
+                ("What time does the shop close?", "The shop closes at 5 pm.", "The shop closes at 5:00."),
+                ("What are the library's opening hours?", "The library is open from 9 am to 5 pm.",
+                 "The library is open 09:00-17:00.")):
+            with self.subTest(a=a, b=b):
+                self.check(question, a, b)
+
+    def test_one_amount_in_any_notation(self):
+        for a, b in (("$1,200", "USD 1200"), ("$1,200", "1.2k dollars"), ("USD 1200", "1.2k dollars")):
+            with self.subTest(a=a, b=b):
+                self.check("How much does the course cost?", f"The course costs {a}.", f"The course costs {b}.")
+
+    def test_a_duration_in_words_and_in_digits(self):
+        self.check("How long is the trial?", "The trial lasts thirty days.", "The trial lasts 30 days.")
+
     def test_one_year_and_12_months_agree(self):
         self.check("What is the warranty period?", "The warranty covers one year.", "Coverage lasts 12 months.")
 
@@ -8974,6 +9123,23 @@ class TestValues(unittest.TestCase):
                             "It made USD 4.2 million.", "It made $4.2 million.", "It made 4.2 million US dollars."],
                            "money", 4_200_000.0, "USD")
         self.assertAmounts(["It cost €12.5bn."], "money", 12.5e9, "EUR")
+
+    def test_times_of_day(self):
+        cases = {"It opens at 17:00.": 1020, "It opens at 5 pm.": 1020, "It opens at 5.30pm.": 1050,
+                 "It opens at 5:30 P.M. sharp.": 1050, "It opens at noon.": 720, "It opens at midnight.": 0,
+                 "It opens at half past nine.": 570, "It opens at quarter to six in the evening.": 1065,
+                 "It opens at ten o'clock.": 600, "It opens at nine in the morning.": 540}
+        for sentence, minutes in cases.items():
+            v = one(sentence)
+            self.assertEqual((v.type, v.amount), ("clock", minutes), sentence)
+        self.assertEqual((one("It opens at 9:30.").unit, one("It opens at 9:30 am.").unit), (HALF_UNSAID, ""))
+        v = one("Open from 9 am to 5 pm.")
+        self.assertEqual((v.text, v.amount, v.high), ("9 am to 5 pm", 540, 1020))
+
+    def test_what_is_no_time_of_day(self):
+        for sentence in ("The score was 3:1.", "The screen is 16:9.", "Ten people came.", "From ten to five people came.",
+                         "The map is 1:50,000.", "Track two, 3:43.", "She ran the marathon in 2:05:37."):
+            self.assertFalse([v for v in extract_values(sentence) if v.type in CLOCK_TYPES], sentence)
 
     def test_a_format_character_inside_a_number_leaves_one_number(self):
         for text in ("It was 2\u200b7 degrees.", "It was 2\u2060\ufeff7 degrees.", "It was 2\u200d7 degrees."):
@@ -9287,6 +9453,14 @@ class TestSentences(unittest.TestCase):
                  "What area does the park cover?": "other"}
         for question, expected in cases.items():
             self.assertEqual(read_question(question).type, expected, question)
+
+    def test_a_time_of_day_is_asked_as_a_when(self):
+        for question in ("When does the museum open?", "What time does the ferry leave?",
+                         "At what time does the shop close?", "What are the library's opening hours?",
+                         "What are the opening hours of the pool?"):
+            self.assertEqual(read_question(question).type, "date", question)
+        for question in ("What time period does the novel cover?", "How many hours does the course take?"):
+            self.assertNotEqual(read_question(question).type, "date", question)  # a span of history; a duration
 
 
 def signs_of(sentence):
@@ -11319,6 +11493,23 @@ class TestNoLabelLies(unittest.TestCase):
                 resolved = self.ask(question)
                 self.assertEqual(resolved["label"], "UNCERTAIN")
                 self.assertEqual(sorted(resolved["cited_source_ids"]), ["a", "b"])
+
+    def test_two_opening_times_are_a_dispute_and_one_time_written_two_ways_is_not(self):
+        def kb(*texts):
+            return [{"source_id": sid, "title": sid, "content": t} for sid, t in zip("ab", texts)]
+        question = "When does the museum open?"
+        for a, b in (("10:00", "9:30"), ("ten o'clock", "half past nine")):
+            with self.subTest(a=a, b=b):
+                resolved = self.ask(question, kb(f"The museum opens at {a} on weekdays.",
+                                                 f"The museum opens at {b} on weekdays."))
+                self.assertEqual(resolved["label"], "UNCERTAIN")
+                self.assertEqual(sorted(c["answer"] for c in resolved["candidates"]), sorted([a, b]))
+        resolved = self.ask(question, kb("The museum opens at 10:00 on weekdays.",
+                                         "The museum opens at 10 am on weekdays."))
+        self.assertEqual((resolved["label"], resolved["conflicts"]), ("ANSWERED", []))
+        self.assertIn(resolved["answer"], ("10:00", "10 am"))
+        resolved = self.ask("What are the library's opening hours?", kb("The library is open from 9 am to 5 pm."))
+        self.assertEqual(resolved["answer"], "9 am to 5 pm")  # a span of the day, not the sentence
 
     def test_a_yes_no_question_lists_the_sides_of_the_dispute(self):
         resolved = self.ask("Is the server room alarm threshold 27 degrees Celsius?")
