@@ -4232,7 +4232,7 @@ def _replaced_run(matcher: difflib.SequenceMatcher) -> tuple[int, int, int, int]
 def _run_text(sentence: str, start: int, end: int) -> str:
     """Swap tokens start..end of a sentence as it writes them, what lies between them kept.
 
-    >>> _run_text("The office opens at 8:00 on weekdays.", 4, 6)
+    >>> _run_text("The office opens at 8:00 on weekdays.", 4, 5)
     '8:00'
     """
     return written_run(sentence, list(_SWAP_TOKEN_RE.finditer(sentence))[start:end])
