@@ -7046,21 +7046,35 @@ def labelled_documents(questions, records):
             if raw.get("type") == "correct" and isinstance(raw.get("answer"), str) and raw["answer"].strip()]
 
 
-def fit_reader(labelled, read, cfg=DEFAULT_CONFIG):
+def fit_reader(labelled, read, cfg=DEFAULT_CONFIG, progress=None):
     """READER_WEIGHTS fitted on labelled documents ([(question, content, answer)]), each read alone by read (a
     SentenceReader): per question type, the weights that make the candidates holding the answer likeliest under a
-    softmax of their scores (a conditional logit); a row no document informs keeps its weights."""
+    softmax of their scores (a conditional logit); a row no document informs keeps its weights (reader_examples).
+    progress(label): a Progress for each stage, or None."""
+    examples = reader_examples(labelled, read, cfg, progress)
+    return {qtype: dict(zip(row, conditional_logit(examples[qtype], list(row), cfg))) if qtype in examples else row
+            for qtype, row in READER_WEIGHTS.items()}
+
+
+def reader_examples(labelled, read, cfg=DEFAULT_CONFIG, progress=None):
+    """{question type: [(features of each candidate, whether each holds the answer)]}: what fit_reader learns from,
+    the documents whose candidates some, not all, hold the answer. Every document's sentences are embedded first, in
+    one batched pass, so each record then costs its own reading only."""
+    contexts = [as_context(content) for _, content, _ in labelled]
+    read.sentences.prime([p for c in contexts for p in c.split(CONTEXT_SEPARATOR) if p.strip()],
+                         progress("fit-reader: embedding sentences") if progress else None)
+    stage = progress("fit-reader: documents") if progress else None
     examples = {}
-    for question, content, answer in labelled:
-        context = as_context(content)
+    for n, ((question, _, answer), context) in enumerate(zip(labelled, contexts), 1):
         found = read.scored_sentences(question, context)
         candidates = read.candidates(question, context, found)
         texts = [" ".join(context[found[i][1] + a:found[i][1] + b].split()) for i, a, b, _ in candidates]
         held = [len(t) <= cfg.reading_chars and holds(t, answer) for t in texts]
         if any(held) and not all(held):  # all or none holding it: no choice to learn from
             examples.setdefault(read_question(question).type, []).append(([c[3] for c in candidates], held))
-    return {qtype: dict(zip(row, conditional_logit(examples[qtype], list(row), cfg))) if qtype in examples else row
-            for qtype, row in READER_WEIGHTS.items()}
+        if stage:
+            stage(n, len(labelled))
+    return examples
 
 
 def conditional_logit(examples, names, cfg=DEFAULT_CONFIG):
@@ -8241,7 +8255,15 @@ def run_experiment(argv, embed, read, nli):
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
     elif args.fit_reader:
-        emit(render_reader_weights(fit_reader(inputs, SentenceReader(embed, cfg), cfg)))
+        read = SentenceReader(embed, cfg)
+        examples = reader_examples(inputs, read, cfg, None if args.quiet else Progress)
+        idle = [qtype for qtype in READER_WEIGHTS if qtype not in examples]
+        if idle:  # said even --quiet: the table printed is then in part (or whole) the built-in one
+            print(f"note: no labelled document in {args.fit_reader} informs the {', '.join(idle)} row(s), which keep "
+                  f"the built-in weights" + (": nothing was fitted" if len(idle) == len(READER_WEIGHTS) else ""),
+                  file=sys.stderr)
+        emit(render_reader_weights({qtype: dict(zip(row, conditional_logit(examples[qtype], list(row), cfg)))
+                                    if qtype in examples else row for qtype, row in READER_WEIGHTS.items()}))
     elif args.eval and args.eval_questions:
         run_answer_eval(inputs, pipe, args)
     elif args.eval:
@@ -10955,6 +10977,35 @@ class TestReaderRanking(unittest.TestCase):
         self.assertEqual([list(row) for row in table.values()], [list(row) for row in READER_WEIGHTS.values()])
         self.assertGreater(table["date"]["asked_event"], 0)  # the year after "founded" holds the answer
         self.assertEqual(table["name"], READER_WEIGHTS["name"])  # no name question: its row as it is
+        self.assertIn("informs the quantity, name, state, other row(s), which keep the built-in weights\n", err)
+        self.assertNotIn("nothing was fitted", err)
+
+    def test_fit_reader_says_when_nothing_was_fitted(self):
+        # every candidate holds the answer (one year in each document): no choice to learn from, no row informed
+        correct = {"type": "correct", "answer": "1901"}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.labelled(tmp, [("It was founded in 1901.", correct)])
+            code, out, err = run_main(["--fit-reader", path, "--quiet"], embed=overlap_embed)
+        self.assertEqual(code, 0, err)
+        self.assertIn(": nothing was fitted\n", err)
+        self.assertEqual(ast.literal_eval(out.split("=", 1)[1]), READER_WEIGHTS)
+
+    def test_fitting_embeds_every_sentence_once_in_batches_and_shows_progress(self):
+        calls = []
+
+        def counting(texts):
+            calls.append(len(texts))
+            return overlap_embed(texts)
+
+        labelled = [("When was Vell Hall founded?", f"Vell Hall {n} was sold in 1950. Vell Hall {n} was founded in "
+                     f"{1900 + n} and sold in 1950.", str(1900 + n)) for n in range(40)]
+        lines = []
+        progress = lambda label: lambda done, total: lines.append((label, done, total))
+        examples = reader_examples(labelled, SentenceReader(counting, DEFAULT_CONFIG), DEFAULT_CONFIG, progress)
+        self.assertEqual(len(examples["date"]), 40)
+        self.assertEqual(sum(calls), 80 + 1)  # each of the 80 sentences once, then the question once
+        self.assertLessEqual(len(calls), 80 // DEFAULT_CONFIG.embed_batch + 2)
+        self.assertIn(("fit-reader: documents", 40, 40), lines)
 
     def test_fit_reader_needs_labelled_documents_and_nothing_else(self):
         with tempfile.TemporaryDirectory() as tmp:
