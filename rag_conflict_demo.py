@@ -109,6 +109,7 @@ import functools
 import gc
 import hashlib
 import html
+import html.parser
 import importlib.util
 import io
 import itertools
@@ -117,7 +118,9 @@ import logging
 import math
 import numbers
 import os
+import pathlib
 import re
+import shutil
 import socket
 import signal
 import stat
@@ -132,6 +135,7 @@ import unicodedata
 import unittest
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, NamedTuple
 
@@ -14194,6 +14198,260 @@ class TestScanAndBench(unittest.TestCase):
                 with self.subTest(argv=argv):
                     self.assertEqual(run_main(argv), (2, "", line + "\n"))
             read_inputs(parse_args(["--eval", pairs, "--detector", "full", "--reader", "sentence"]))  # used
+
+
+class PageChecker(html.parser.HTMLParser):
+    """Parses a page and records what would make it unsafe or malformed: an end tag that closes no open element,
+    elements left open, and every tag with a URL that leaves the page."""
+
+    VOID = {"meta", "br", "hr", "img", "input", "link", "wbr", "col", "area", "base", "source"}
+
+    def __init__(self, page):
+        super().__init__()
+        self.open, self.stray, self.tags = [], [], collections.Counter()
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] += 1
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags[tag] += 1
+
+    def handle_endtag(self, tag):
+        if self.open and self.open[-1] == tag:
+            self.open.pop()
+        else:
+            self.stray.append(tag)
+
+
+EXTERNAL_URL_RE = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:|//)|@import|url\(\s*["']?\s*(?:https?:|//)""",
+                             re.IGNORECASE)
+HOSTILE_KB = [  # a title and a text that are markup, beside a document that contradicts them
+    {"source_id": "x-1", "title": "<img src=x onerror=alert(1)>", "date": "2023-01-01",
+     "content": "<script>alert('x')</script> The standard API rate limit is 100 requests per minute."},
+    {"source_id": "x-2", "title": "API & Limits v2", "date": "2024-01-01",
+     "content": "The standard API rate limit is 500 requests per minute."},
+]
+
+
+class TestReportPage(unittest.TestCase):
+    """--report writes one self-contained page for each run, its texts escaped, whole or not at all, and never over
+    a file the run reads; without it the output is what it was."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp, self.page = tmp.name, os.path.join(tmp.name, "run.html")
+
+    def file(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def read_page(self):
+        with open(self.page, encoding="utf-8") as f:
+            return f.read()
+
+    def assert_self_contained(self, page):
+        checker = PageChecker(page)
+        self.assertEqual((checker.open, checker.stray), ([], []))
+        self.assertIsNone(EXTERNAL_URL_RE.search(page))
+        self.assertEqual((checker.tags["script"], checker.tags["link"], checker.tags["img"]), (0, 0, 0))
+        self.assertEqual(checker.tags["html"], 1)
+
+    def test_the_walkthrough_page_shows_both_phases_and_each_conflict(self):
+        code, out, err = run_main(["--no-color", "--report", self.page])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out, run_main(["--no-color"])[1])  # the terminal's output does not change
+        page = self.read_page()
+        self.assert_self_contained(page)
+        for name, _ in SCENARIOS:
+            self.assertIn(f"<h2>{html.escape(name)}</h2>", page)
+        self.assertIn("<mark>$4.2M</mark>", page)
+        self.assertIn("<mark>$6.8M</mark>", page)
+        self.assertIn('<span class="resolved">answer changed; dropped Q4-2023-Earnings-Release</span>', page)
+        self.assertIn("What was discarded and why", page)
+        self.assertIn('class=discarded>[', page)
+        self.assertIn(f".conflict{{{ROLE_CSS['conflict']}}}", page)
+
+    def test_documents_are_shown_as_text(self):
+        kb = self.file("kb.json", json.dumps(HOSTILE_KB))
+        code, out, err = run_main(["--kb", kb, "--question", "What is the <b>API rate limit</b>?", "--quiet",
+                                   "--json", "--report", self.page])
+        self.assertEqual((code, err), (0, ""))
+        page = self.read_page()
+        self.assert_self_contained(page)
+        self.assertNotIn("<script", page)
+        self.assertNotIn("<img", page)
+        self.assertNotIn("<b>", page)
+        self.assertIn("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;", page)
+        self.assertIn("&lt;img src=x onerror=alert(1)&gt;", page)
+        self.assertIn("API &amp; Limits v2", page)
+        self.assertIn("<mark>100 requests per minute</mark>", page)
+
+    def test_each_run_writes_its_page(self):
+        kb = self.file("kb.json", json.dumps(HOSTILE_KB))
+        questions = self.file("q.jsonl", "".join(json.dumps(r) + "\n" for r in QUESTION_RECORDS))
+        for argv, shown in ((["--eval"], ("Precision", "MCC", "Counts by type", "<svg")),
+                            (["--eval", questions, "--reader", "sentence"],
+                             ("exact match", "<svg", "Labels", "RESOLVED", "naive")),
+                            (["--scan", "--kb", kb], ("Cluster 1", "<mark>500 requests per minute</mark>"))):
+            with self.subTest(argv=argv):
+                if os.path.exists(self.page):
+                    os.remove(self.page)
+                code, _, err = run_main([*argv, "--quiet", "--report", self.page])
+                self.assertEqual((code, err), (0, ""))
+                page = self.read_page()
+                self.assert_self_contained(page)
+                for text in shown:
+                    self.assertIn(text, page)
+
+    def test_a_chart_draws_each_bar_and_its_interval(self):
+        svg = svg_bars([("F1", [(0.5, (0.25, 0.75)), (None, None)]), ("MCC", [(-0.5, None), (1.0, (1.0, 1.0))])],
+                       ["naive", "resolved"])
+        self.assertEqual((svg.count("<rect"), svg.count("<path")), (3 + 2, 2))  # 3 bars, a legend of 2; 2 whiskers
+        self.assertIn(">-1.00</text>", svg)  # a value below 0 brings the axis down to -1
+        self.assertEqual(PageChecker(svg).open, [])
+
+    def test_refused_where_it_would_replace_what_the_run_reads(self):
+        kb = self.file("kb.json", json.dumps(HOSTILE_KB))
+        log_path = self.file("log.html", "kept\n")
+        index = self.file("index.html", "kept\n")
+        model = os.path.join(self.tmp, "model")
+        os.mkdir(model)
+        os.mkdir(os.path.join(self.tmp, "folder.html"))
+        os.makedirs(kept_index_folder(), exist_ok=True)  # the tests' cache (setUpModule)
+        for argv, message in (
+                (["--kb", kb, "--question", "Q?", "--report", kb], "give a file name ending in .html"),
+                (["--kb", self.file("kb.html", json.dumps(HOSTILE_KB)), "--question", "Q?", "--report",
+                  os.path.join(self.tmp, "kb.html")], "is the same file as --kb"),
+                (["--eval", "--log-conflicts", log_path, "--report", log_path], "is the same file as --log-conflicts"),
+                (["--kb", kb, "--question", "Q?", "--index", index, "--report", index], "is the same file as --index"),
+                (["--kb", kb, "--question", "Q?", "--embed-model", model, "--report", os.path.join(model, "p.html")],
+                 "is in --embed-model"),
+                (["--report", os.path.join(kept_index_folder(), "p.html")], "is in the kept indexes' folder"),
+                (["--report", os.path.join(self.tmp, "folder.html")], "names a directory"),
+                (["--report", os.path.join(self.tmp, "none", "p.html")], "does not exist"),
+                (["--report", ""], "--report needs a file path"),
+                (["--bench", "--report", self.page], "--bench does not use --report"),
+                (["--test", "--report", self.page], "--test does not use --report")):
+            with self.subTest(argv=argv):
+                code, out, err = run_main(argv)
+                self.assertEqual((code, out), (2, ""))
+                self.assertEqual(len(err.splitlines()), 1, err)
+                self.assertIn(message, err)
+        for path in (log_path, index):
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "kept\n")
+
+    def test_a_failed_write_leaves_the_old_page(self):
+        with open(self.page, "w", encoding="utf-8") as f:
+            f.write("old page")
+        os.chmod(self.page, 0o640)
+        with unittest.mock.patch("os.replace", side_effect=OSError(28, "No space left on device")):
+            code, _, err = run_main(["--quiet", "--report", self.page])
+        self.assertEqual(code, 1)
+        self.assertIn(f"cannot write to the report '{self.page}' (No space left on device)", err)
+        self.assertEqual(self.read_page(), "old page")
+        self.assertEqual(os.listdir(self.tmp), ["run.html"])  # no temporary file left beside it
+        self.assertEqual(run_main(["--quiet", "--report", self.page])[0], 0)
+        self.assertTrue(self.read_page().startswith("<!DOCTYPE html>"))
+        self.assertEqual(stat.S_IMODE(os.stat(self.page).st_mode), 0o640)  # replaced, with its permissions
+
+
+def find_chromium():
+    """The path of a Chromium to render pages with, or None."""
+    return shutil.which("chromium") or next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+                                             if os.access(p, os.X_OK)), None)
+
+
+def png_pixels(path):
+    """The distinct pixels of an 8-bit, non-interlaced PNG (greyscale, RGB, with or without alpha), as a set of byte
+    strings: a reader of the format's chunks and row filters with zlib and struct alone."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG")
+    chunks, at = {}, 8
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        chunks.setdefault(kind, []).append(data[at + 8:at + 8 + length])
+        at += 12 + length  # length, type, data, CRC
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", chunks[b"IHDR"][0])
+    if depth != 8 or interlace or colour not in (0, 2, 4, 6):
+        raise ValueError(f"{path}: a PNG this reader does not decode (depth {depth}, colour type {colour})")
+    bpp = {0: 1, 2: 3, 4: 2, 6: 4}[colour]
+    raw, stride = zlib.decompress(b"".join(chunks[b"IDAT"])), width * bpp
+    prev, pixels = np.zeros(stride, dtype=np.int64), set()
+    for y in range(height):
+        kind, row = raw[y * (stride + 1)], np.frombuffer(raw, np.uint8, stride, y * (stride + 1) + 1).astype(np.int64)
+        if kind == 1:  # Sub: each byte adds the one a pixel before: a running sum per channel
+            row = row.reshape(width, bpp).cumsum(axis=0).reshape(-1) % 256
+        elif kind == 2:  # Up
+            row = (row + prev) % 256
+        elif kind in (3, 4):  # Average, Paeth: each byte needs the one just decoded, so one at a time
+            out, up = row.tolist(), prev.tolist()
+            for i in range(stride):
+                left, corner = (out[i - bpp], up[i - bpp]) if i >= bpp else (0, 0)
+                if kind == 3:
+                    out[i] = (out[i] + (left + up[i]) // 2) % 256
+                else:
+                    p = left + up[i] - corner
+                    pa, pb, pc = abs(p - left), abs(p - up[i]), abs(p - corner)
+                    out[i] = (out[i] + (left if pa <= pb and pa <= pc else up[i] if pb <= pc else corner)) % 256
+            row = np.array(out, dtype=np.int64)
+        prev = row
+        pixels.update(row.astype(np.uint8).reshape(width, bpp).view(f"V{bpp}").ravel().tolist())
+    return pixels
+
+
+BROWSER_SECONDS = 120  # a headless Chromium run, at most: it takes about 2 s on an idle 2-core machine
+
+
+class TestReportInABrowser(unittest.TestCase):
+    """A real browser (headless Chromium) opens the page offline: its text is there, the documents' markup is text,
+    and it draws something."""
+
+    def setUp(self):
+        self.chromium = find_chromium()
+        if not self.chromium:
+            self.skipTest("the browser test needs Chromium (Debian: apt-get install chromium); none is installed")
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = tmp.name
+
+    def browse(self, page, *flags):
+        """Run headless Chromium on the page file with flags; its stdout."""
+        done = subprocess.run([self.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                               f"--user-data-dir={os.path.join(self.tmp, 'profile')}", *flags,
+                               pathlib.Path(page).resolve().as_uri()],
+                              capture_output=True, text=True, timeout=BROWSER_SECONDS, stdin=subprocess.DEVNULL)
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        return done.stdout
+
+    def test_the_page_renders_with_its_text_and_its_drawing(self):
+        kb, page = os.path.join(self.tmp, "kb.json"), os.path.join(self.tmp, "run.html")
+        with open(kb, "w", encoding="utf-8") as f:
+            json.dump([{"source_id": d.source_id, "title": d.title, "content": d.content, **({"date": d.date} if d.date
+                                                                                         else {})}
+                       for d in KNOWLEDGE_BASE] + HOSTILE_KB, f)
+        questions = [q for _, q in SCENARIOS] + ["What is the standard API rate limit?"]
+        argv = ["--kb", kb, "--quiet", "--no-index", "--report", page] + [a for q in questions for a in ("--question", q)]
+        self.assertEqual(run_main(argv)[0], 0)
+        dom = self.browse(page, "--dump-dom")
+        self.assertIn("Side by side", dom)
+        self.assertIn("<mark>$4.2M</mark>", dom)
+        self.assertIn("&lt;script&gt;alert('x')&lt;/script&gt;", dom)  # the document's markup, as text
+        self.assertNotIn("<script", dom)
+        shot = os.path.join(self.tmp, "page.png")
+        self.browse(page, f"--screenshot={shot}", "--window-size=1200,900")
+        self.assertTrue(os.path.isfile(shot))
+        self.assertGreater(len(png_pixels(shot)), 1, "the screenshot is a single colour")
 
 
 class TestWhatCountsAsACopy(unittest.TestCase):
