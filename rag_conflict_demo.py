@@ -43,6 +43,8 @@ Usage:
                                                                     (with 95% bootstrap intervals)
   rag_conflict_demo.py --eval questions.jsonl --reader sentence       naive vs resolved answers on answered
                                                                     questions (exact match, as RAMDocs scores)
+  rag_conflict_demo.py --report run.html                            also a self-contained HTML page of the run
+                                                                    (the walkthrough, --kb questions, --eval, --scan)
   rag_conflict_demo.py --embed-model DIR --qa-model DIR             local model copies (offline)
   rag_conflict_demo.py --reader sentence                            the built-in reader, no QA model
   rag_conflict_demo.py --fit-reader tune.jsonl                      the built-in reader's weights, fitted on labelled
@@ -92,7 +94,8 @@ Contents (the file's sections in order, each with its entry points):
   Evaluation                 evaluate, evaluate_answers, fit_reader
   Labelled pairs for --eval  BUILTIN_PAIRS
   Benchmark                  bench_detection, bench_scan, bench_long_input, bench_indexing
-  Rendering                  Painter, render_block, render_table, render_scan, render_eval
+  Rendering                  Painter, render_block, render_table, render_scan, render_eval; the --report page:
+                             walkthrough_page, answer_eval_page, pair_eval_page, scan_page, svg_bars
   CLI                        main, run_experiment
   Tests                      run_tests (--test)
 """
