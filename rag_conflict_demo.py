@@ -8048,9 +8048,9 @@ def answer_html(resp):
 def response_html(resp, paint, name):
     """One phase of one question: answer, confidence, ConflictScore, the sources (discarded ones struck through)."""
     used = {r.doc.source_id for r in resp.context}
-    sources = "".join(f'<li{"" if r.doc.source_id in used else " class=discarded"}>[{r.score:.3f}] '
-                      f'{html_text(name(r.doc))} ({html_text(stamp(r.doc))})'
-                      f'{"" if r.doc.source_id in used else " " + paint("(discarded)", "dim")}</li>'
+    sources = "".join(("<li>" if r.doc.source_id in used else '<li class="discarded">')
+                      + f"[{r.score:.3f}] {html_text(name(r.doc))} ({html_text(stamp(r.doc))})"
+                      + ("" if r.doc.source_id in used else " " + paint("(discarded)", "dim")) + "</li>"
                       for r in resp.sources)
     return (f"{answer_html(resp)}<br>Confidence: {html_text(shown_confidence(resp))}<br>"
             f"ConflictScore: {format_score(resp.score, paint)}<ul>{sources}</ul>")
@@ -8075,11 +8075,9 @@ def walkthrough_page(names, naive, resolved, cfg):
             body += ["<h3>Conflicts</h3>"] + [conflict_html(c, name) for c in b.report.conflicts]
         done = cluster_lines(b, paint, name)
         if done or b.warning:
-            role = conflict_status(b)[1]
             body += ["<h3>What was discarded and why</h3>", "<ul>" + "".join(f"<li>{line}</li>" for line in done)
-                     + "</ul>", f"<p>{paint(b.warning or '', role)}</p>", "</section>"]
-        else:
-            body.append("</section>")
+                     + "</ul>"] + ([f"<p>{paint(b.warning, conflict_status(b)[1])}</p>"] if b.warning else [])
+        body.append("</section>")
     return html_page("rag_conflict_demo: naive vs conflict-aware RAG", "\n".join(body))
 
 
@@ -8129,6 +8127,7 @@ def svg_bars(groups, series):
 
 
 def interval_words():
+    """What a chart's whiskers are, under it."""
     return (f"Whiskers: {EVAL_CONFIDENCE:.0%} bootstrap intervals ({EVAL_RESAMPLES} resamples); a bar with none had "
             f"too few records for one.")
 
@@ -12468,7 +12467,6 @@ class TestAsALibrary(unittest.TestCase):
             path = os.path.join(tmp, "kb.json")
             with open(path, "w", encoding="utf-8") as f:
                 json.dump({"documents": KB_DOCS}, f)
-            import pathlib
             self.assertEqual(load_kb(pathlib.Path(path)), load_kb(path))
         code = "import sys; sys.path.insert(0, sys.argv[1]); import rag_conflict_demo as r; r.log.warning('conflict')"
         done = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__))],
@@ -14278,7 +14276,7 @@ class TestReportPage(unittest.TestCase):
         self.assertIn("<mark>$6.8M</mark>", page)
         self.assertIn('<span class="resolved">answer changed; dropped Q4-2023-Earnings-Release</span>', page)
         self.assertIn("What was discarded and why", page)
-        self.assertIn('class=discarded>[', page)
+        self.assertIn('<li class="discarded">[', page)
         self.assertIn(f".conflict{{{ROLE_CSS['conflict']}}}", page)
 
     def test_documents_are_shown_as_text(self):
@@ -14444,7 +14442,8 @@ class TestReportInABrowser(unittest.TestCase):
                                                                                          else {})}
                        for d in KNOWLEDGE_BASE] + HOSTILE_KB, f)
         questions = [q for _, q in SCENARIOS] + ["What is the standard API rate limit?"]
-        argv = ["--kb", kb, "--quiet", "--no-index", "--report", page] + [a for q in questions for a in ("--question", q)]
+        argv = ["--kb", kb, "--quiet", "--no-index", "--report", page]
+        argv += [a for q in questions for a in ("--question", q)]
         self.assertEqual(run_main(argv)[0], 0)
         dom = self.browse(page, "--dump-dom")
         self.assertIn("Side by side", dom)
