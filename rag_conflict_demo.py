@@ -43,6 +43,8 @@ Usage:
                                                                     (with 95% bootstrap intervals)
   rag_conflict_demo.py --eval questions.jsonl --reader sentence       naive vs resolved answers on answered
                                                                     questions (exact match, as RAMDocs scores)
+  rag_conflict_demo.py --report run.html                            also a self-contained HTML page of the run
+                                                                    (the walkthrough, --kb questions, --eval, --scan)
   rag_conflict_demo.py --embed-model DIR --qa-model DIR             local model copies (offline)
   rag_conflict_demo.py --reader sentence                            the built-in reader, no QA model
   rag_conflict_demo.py --fit-reader tune.jsonl                      the built-in reader's weights, fitted on labelled
@@ -92,7 +94,8 @@ Contents (the file's sections in order, each with its entry points):
   Evaluation                 evaluate, evaluate_answers, fit_reader
   Labelled pairs for --eval  BUILTIN_PAIRS
   Benchmark                  bench_detection, bench_scan, bench_long_input, bench_indexing
-  Rendering                  Painter, render_block, render_table, render_scan, render_eval
+  Rendering                  Painter, render_block, render_table, render_scan, render_eval; the --report page:
+                             walkthrough_page, answer_eval_page, pair_eval_page, scan_page, svg_bars
   CLI                        main, run_experiment
   Tests                      run_tests (--test)
 """
@@ -108,6 +111,8 @@ import difflib
 import functools
 import gc
 import hashlib
+import html
+import html.parser
 import importlib.util
 import io
 import itertools
@@ -116,7 +121,9 @@ import logging
 import math
 import numbers
 import os
+import pathlib
 import re
+import shutil
 import socket
 import signal
 import stat
@@ -131,6 +138,7 @@ import unicodedata
 import unittest
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, NamedTuple
 
@@ -1347,9 +1355,11 @@ def run_walkthrough(docs, questions, pipe, args):
                 emit(json.dumps({"query": q, "naive": result_json(naive[-1]), "resolved": result_json(resolved[-1])}))
             if step:
                 step(n, len(questions))
+    names = [name for name, _ in questions]
     if not args.json:
-        print_walkthrough([name for name, _ in questions], naive, resolved,
-                          Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
+        print_walkthrough(names, naive, resolved, Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
+    if args.report:
+        write_report(args.report, walkthrough_page(names, naive, resolved, pipe.cfg))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -5563,11 +5573,16 @@ def process_alive(pid):
 def default_index_path(kb, fingerprint):
     """A knowledge base's index unless --index says: in $XDG_CACHE_HOME (else ~/.cache), named after the file, a
     hash of its absolute path (two files of one name differ) and the model's fingerprint (each model its own file)."""
+    place = hashlib.sha256(os.path.realpath(kb).encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return os.path.join(kept_index_folder(), f"{os.path.basename(kb)}-{place}-{fingerprint[:12]}.npz")
+
+
+def kept_index_folder():
+    """Where kept indexes go unless --index says: rag_conflict_demo in $XDG_CACHE_HOME, else in ~/.cache."""
     cache = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(cache):  # unset, or relative, which the XDG specification says to ignore
         cache = os.path.join(os.path.expanduser("~"), ".cache")
-    place = hashlib.sha256(os.path.realpath(kb).encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    return os.path.join(cache, "rag_conflict_demo", f"{os.path.basename(kb)}-{place}-{fingerprint[:12]}.npz")
+    return os.path.join(cache, "rag_conflict_demo")
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
@@ -7561,8 +7576,7 @@ def render_block(resp, paint, cfg):
 def block_head(resp, paint, cfg, name):
     """Query, answer (wrapped under its column), confidence, conflict status, ConflictScore, then every retrieved
     document with its score and date or version, those the resolver dropped marked."""
-    status = (LABEL_STYLE.get(resp.label, LABEL_STYLE["UNCERTAIN"])
-              if resp.report.has_conflict or resp.label == "AMBIGUOUS" else NO_CONFLICT)
+    status = conflict_status(resp)
     indent = " " * FIELD_WIDTH
     shown = resp.answer or ("(withheld: the sources disagree, see candidates)" if resp.candidates else "(no answer)")
     if resp.label == "AMBIGUOUS":
@@ -7580,6 +7594,13 @@ def block_head(resp, paint, cfg, name):
             f"{paint('Conflict:', 'label')}   {paint(*status)}",
             f"{paint('ConflictScore:', 'label')} {format_score(resp.score, paint)}",
             f"{paint('Sources:', 'label')}", *sources]
+
+
+def conflict_status(resp):
+    """(the Conflict line's words, their colour role): the label's where a conflict or namesakes were found."""
+    if resp.report.has_conflict or resp.label == "AMBIGUOUS":
+        return LABEL_STYLE.get(resp.label, LABEL_STYLE["UNCERTAIN"])
+    return NO_CONFLICT
 
 
 def shown_confidence(resp):
@@ -7603,10 +7624,21 @@ def block_conflicts(resp, paint, name):
     """Each conflicting pair, each cluster and what the resolver did with it, each candidate answer."""
     lines = []
     for c in resp.report.conflicts:
-        evidence = " vs ".join(", ".join(map(str, side)) or "-" for side in c.evidence)  # an empty side: "-"
-        shown = "" if evidence in c.reason else f", {evidence}"  # question-aware reasons already quote the values
-        lines.append(paint(f"  ! {name(c.a)} vs {name(c.b)}: {c.reason}, topic similarity {c.topic_sim:.2f}{shown}",
-                           "conflict"))
+        lines.append(paint(f"  ! {name(c.a)} vs {name(c.b)}: {conflict_words(c)}", "conflict"))
+    return lines + cluster_lines(resp, paint, name)
+
+
+def conflict_words(c):
+    """'different money values ...: $4.2M vs $6.8M, topic similarity 0.86': the reason, then the evidence where the
+    reason does not already quote it."""
+    evidence = " vs ".join(", ".join(map(str, side)) or "-" for side in c.evidence)  # an empty side: "-"
+    shown = "" if evidence in c.reason else f", {evidence}"  # question-aware reasons already quote the values
+    return f"{c.reason}, topic similarity {c.topic_sim:.2f}{shown}"
+
+
+def cluster_lines(resp, paint, name):
+    """What the resolver did with each cluster (what it kept, what it discarded and why), then each candidate."""
+    lines = []
     for cl in resp.clusters:
         names = " and ".join(f"'{name(d)}'" for d in cl.members)
         if cl.outcome == "disputed":
@@ -7684,14 +7716,19 @@ def render_table(names, naive, resolved, paint, cfg):
 
 
 def table_answer(resp, width):
-    """An answer cell's lines: '$6.8M (87%)', a long answer wrapped whole with its confidence at its end; for a
-    withheld answer its candidates ('UNCERTAIN: ACTIVE or INACTIVE'), for subjects answered apart each subject's."""
+    """An answer cell's lines: '$6.8M (87%)', a long answer wrapped whole with its confidence at its end."""
+    text, tail = table_cell(resp)
+    return wrap_cell(printable(text), width, tail)
+
+
+def table_cell(resp):
+    """(an answer cell's text, its confidence or ''): for a withheld answer its candidates ('UNCERTAIN: ACTIVE or
+    INACTIVE'), for subjects answered apart each subject's, else the answer and its confidence ('(87%)')."""
     if resp.candidates:
-        text = "UNCERTAIN: " + " or ".join(c.answer or "(none)" for c in resp.candidates)  # not "|": the table's
-        return wrap_cell(printable(text), width)
+        return "UNCERTAIN: " + " or ".join(c.answer or "(none)" for c in resp.candidates), ""  # not "|": the table's
     if resp.label == "AMBIGUOUS":
-        return wrap_cell(printable("AMBIGUOUS: " + " / ".join(a.text for a in resp.answers)), width)
-    return wrap_cell(printable(resp.answer or "(none)"), width, f"({resp.confidence:.0%})")
+        return "AMBIGUOUS: " + " / ".join(a.text for a in resp.answers), ""
+    return resp.answer or "(none)", f"({resp.confidence:.0%})"
 
 
 def wrap_cell(text, width, tail=""):
@@ -7820,11 +7857,7 @@ class Heartbeat:
 
 def render_scan(report, cfg, seconds, paint):
     """The --scan report: a summary line, then each cluster with its pairs, most similar first, and its copies."""
-    split = f" as {report.passages} passages" if report.passages > report.documents - report.copied else ""
-    found = len(report.conflicts)
-    lines = [f"Scanned {report.documents} documents{split} in {seconds:.1f} s: {report.pairs_checked} candidate "
-             f"pairs at topic similarity >= {cfg.threshold}, {found} conflict{'s' * (found != 1)} in "
-             f"{len(report.clusters)} cluster(s)."]
+    lines = [scan_summary(report, cfg, seconds)]
     if report.copies:
         n = report.copied
         lines[0] += (f" {n} document{'s' * (n != 1)} repeat{'s' * (n == 1)} another's text (spacing and Unicode "
@@ -7853,6 +7886,15 @@ def render_scan(report, cfg, seconds, paint):
                 lines.append(f"  same text as {d.source_id}: "
                              f"{name_some([x.source_id for x in copies[d.source_id] if x is not d], cfg)}")
     return "\n".join(lines)
+
+
+def scan_summary(report, cfg, seconds):
+    """'Scanned 17 documents in 0.4 s: 12 candidate pairs at topic similarity >= 0.68, 3 conflicts in 2 cluster(s).'"""
+    split = f" as {report.passages} passages" if report.passages > report.documents - report.copied else ""
+    found = len(report.conflicts)
+    return (f"Scanned {report.documents} documents{split} in {seconds:.1f} s: {report.pairs_checked} candidate "
+            f"pairs at topic similarity >= {cfg.threshold}, {found} conflict{'s' * (found != 1)} in "
+            f"{len(report.clusters)} cluster(s).")
 
 
 def name_some(names, cfg):
@@ -7890,12 +7932,14 @@ def render_bench(result, cfg):
 TYPE_WIDTH = 26  # the --eval table's type column ("correct_vs_correct_other_entity" is clipped)
 
 
+ANSWER_SCORES = {"exact_match": "exact match", "gold_recall": "gold-answer recall",
+                 "wrong_share": "wrong answer listed or asserted", "wrong_asserted": "wrong answer asserted"}
+
+
 def render_answer_eval(result, label):
     """The --eval table on answered questions: naive and resolved side by side, each score with its interval."""
-    names = {"exact_match": "exact match", "gold_recall": "gold-answer recall",
-             "wrong_share": "wrong answer listed or asserted", "wrong_asserted": "wrong answer asserted"}
     lines = [f"{printable(label)}: {result['questions']} questions", f"{'':<34} {'naive':<24} resolved"]
-    for key, name in names.items():
+    for key, name in ANSWER_SCORES.items():
         cells = []
         for phase in ("naive", "resolved"):
             r, span = result[phase], result[phase]["interval"][key]
@@ -7925,6 +7969,239 @@ def render_eval(result, label):
         lines.append(f"{EVAL_CONFIDENCE:.0%} bootstrap intervals ({EVAL_RESAMPLES} resamples of the records): "
                      f"{', '.join(spans)}")
     return "\n".join(lines)
+
+
+
+# --- The page of --report: one self-contained HTML file of what the run did. Every text from a document, a file or
+# a flag passes through html_text (control characters shown as printable shows them, then html.escape); the page
+# loads nothing: inline CSS and inline SVG, and a content security policy that forbids every fetch and every script.
+
+ROLE_CSS = {  # Painter's colour roles as the page draws them: the terminal's colours, dark enough to read on white
+    "title": "color:#0e7490;font-weight:bold", "label": "font-weight:bold", "conflict": "color:#a16207",
+    "resolved": "color:#15803d;font-weight:bold", "ok": "color:#15803d", "error": "color:#b91c1c;font-weight:bold",
+    "uncertain": "color:#a21caf;font-weight:bold", "dim": "color:#6b7280",
+}
+PAGE_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:75em;color:#111;background:#fff}"
+            "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:0.3em 0.6em;"
+            "vertical-align:top;text-align:left}th{background:#f3f4f6}mark{background:#fde68a;padding:0 0.1em}"
+            ".discarded{text-decoration:line-through}.quote{font-style:italic}section{margin-top:2em}"
+            "ul{margin:0.3em 0}" + "".join(f".{role}{{{css}}}" for role, css in ROLE_CSS.items()))
+PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'"  # nothing fetched, nothing run
+QUOTE_CHARS = 600  # of a document quoted whole when no sentence of it holds the values that differ
+
+
+def html_text(text):
+    """text as page text: control characters escaped as in the terminal (printable), then HTML's five characters.
+
+    >>> html_text('<script>alert("x")</script>')
+    '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;'
+    """
+    return html.escape(printable(str(text)))
+
+
+class HtmlPainter:
+    """Painter's interface for the page: the text escaped, in a span of its colour role."""
+
+    def __call__(self, text, role):
+        return f'<span class="{role}">{html_text(text)}</span>'
+
+
+def html_page(title, body):
+    """The whole page: a title, the body's HTML, the style inline."""
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{PAGE_POLICY}">\n'
+            f'<title>{html_text(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n<body>\n'
+            f'<h1>{html_text(title)}</h1>\n{body}\n</body>\n</html>\n')
+
+
+def html_table(head, rows):
+    """A table from a row of heading texts and rows of cells that are HTML already."""
+    cells = "".join(f"<th>{html_text(h)}</th>" for h in head)
+    return (f"<table><tr>{cells}</tr>\n" + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>\n"
+                                                 for row in rows) + "</table>")
+
+
+def marked(text, side):
+    """text as page text with each of side's strings (what differs; any case) in <mark>.
+
+    >>> marked("Revenue was $4.2M <final>.", ("$4.2M",))
+    'Revenue was <mark>$4.2M</mark> &lt;final&gt;.'
+    """
+    wanted = sorted({s for s in map(str, side) if s.strip()}, key=lambda s: (-len(s), s))  # longest first
+    if not wanted:
+        return html_text(text)
+    pieces = re.split("(" + "|".join(map(re.escape, wanted)) + ")", text, flags=re.IGNORECASE)
+    return "".join(f"<mark>{html_text(p)}</mark>" if i % 2 else html_text(p) for i, p in enumerate(pieces))
+
+
+def quoted(doc, side):
+    """The sentences of doc that hold one of side's strings, those strings marked; the text itself (its first
+    QUOTE_CHARS characters) when no sentence holds them."""
+    wanted = [s.lower() for s in map(str, side) if s.strip()]
+    hits = [s for s in sentences_of(doc.content) if any(w in s.lower() for w in wanted)]
+    if hits:
+        return " ".join(marked(s, side) for s in hits)
+    return html_text(clip(doc.content, QUOTE_CHARS))
+
+
+def conflict_html(c, name):
+    """One conflicting pair: the reason, then each document's sentences with the values that differ marked."""
+    rows = [[html_text(name(d)), html_text(stamp(d)), f'<span class="quote">{quoted(d, side)}</span>']
+            for d, side in ((c.a, c.evidence[0]), (c.b, c.evidence[1]))]
+    return (f'<p class="conflict">{html_text(name(c.a))} vs {html_text(name(c.b))}: {html_text(conflict_words(c))}'
+            f'</p>\n' + html_table(("document", "dated", "what it says"), rows))
+
+
+def answer_html(resp):
+    """An answer cell: the answer and its confidence, then the conflict status in its colour."""
+    text, tail = table_cell(resp)
+    words, role = conflict_status(resp)
+    return f'{html_text(text)} {html_text(tail)}<br><span class="{role}">{html_text(words)}</span>'
+
+
+def response_html(resp, paint, name):
+    """One phase of one question: answer, confidence, ConflictScore, the sources (discarded ones struck through)."""
+    used = {r.doc.source_id for r in resp.context}
+    sources = "".join(("<li>" if r.doc.source_id in used else '<li class="discarded">')
+                      + f"[{r.score:.3f}] {html_text(name(r.doc))} ({html_text(stamp(r.doc))})"
+                      + ("" if r.doc.source_id in used else " " + paint("(discarded)", "dim")) + "</li>"
+                      for r in resp.sources)
+    return (f"{answer_html(resp)}<br>Confidence: {html_text(shown_confidence(resp))}<br>"
+            f"ConflictScore: {format_score(resp.score, paint)}<ul>{sources}</ul>")
+
+
+def walkthrough_page(names, naive, resolved, cfg):
+    """--report for the walkthrough and --kb runs: the side-by-side table, then each question's retrieval, its
+    conflicts with their sentences, and what the resolved phase discarded and why."""
+    paint, reader = HtmlPainter(), naive[0].reader if naive else cfg.reader
+    rows = [[html_text(n), answer_html(a), answer_html(b), paint(*what_changed(a, b))]
+            for n, a, b in zip(names, naive, resolved, strict=True)]
+    body = [f"<p>{paint('Reader:', 'label')} {html_text(reader)}, "
+            f"{html_text(READER_WORDS.get(reader, 'a reader given by the caller').format(cfg=cfg))}; detector "
+            f"{html_text(cfg.detector)}, strategy {html_text(cfg.strategy)}, top-k {cfg.top_k}.</p>",
+            "<h2>Side by side</h2>", html_table(("Question", "Naive answer", "Resolved answer", "What changed"), rows)]
+    for n, a, b in zip(names, naive, resolved):
+        name = functools.partial(doc_label, twice=same_titles(r.doc for r in b.sources))
+        body += [f"<section>\n<h2>{html_text(n)}</h2>\n<p>{paint('Query:', 'label')} {html_text(b.query)}</p>",
+                 html_table(("Naive: the whole top-k read", "Resolved: detect, resolve, then read"),
+                            [[response_html(a, paint, name), response_html(b, paint, name)]])]
+        if b.report.conflicts:
+            body += ["<h3>Conflicts</h3>"] + [conflict_html(c, name) for c in b.report.conflicts]
+        done = cluster_lines(b, paint, name)
+        if done or b.warning:
+            body += ["<h3>What was discarded and why</h3>", "<ul>" + "".join(f"<li>{line}</li>" for line in done)
+                     + "</ul>"] + ([f"<p>{paint(b.warning, conflict_status(b)[1])}</p>"] if b.warning else [])
+        body.append("</section>")
+    return html_page("rag_conflict_demo: naive vs conflict-aware RAG", "\n".join(body))
+
+
+BAR_COLOURS = {"naive": "#a16207", "resolved": "#15803d", "detector": "#0e7490"}  # the roles' colours (ROLE_CSS)
+CHART_HEIGHT, CHART_BAR, CHART_GAP, CHART_LEFT = 220, 34, 30, 50  # SVG pixels: plot height, bar width, gaps, axis
+
+
+def svg_bars(groups, series):
+    """An inline SVG bar chart: groups [(name, [(value or None, (low, high) or None) per series])], series [names]
+    (each a BAR_COLOURS key); each bar with its interval as a whisker and its value above. The axis runs from 0
+    (or -1, when a value or interval is below 0: MCC) to 1."""
+    low = -1.0 if any(v is not None and v < 0 or span and span[0] < 0 for _, bars in groups for v, span in bars) else 0
+    top, width = 20, CHART_LEFT + len(groups) * (len(series) * CHART_BAR + CHART_GAP) + CHART_GAP
+
+    def y(v):
+        return top + (1 - v) / (1 - low) * CHART_HEIGHT
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + CHART_HEIGHT + 60}" '
+             f'role="img" font-family="sans-serif" font-size="12">']
+    for tick in [t / 4 for t in range(int(low * 4), 5)]:
+        parts.append(f'<line x1="{CHART_LEFT}" x2="{width}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#ddd"/>'
+                     f'<text x="{CHART_LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:.2f}</text>')
+    for g, (label, bars) in enumerate(groups):
+        x0 = CHART_LEFT + CHART_GAP + g * (len(series) * CHART_BAR + CHART_GAP)
+        for s, (value, span) in enumerate(bars):
+            x, colour = x0 + s * CHART_BAR, BAR_COLOURS[series[s]]
+            if value is None:
+                parts.append(f'<text x="{x + CHART_BAR / 2}" y="{y(0) - 4:.1f}" text-anchor="middle">-</text>')
+                continue
+            y1, y2 = sorted((y(value), y(0)))
+            parts.append(f'<rect x="{x + 2}" y="{y1:.1f}" width="{CHART_BAR - 4}" height="{y2 - y1:.1f}" '
+                         f'fill="{colour}"><title>{html_text(series[s])} {html_text(label)}: {value:.3f}'
+                         f'{f" [{span[0]:.3f}, {span[1]:.3f}]" if span else ""}</title></rect>')
+            if span:
+                mid = x + CHART_BAR / 2
+                parts.append(f'<path d="M{mid} {y(span[0]):.1f}V{y(span[1]):.1f}M{mid - 6} {y(span[0]):.1f}h12'
+                             f'M{mid - 6} {y(span[1]):.1f}h12" stroke="#111" fill="none"/>')
+            parts.append(f'<text x="{x + CHART_BAR / 2}" y="{min(y1, y(span[1]) if span else y1) - 4:.1f}" '
+                         f'text-anchor="middle" font-size="10">{value:.2f}</text>')
+        parts.append(f'<text x="{x0 + len(series) * CHART_BAR / 2}" y="{top + CHART_HEIGHT + 18}" '
+                     f'text-anchor="middle">{html_text(label)}</text>')
+    for s, name in enumerate(series if len(series) > 1 else ()):
+        parts.append(f'<rect x="{CHART_LEFT + s * 110}" y="{top + CHART_HEIGHT + 34}" width="12" height="12" '
+                     f'fill="{BAR_COLOURS[name]}"/><text x="{CHART_LEFT + s * 110 + 16}" '
+                     f'y="{top + CHART_HEIGHT + 44}">{html_text(name)}</text>')
+    return "".join(parts) + "</svg>"
+
+
+def interval_words():
+    """What a chart's whiskers are, under it."""
+    return (f"Whiskers: {EVAL_CONFIDENCE:.0%} bootstrap intervals ({EVAL_RESAMPLES} resamples); a bar with none had "
+            f"too few records for one.")
+
+
+def answer_eval_page(result, label):
+    """--report for --eval on answered questions: naive vs resolved per score with intervals, then the labels."""
+    groups = [(name, [(result[p][key], result[p]["interval"][key]) for p in ("naive", "resolved")])
+              for key, name in ANSWER_SCORES.items()]
+    counts = [[html_text(k), *(str(result[p]["labels"].get(k, 0)) for p in ("naive", "resolved"))]
+              for k in LABEL_STYLE if any(k in result[p]["labels"] for p in ("naive", "resolved"))]
+    rows = [[html_text(name), *(f"{result[p][key]:.3f}" + (f" [{s[0]:.3f}, {s[1]:.3f}]" if s else "")
+                                for p in ("naive", "resolved") for s in [result[p]["interval"][key]])]
+            for key, name in ANSWER_SCORES.items()]
+    body = [f"<p>{html_text(label)}: {result['questions']} questions.</p>", svg_bars(groups, ["naive", "resolved"]),
+            f"<p>{html_text(interval_words())}</p>", html_table(("score", "naive", "resolved"), rows),
+            "<h2>Labels</h2>", html_table(("label", "naive", "resolved"), counts)]
+    return html_page("rag_conflict_demo --eval: naive vs resolved answers", "\n".join(body))
+
+
+def pair_eval_page(result, label):
+    """--report for --eval on labelled pairs: precision, recall, F1 and MCC with intervals, then the counts."""
+    names = {"precision": "Precision", "recall": "Recall", "f1": "F1", "mcc": "MCC"}
+    spans = result.get("interval", {})
+    groups = [(name, [(result[key], spans.get(key))]) for key, name in names.items()]
+
+    def row(name, r):
+        return [html_text(name), *(str(r[k]) for k in ("n", "tp", "fp", "fn", "tn")),
+                *("-" if r[k] is None else f"{r[k]:.3f}" for k in names)]
+
+    rows = [row("all", result)] + [row("all (type)" if n == "all" else n, r) for n, r in result["by_type"].items()]
+    body = [f"<p>{html_text(label)}: {result['n']} pairs, {result['ms_per_pair']:.3f} ms per pair (detection "
+            f"only).</p>", svg_bars(groups, ["detector"]), f"<p>{html_text(interval_words())}</p>",
+            "<h2>Counts by type</h2>", html_table(("type", "n", "tp", "fp", "fn", "tn", "P", "R", "F1", "MCC"), rows)]
+    return html_page("rag_conflict_demo --eval: the detector on labelled pairs", "\n".join(body))
+
+
+def scan_page(report, cfg, seconds):
+    """--report for --scan: the summary, then each cluster: what it keeps or why it is disputed, its pairs with their
+    sentences (the first cfg.scan_shown), its copies."""
+    paint, copies = HtmlPainter(), {d.source_id: same for d, same in report.copies}
+    name = functools.partial(doc_label, twice=same_titles(d for cl in report.clusters for d in cl.members))
+    body = [f"<p>{html_text(scan_summary(report, cfg, seconds))}</p>"]
+    for n, cl in enumerate(report.clusters, 1):
+        members = ", ".join(f"{html_text(name(d))} ({html_text(stamp(d))})" for d in cl.members)
+        if cl.outcome == "disputed":
+            head = paint(f"Cluster {n}, disputed: nothing says which is current", "uncertain")
+        else:
+            head = paint(f"Cluster {n}, superseded (by {cl.basis}): keep {name(cl.kept)} ({stamp(cl.kept)}); older: "
+                         f"{', '.join(name(d) for d in cl.discarded)}", "resolved")
+        ids = {d.source_id for d in cl.members}
+        pairs = [c for c in report.conflicts if c.a.source_id in ids]
+        body += [f"<section>\n<h2>{head}</h2>\n<p>Documents: {members}</p>"]
+        body += [conflict_html(c, name) for c in pairs[:cfg.scan_shown]]
+        if len(pairs) > cfg.scan_shown:
+            body.append(f"<p>... and {len(pairs) - cfg.scan_shown} more pair(s): --json lists them all</p>")
+        body += [f"<p>Same text as {html_text(d.source_id)}: "
+                 f"{html_text(', '.join(x.source_id for x in copies[d.source_id] if x is not d))}</p>"
+                 for d in cl.members if d.source_id in copies]
+        body.append("</section>")
+    return html_page("rag_conflict_demo --scan: conflicts in the whole knowledge base", "\n".join(body))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -8052,6 +8329,8 @@ def parse_args(argv):
     p.add_argument("--log-conflicts", metavar="PATH", help="append one JSON line per detected conflict to PATH; "
                    "with --eval, one per labelled pair: its label, the verdict, the outcome (tp/fp/fn/tn); never "
                    "an input's file, a model's, or the file stdout goes to")
+    p.add_argument("--report", metavar="FILE.html", help="also write what the run did as one self-contained HTML page "
+                   "(the walkthrough or --kb questions, --eval, --scan); replaces FILE.html, never an input's file")
     p.add_argument("--detector", choices=DETECTORS,
                    help="article: the two original heuristics; heuristic: question-aware, no reader; full: "
                    f"heuristic plus the reader run on each document (default {Config.detector})")
@@ -8074,6 +8353,7 @@ def parse_args(argv):
     for flag, value, wanted in (("--kb", args.kb, "a file path"), ("--index", args.index, "a file path"),
                                 ("--eval", args.eval, "a file path (or no value, for the built-in set)"),
                                 ("--fit-reader", args.fit_reader, "a file path"),
+                                ("--report", args.report, "a file path"),
                                 ("--nli", args.nli, f"a model name or directory (or no value, for {NLI_DEFAULT})"),
                                 ("--embed-model", args.embed_model, "a model name or directory"),
                                 ("--qa-model", args.qa_model, "a model name or directory")):
@@ -8273,9 +8553,11 @@ def run_experiment(argv, embed, read, nli):
                               cfg.passage_chars, append_log)
         reader = reader_name(read) if cfg.detector == "full" else None
         used = ", ".join(filter(None, (reader and f"reader {reader}", nli and f"NLI {cfg.nli_model}")))
+        label = f"detector '{cfg.detector}'{f' ({used})' if used else ''} on {args.eval}"
         emit(json.dumps({"detector": cfg.detector, "reader": reader, "nli": cfg.nli_model if nli else None, **result})
-             if args.json else render_eval(result, f"detector '{cfg.detector}'{f' ({used})' if used else ''} on "
-                                                   f"{args.eval}"))
+             if args.json else render_eval(result, label))
+        if args.report:
+            write_report(args.report, pair_eval_page(result, label))
     else:
         run_walkthrough(*inputs, pipe, args)
     return 0
@@ -8302,6 +8584,7 @@ def read_inputs(args):
     reads = not (mode == "--scan" or (mode == "--eval" and not args.eval_questions and args.detector != "full"))
     unused = [flag for flag, given in (("--kb", args.kb and mode != "--scan"), ("--question", args.question),
                                        ("--log-conflicts", args.log_conflicts is not None and mode != "--eval"),
+                                       ("--report", args.report and mode == "--bench"),
                                        ("--nli", args.nli and (mode == "--scan" or args.eval_questions)),
                                        ("--top-k", args.top_k and not resolves),
                                        ("--strategy", "--strategy" in args.given and not resolves),
@@ -8324,11 +8607,78 @@ def read_inputs(args):
                   ("--embed-model", args.embed_model), ("--qa-model", args.qa_model), ("--nli", args.nli)]
         inputs += installed_model_dirs((args.embed_model, args.qa_model, args.nli))
         check_log_path(args.log_conflicts, inputs, stdout)
+    if args.report is not None:
+        check_report_path(args, stdout)
     if args.eval:
         return records
     if args.scan:
         return load_kb(args.kb)[0] if args.kb else KNOWLEDGE_BASE
     return None if args.bench else experiment_inputs(args)
+
+
+REPORT_SUFFIXES = (".html", ".htm")  # a page is written only to a file named as one: no typo replaces another file
+
+
+def check_report_path(args, stdout):
+    """--report must name an HTML file we can replace, and none of the run's inputs (the knowledge base, the labelled
+    file, a model's folder), the conflict log, an index (--index, or the folder kept indexes go to) or stdout's
+    file: the page replaces the file whole. Checked before any work."""
+    path = args.report
+    if os.path.isdir(path) or os.path.basename(path) in ("", ".", ".."):
+        raise UsageError(f"--report {path}: names a directory, not a file")
+    if not path.lower().endswith(REPORT_SUFFIXES):
+        raise UsageError(f"--report {path}: give a file name ending in .html (the page replaces the file)")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:  # a link to itself, a folder we may not enter
+        raise UsageError(f"--report {path}: cannot be used ({e.strerror or e})") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):  # a FIFO or a device: no file to replace
+        raise UsageError(f"--report {path}: is not a regular file")
+    inputs = [("--kb", args.kb), ("--eval", args.eval is not BUILTIN and args.eval),
+              ("--log-conflicts", args.log_conflicts), ("--index", args.index),
+              ("the kept indexes' folder", kept_index_folder()),
+              ("--embed-model", args.embed_model), ("--qa-model", args.qa_model), ("--nli", args.nli)]
+    inputs += installed_model_dirs((args.embed_model, args.qa_model, args.nli))
+    clash = path_clash(path, st, inputs, stdout)
+    if clash:
+        raise UsageError(f"--report {path}: {clash}; the page would replace it")
+    parent = os.path.dirname(os.path.realpath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"--report {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"--report {path}: directory {parent} is not writable")
+
+
+def write_report(path, page):
+    """The page written whole or not at all: into a temporary file beside path, then renamed over it (os.replace),
+    so a failure or an interrupt leaves the old file as it was. A symbolic link is written through, to its target;
+    an existing file keeps its permissions, a new one gets the umask's."""
+    target = os.path.realpath(path)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        mode = 0o666 & ~mask
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
+                                   dir=os.path.dirname(target))
+        with os.fdopen(fd, "wb") as f:
+            f.write(page.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as e:
+        raise WriteFailed(f"the report '{path}'", e) from None
+    finally:  # a failed write or an interrupt: the temporary file goes, the old page stays
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def mode_name(args, mode):
@@ -8416,9 +8766,11 @@ def run_answer_eval(questions, pipe, args):
                                   None if args.quiet else Heartbeat)
     summary = {"eval": str(args.eval), "reader": reader_name(pipe.read), "detector": pipe.cfg.detector,
                "top_k": args.top_k or "all", **result}
-    emit(json.dumps(summary) if args.json else render_answer_eval(
-        result, f"answers of reader '{reader_name(pipe.read)}', detector '{pipe.cfg.detector}' on {args.eval} (top-k "
-                f"{args.top_k or 'all'})"))
+    label = (f"answers of reader '{reader_name(pipe.read)}', detector '{pipe.cfg.detector}' on {args.eval} (top-k "
+             f"{args.top_k or 'all'})")
+    emit(json.dumps(summary) if args.json else render_answer_eval(result, label))
+    if args.report:
+        write_report(args.report, answer_eval_page(result, label))
 
 
 def installed_model_dirs(names):
@@ -8586,6 +8938,8 @@ def run_scan(docs, embed, cfg, args):
             emit(json.dumps(line))
     else:
         emit(render_scan(report, cfg, seconds, Painter(colour_wanted(args.no_color, sys.stdout))))
+    if args.report:
+        write_report(args.report, scan_page(report, cfg, seconds))
 
 
 def scan_json_lines(report, threshold):
@@ -12164,7 +12518,6 @@ class TestAsALibrary(unittest.TestCase):
             path = os.path.join(tmp, "kb.json")
             with open(path, "w", encoding="utf-8") as f:
                 json.dump({"documents": KB_DOCS}, f)
-            import pathlib
             self.assertEqual(load_kb(pathlib.Path(path)), load_kb(path))
         code = "import sys; sys.path.insert(0, sys.argv[1]); import rag_conflict_demo as r; r.log.warning('conflict')"
         done = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__))],
@@ -13897,6 +14250,261 @@ class TestScanAndBench(unittest.TestCase):
                 with self.subTest(argv=argv):
                     self.assertEqual(run_main(argv), (2, "", line + "\n"))
             read_inputs(parse_args(["--eval", pairs, "--detector", "full", "--reader", "sentence"]))  # used
+
+
+class PageChecker(html.parser.HTMLParser):
+    """Parses a page and records what would make it unsafe or malformed: an end tag that closes no open element,
+    elements left open, and every tag with a URL that leaves the page."""
+
+    VOID = {"meta", "br", "hr", "img", "input", "link", "wbr", "col", "area", "base", "source"}
+
+    def __init__(self, page):
+        super().__init__()
+        self.open, self.stray, self.tags = [], [], collections.Counter()
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] += 1
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags[tag] += 1
+
+    def handle_endtag(self, tag):
+        if self.open and self.open[-1] == tag:
+            self.open.pop()
+        else:
+            self.stray.append(tag)
+
+
+EXTERNAL_URL_RE = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:|//)|@import|url\(\s*["']?\s*(?:https?:|//)""",
+                             re.IGNORECASE)
+HOSTILE_KB = [  # a title and a text that are markup, beside a document that contradicts them
+    {"source_id": "x-1", "title": "<img src=x onerror=alert(1)>", "date": "2023-01-01",
+     "content": "<script>alert('x')</script> The standard API rate limit is 100 requests per minute."},
+    {"source_id": "x-2", "title": "API & Limits v2", "date": "2024-01-01",
+     "content": "The standard API rate limit is 500 requests per minute."},
+]
+
+
+class TestReportPage(unittest.TestCase):
+    """--report writes one self-contained page for each run, its texts escaped, whole or not at all, and never over
+    a file the run reads; without it the output is what it was."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp, self.page = tmp.name, os.path.join(tmp.name, "run.html")
+
+    def file(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def read_page(self):
+        with open(self.page, encoding="utf-8") as f:
+            return f.read()
+
+    def assert_self_contained(self, page):
+        checker = PageChecker(page)
+        self.assertEqual((checker.open, checker.stray), ([], []))
+        self.assertIsNone(EXTERNAL_URL_RE.search(page))
+        self.assertEqual((checker.tags["script"], checker.tags["link"], checker.tags["img"]), (0, 0, 0))
+        self.assertEqual(checker.tags["html"], 1)
+
+    def test_the_walkthrough_page_shows_both_phases_and_each_conflict(self):
+        code, out, err = run_main(["--no-color", "--report", self.page])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out, run_main(["--no-color"])[1])  # the terminal's output does not change
+        page = self.read_page()
+        self.assert_self_contained(page)
+        for name, _ in SCENARIOS:
+            self.assertIn(f"<h2>{html.escape(name)}</h2>", page)
+        self.assertIn("<mark>$4.2M</mark>", page)
+        self.assertIn("<mark>$6.8M</mark>", page)
+        self.assertIn('<span class="resolved">answer changed; dropped Q4-2023-Earnings-Release</span>', page)
+        self.assertIn("What was discarded and why", page)
+        self.assertIn('<li class="discarded">[', page)
+        self.assertIn(f".conflict{{{ROLE_CSS['conflict']}}}", page)
+
+    def test_documents_are_shown_as_text(self):
+        kb = self.file("kb.json", json.dumps(HOSTILE_KB))
+        code, out, err = run_main(["--kb", kb, "--question", "What is the <b>API rate limit</b>?", "--quiet",
+                                   "--json", "--report", self.page])
+        self.assertEqual((code, err), (0, ""))
+        page = self.read_page()
+        self.assert_self_contained(page)
+        self.assertNotIn("<script", page)
+        self.assertNotIn("<img", page)
+        self.assertNotIn("<b>", page)
+        self.assertIn("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;", page)
+        self.assertIn("&lt;img src=x onerror=alert(1)&gt;", page)
+        self.assertIn("API &amp; Limits v2", page)
+        self.assertIn("<mark>100 requests per minute</mark>", page)
+
+    def test_each_run_writes_its_page(self):
+        kb = self.file("kb.json", json.dumps(HOSTILE_KB))
+        questions = self.file("q.jsonl", "".join(json.dumps(r) + "\n" for r in QUESTION_RECORDS))
+        for argv, shown in ((["--eval"], ("Precision", "MCC", "Counts by type", "<svg")),
+                            (["--eval", questions, "--reader", "sentence"],
+                             ("exact match", "<svg", "Labels", "RESOLVED", "naive")),
+                            (["--scan", "--kb", kb], ("Cluster 1", "<mark>500 requests per minute</mark>"))):
+            with self.subTest(argv=argv):
+                if os.path.exists(self.page):
+                    os.remove(self.page)
+                code, _, err = run_main([*argv, "--quiet", "--report", self.page])
+                self.assertEqual((code, err), (0, ""))
+                page = self.read_page()
+                self.assert_self_contained(page)
+                for text in shown:
+                    self.assertIn(text, page)
+
+    def test_a_chart_draws_each_bar_and_its_interval(self):
+        svg = svg_bars([("F1", [(0.5, (0.25, 0.75)), (None, None)]), ("MCC", [(-0.5, None), (1.0, (1.0, 1.0))])],
+                       ["naive", "resolved"])
+        self.assertEqual((svg.count("<rect"), svg.count("<path")), (3 + 2, 2))  # 3 bars, a legend of 2; 2 whiskers
+        self.assertIn(">-1.00</text>", svg)  # a value below 0 brings the axis down to -1
+        self.assertEqual(PageChecker(svg).open, [])
+
+    def test_refused_where_it_would_replace_what_the_run_reads(self):
+        kb = self.file("kb.json", json.dumps(HOSTILE_KB))
+        log_path = self.file("log.html", "kept\n")
+        index = self.file("index.html", "kept\n")
+        model = os.path.join(self.tmp, "model")
+        os.mkdir(model)
+        os.mkdir(os.path.join(self.tmp, "folder.html"))
+        os.makedirs(kept_index_folder(), exist_ok=True)  # the tests' cache (setUpModule)
+        for argv, message in (
+                (["--kb", kb, "--question", "Q?", "--report", kb], "give a file name ending in .html"),
+                (["--kb", self.file("kb.html", json.dumps(HOSTILE_KB)), "--question", "Q?", "--report",
+                  os.path.join(self.tmp, "kb.html")], "is the same file as --kb"),
+                (["--eval", "--log-conflicts", log_path, "--report", log_path], "is the same file as --log-conflicts"),
+                (["--kb", kb, "--question", "Q?", "--index", index, "--report", index], "is the same file as --index"),
+                (["--kb", kb, "--question", "Q?", "--embed-model", model, "--report", os.path.join(model, "p.html")],
+                 "is in --embed-model"),
+                (["--report", os.path.join(kept_index_folder(), "p.html")], "is in the kept indexes' folder"),
+                (["--report", os.path.join(self.tmp, "folder.html")], "names a directory"),
+                (["--report", os.path.join(self.tmp, "none", "p.html")], "does not exist"),
+                (["--report", ""], "--report needs a file path"),
+                (["--bench", "--report", self.page], "--bench does not use --report"),
+                (["--test", "--report", self.page], "--test does not use --report")):
+            with self.subTest(argv=argv):
+                code, out, err = run_main(argv)
+                self.assertEqual((code, out), (2, ""))
+                self.assertEqual(len(err.splitlines()), 1, err)
+                self.assertIn(message, err)
+        for path in (log_path, index):
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "kept\n")
+
+    def test_a_failed_write_leaves_the_old_page(self):
+        with open(self.page, "w", encoding="utf-8") as f:
+            f.write("old page")
+        os.chmod(self.page, 0o640)
+        with unittest.mock.patch("os.replace", side_effect=OSError(28, "No space left on device")):
+            code, _, err = run_main(["--quiet", "--report", self.page])
+        self.assertEqual(code, 1)
+        self.assertIn(f"cannot write to the report '{self.page}' (No space left on device)", err)
+        self.assertEqual(self.read_page(), "old page")
+        self.assertEqual(os.listdir(self.tmp), ["run.html"])  # no temporary file left beside it
+        self.assertEqual(run_main(["--quiet", "--report", self.page])[0], 0)
+        self.assertTrue(self.read_page().startswith("<!DOCTYPE html>"))
+        self.assertEqual(stat.S_IMODE(os.stat(self.page).st_mode), 0o640)  # replaced, with its permissions
+
+
+def find_chromium():
+    """The path of a Chromium to render pages with, or None."""
+    return shutil.which("chromium") or next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+                                             if os.access(p, os.X_OK)), None)
+
+
+def png_pixels(path):
+    """The distinct pixels of an 8-bit, non-interlaced PNG (greyscale, RGB, with or without alpha), as a set of byte
+    strings: a reader of the format's chunks and row filters with zlib and struct alone."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG")
+    chunks, at = {}, 8
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        chunks.setdefault(kind, []).append(data[at + 8:at + 8 + length])
+        at += 12 + length  # length, type, data, CRC
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", chunks[b"IHDR"][0])
+    if depth != 8 or interlace or colour not in (0, 2, 4, 6):
+        raise ValueError(f"{path}: a PNG this reader does not decode (depth {depth}, colour type {colour})")
+    bpp = {0: 1, 2: 3, 4: 2, 6: 4}[colour]
+    raw, stride = zlib.decompress(b"".join(chunks[b"IDAT"])), width * bpp
+    prev, pixels = np.zeros(stride, dtype=np.int64), set()
+    for y in range(height):
+        kind, row = raw[y * (stride + 1)], np.frombuffer(raw, np.uint8, stride, y * (stride + 1) + 1).astype(np.int64)
+        if kind == 1:  # Sub: each byte adds the one a pixel before: a running sum per channel
+            row = row.reshape(width, bpp).cumsum(axis=0).reshape(-1) % 256
+        elif kind == 2:  # Up
+            row = (row + prev) % 256
+        elif kind in (3, 4):  # Average, Paeth: each byte needs the one just decoded, so one at a time
+            out, up = row.tolist(), prev.tolist()
+            for i in range(stride):
+                left, corner = (out[i - bpp], up[i - bpp]) if i >= bpp else (0, 0)
+                if kind == 3:
+                    out[i] = (out[i] + (left + up[i]) // 2) % 256
+                else:
+                    p = left + up[i] - corner
+                    pa, pb, pc = abs(p - left), abs(p - up[i]), abs(p - corner)
+                    out[i] = (out[i] + (left if pa <= pb and pa <= pc else up[i] if pb <= pc else corner)) % 256
+            row = np.array(out, dtype=np.int64)
+        prev = row
+        pixels.update(row.astype(np.uint8).reshape(width, bpp).view(f"V{bpp}").ravel().tolist())
+    return pixels
+
+
+BROWSER_SECONDS = 120  # a headless Chromium run, at most: it takes about 2 s on an idle 2-core machine
+
+
+class TestReportInABrowser(unittest.TestCase):
+    """A real browser (headless Chromium) opens the page offline: its text is there, the documents' markup is text,
+    and it draws something."""
+
+    def setUp(self):
+        self.chromium = find_chromium()
+        if not self.chromium:
+            self.skipTest("the browser test needs Chromium (Debian: apt-get install chromium); none is installed")
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = tmp.name
+
+    def browse(self, page, *flags):
+        """Run headless Chromium on the page file with flags; its stdout."""
+        done = subprocess.run([self.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                               f"--user-data-dir={os.path.join(self.tmp, 'profile')}", *flags,
+                               pathlib.Path(page).resolve().as_uri()],
+                              capture_output=True, text=True, timeout=BROWSER_SECONDS, stdin=subprocess.DEVNULL)
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        return done.stdout
+
+    def test_the_page_renders_with_its_text_and_its_drawing(self):
+        kb, page = os.path.join(self.tmp, "kb.json"), os.path.join(self.tmp, "run.html")
+        with open(kb, "w", encoding="utf-8") as f:
+            json.dump([{"source_id": d.source_id, "title": d.title, "content": d.content, **({"date": d.date} if d.date
+                                                                                         else {})}
+                       for d in KNOWLEDGE_BASE] + HOSTILE_KB, f)
+        questions = [q for _, q in SCENARIOS] + ["What is the standard API rate limit?"]
+        argv = ["--kb", kb, "--quiet", "--no-index", "--report", page]
+        argv += [a for q in questions for a in ("--question", q)]
+        self.assertEqual(run_main(argv)[0], 0)
+        dom = self.browse(page, "--dump-dom")
+        self.assertIn("Side by side", dom)
+        self.assertIn("<mark>$4.2M</mark>", dom)
+        self.assertIn("&lt;script&gt;alert('x')&lt;/script&gt;", dom)  # the document's markup, as text
+        self.assertNotIn("<script", dom)
+        shot = os.path.join(self.tmp, "page.png")
+        self.browse(page, f"--screenshot={shot}", "--window-size=1200,900")
+        self.assertTrue(os.path.isfile(shot))
+        self.assertGreater(len(png_pixels(shot)), 1, "the screenshot is a single colour")
 
 
 class TestWhatCountsAsACopy(unittest.TestCase):
