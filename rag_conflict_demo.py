@@ -5419,22 +5419,30 @@ def read_index(path, fingerprint, model, dimension=None):
     return [flat[i:i + INDEX_KEY_BYTES] for i in range(0, len(flat), INDEX_KEY_BYTES)], vectors
 
 
-def read_archive(f, path, fingerprint, model, dimension):
-    """(keys, vectors) of an open index file: a zip of INDEX_MEMBERS, each stored and no larger than the file, the
-    manifest read first (read_manifest), then each array's .npy header checked against it before its data is read,
-    and the keys unique. ValueError (or a zip's or a header's own error) if anything is amiss."""
+def index_archive(f):
+    """The open index file as a ZipFile once its layout is checked: a zip of INDEX_MEMBERS, each stored (not
+    compressed) and no larger than the file, read from the central directory before a byte of any member is: nothing
+    is inflated, nothing read past the file. ValueError (or a zip's own error) if not."""
     if f.read(4) != b"PK\x03\x04":  # a zip's first local header; numpy would guess at anything else (pickles too)
         raise ValueError("not a NumPy .npz archive")
     f.seek(0)
     size = os.fstat(f.fileno()).st_size
-    with zipfile.ZipFile(f) as archive:
-        members = archive.infolist()
-        if sorted(m.filename for m in members) != list(INDEX_MEMBERS):
-            raise ValueError("its members are not manifest, keys and vectors, each once")
-        for m in members:  # checked before a byte of any member is read: nothing to inflate, nothing past the file
-            if m.compress_type != zipfile.ZIP_STORED or m.compress_size != m.file_size or m.file_size > size:
-                raise ValueError(f"member {m.filename} is compressed or larger than the file")
-        member = {m.filename: m for m in members}
+    archive = zipfile.ZipFile(f)
+    members = archive.infolist()
+    if sorted(m.filename for m in members) != list(INDEX_MEMBERS):
+        raise ValueError("its members are not manifest, keys and vectors, each once")
+    for m in members:
+        if m.compress_type != zipfile.ZIP_STORED or m.compress_size != m.file_size or m.file_size > size:
+            raise ValueError(f"member {m.filename} is compressed or larger than the file")
+    return archive
+
+
+def read_archive(f, path, fingerprint, model, dimension):
+    """(keys, vectors) of an open index file: a zip of INDEX_MEMBERS, each stored and no larger than the file, the
+    manifest read first (read_manifest), then each array's .npy header checked against it before its data is read,
+    and the keys unique. ValueError (or a zip's or a header's own error) if anything is amiss."""
+    with index_archive(f) as archive:
+        member = {m.filename: m for m in archive.infolist()}
         manifest = read_manifest(archive, member["manifest.npy"], path, fingerprint, model, dimension)
         rows, dim = manifest["rows"], manifest["dim"]
         keys = read_npy(archive, member["keys.npy"], np.dtype(np.uint8), (rows, INDEX_KEY_BYTES))
@@ -8721,6 +8729,13 @@ def check_index_flags(args, mode, stdout):
     if clash:
         harm = "be written among its files" if clash.startswith("is in ") else "replace it"
         raise UsageError(f"--index {args.index}: {clash}; the index would {harm}")
+    if st is not None and not args.rebuild_index:  # its layout before any model loads: a damaged file fails at once
+        with open(args.index, "rb") as f:
+            try:
+                index_archive(f).close()
+            except (KeyError,) + DAMAGED_ARCHIVE as e:
+                raise IndexRefused(f"kept index {args.index}: damaged or not an index ({e or type(e).__name__}); "
+                                   f"{INDEX_FIX}") from None
 
 
 def kept_index(args, embed, cfg):
@@ -13059,6 +13074,13 @@ class TestKeptIndex(unittest.TestCase):
                 self.assertEqual((code, out, err.count("\n")), (2, "", 1), err)
                 self.assertTrue(err.startswith(f"error: kept index {self.index}: damaged or not an index ("), err)
                 self.assertIn(message, err)
+        # the layout is read before any model loads: a compressed index fails at once, the absent model never sought
+        archive(whole, zipfile.ZIP_DEFLATED)
+        with tempfile.TemporaryDirectory() as tmp:
+            code, out, err = run_main(["--kb", self.kb, *self.QUESTION, "--index", self.index, "--embed-model",
+                                       os.path.join(tmp, "absent")], embed=None)
+        self.assertEqual((code, out, err.count("\n")), (2, "", 1), err)
+        self.assertIn("member manifest.npy is compressed", err)
 
     def test_random_bit_flips_give_the_answers_or_one_line(self):
         """Each of a fixed sample of single-bit flips over a real index: the run answers as without the index
