@@ -17,6 +17,8 @@ retrieved by its best one), then runs twice on the same retrieval:
                the answer (UNCERTAIN) where nothing settles it; the reader answers from what is left (each
                subject from the document that names it, the opening sentence for what the subject is), saying
                what was discarded and why.
+A question no retrieved document bears on (its best passage below Config.answer_gate) is answered by neither phase:
+the label is UNANSWERED, and a --question asked without --kb says on stderr that the built-in knowledge base answers.
 
 The reader is the extractive QA model deepset/minilm-uncased-squad2 when it can be had (cached, or the hub
 answers), else the built-in sentence reader (--reader sentence): the best-scored span of the asked-for type (an
@@ -904,7 +906,8 @@ def retrieve_and_detect(query, index, pipe, timings=None):
 def run_query(query, found, pipe, resolved, timings=None, announce=True):
     """One phase on retrieve_and_detect's result, one RAGResponse. Resolved: namesakes answered subject by subject
     (AMBIGUOUS), in each superseded and outnumbered documents dropped, and a dispute nothing settles answered with
-    every candidate (UNCERTAIN), none picked silently. announce: log each conflict (an evaluation reports scores)."""
+    every candidate (UNCERTAIN), none picked silently. A question no retrieved document bears on (unanswered) is
+    UNANSWERED in both phases. announce: log each conflict (an evaluation reports scores)."""
     retrieved, report = found
     for c in report.conflicts if announce else ():
         log.warning("[%s] conflict: %s vs %s, %s (topic similarity %.2f)", "resolved" if resolved else "naive",
@@ -928,7 +931,12 @@ def unanswered(retrieved, cfg):
     best passage scoring cfg.answer_gate or more (retrieval's cosine). Whether a span of the asked-for type is there is
     not asked: a yes/no question has none, and a reader that finds none still reads a sentence that may hold it.
 
-    "What is the refund window?" of a benefits guide (best passage 0.20) -> 'No retrieved document bears on ...'
+    >>> guide = Retrieved(Document("g", "Benefits guide", None, "Employees receive 25 days of paid leave."), 0.2, 0)
+    >>> print(textwrap.fill(unanswered([guide], DEFAULT_CONFIG), 100))  # the refund window asked of it
+    No retrieved document bears on the question: the most similar, Benefits guide, scores 0.20, below
+    0.30; nothing was read from them.
+    >>> unanswered([replace(guide, score=0.3)], DEFAULT_CONFIG) is None  # at the gate it bears on the question
+    True
     """
     if retrieved and retrieved[0].score >= cfg.answer_gate:  # subtle: retrieval's order, so the most similar first
         return None
