@@ -8662,6 +8662,7 @@ def read_inputs(args):
         check_log_path(args.log_conflicts, inputs, stdout)
     if args.report is not None:
         check_report_path(args, stdout)
+    check_index_layout(args)
     if args.eval:
         return records
     if args.scan:
@@ -8742,6 +8743,19 @@ def mode_name(args, mode):
             "--eval on the built-in pairs" if args.eval is BUILTIN else "--eval on a pair file")
 
 
+def check_index_layout(args):
+    """A kept index given with --index read for its layout (index_archive) before any model loads, once every path
+    is checked: a compressed or oversized file is refused at once, whatever it would inflate to."""
+    if not args.index or args.rebuild_index or not os.path.isfile(args.index):
+        return
+    with open(args.index, "rb") as f:
+        try:
+            index_archive(f).close()
+        except (KeyError,) + DAMAGED_ARCHIVE as e:
+            raise IndexRefused(f"kept index {args.index}: damaged or not an index ({e or type(e).__name__}); "
+                               f"{INDEX_FIX}") from None
+
+
 def check_index_flags(args, mode, stdout):
     """--index, --no-index and --rebuild-index: for a --kb run (the walkthrough or --scan) only, --no-index alone,
     and --index a file path that is none of the run's other files. Checked before any model loads."""
@@ -8774,13 +8788,6 @@ def check_index_flags(args, mode, stdout):
     if clash:
         harm = "be written among its files" if clash.startswith("is in ") else "replace it"
         raise UsageError(f"--index {args.index}: {clash}; the index would {harm}")
-    if st is not None and not args.rebuild_index:  # its layout before any model loads: a damaged file fails at once
-        with open(args.index, "rb") as f:
-            try:
-                index_archive(f).close()
-            except (KeyError,) + DAMAGED_ARCHIVE as e:
-                raise IndexRefused(f"kept index {args.index}: damaged or not an index ({e or type(e).__name__}); "
-                                   f"{INDEX_FIX}") from None
 
 
 def kept_index(args, embed, cfg):
