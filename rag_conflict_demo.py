@@ -1397,6 +1397,8 @@ def run_walkthrough(docs, questions, pipe, args):
         print_walkthrough(names, naive, resolved, Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
     if args.report:
         write_report(args.report, walkthrough_page(names, naive, resolved, pipe.cfg))
+    if args.question and not args.kb:  # the user's question, asked of documents not theirs: said, so no answer misleads
+        note(f"no --kb: answered from the built-in knowledge base (the walkthrough's {len(docs)} documents)")
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -8459,8 +8461,6 @@ def experiment_inputs(args):
         raise UsageError(f"{args.kb}: no questions; add --question TEXT or a \"questions\" list to the file")
     if not args.kb and not args.question:
         return docs, list(SCENARIOS)
-    if not args.kb:  # a question of the user's, asked of documents that are not theirs: said, so no answer misleads
-        note(f"no --kb: answering from the built-in knowledge base (the walkthrough's {len(docs)} documents)")
     return docs, [(f"Q{i}: {q}", q) for i, q in enumerate(questions, 1)]
 
 
@@ -10625,9 +10625,10 @@ class TestReaderChoice(unittest.TestCase):
         self.assertEqual(code, 0, err)
         stub.assert_called_once_with(self.QA, DEFAULT_CONFIG.hub_timeout)
         self.assertEqual(json.loads(out)["resolved"]["reader"], "sentence")
-        self.assertEqual(len(err.strip().splitlines()), 1, err)  # one line, even with --quiet
+        reader, kb = err.strip().splitlines()  # one line, even with --quiet; then the knowledge base that answered
+        self.assertTrue(kb.startswith("note: no --kb: answered from the built-in knowledge base"), err)
         for words in ("built-in sentence reader", self.QA, "no route to host", "--qa-model", "--reader qa"):
-            self.assertIn(words, err)
+            self.assertIn(words, reader)
 
     @unittest.skipIf(importlib.util.find_spec("huggingface_hub") is None, "needs huggingface_hub (the cache lookup)")
     def test_reader_qa_without_the_model_is_an_error(self):
@@ -12057,7 +12058,7 @@ class TestNothingBearsOnTheQuestion(unittest.TestCase):
             self.assertEqual((result[phase]["exact_match"], result[phase]["labels"]), (0.0, {"UNANSWERED": 1}))
 
     def test_a_question_without_kb_names_the_built_in_knowledge_base(self):
-        note_line = (f"note: no --kb: answering from the built-in knowledge base (the walkthrough's "
+        note_line = (f"note: no --kb: answered from the built-in knowledge base (the walkthrough's "
                      f"{len(KNOWLEDGE_BASE)} documents)\n")
         code, _, err = run_main(["--question", "What is the refund window?", "--json", "--quiet"])
         self.assertEqual((code, err), (0, note_line))
