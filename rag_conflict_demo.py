@@ -4233,7 +4233,7 @@ def _run_text(sentence: str, start: int, end: int) -> str:
     """Swap tokens start..end of a sentence as it writes them, what lies between them kept.
 
     >>> _run_text("The office opens at 8:00 on weekdays.", 4, 6)
-    '8:00'
+    '8:00 on'
     """
     return written_run(sentence, list(_SWAP_TOKEN_RE.finditer(sentence))[start:end])
 
