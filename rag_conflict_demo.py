@@ -4673,6 +4673,16 @@ def document_subject(title: str | None, text: str) -> Subject:
                    title_line(opening))
 
 
+def same_title(a: Document, b: Document) -> bool:
+    """Whether two documents carry one title of their own (not their source_ids), spacing and case aside.
+
+    >>> same_title(Document("a", "Pine  Inn", None, "x"), Document("b", "pine inn", None, "y"))
+    True
+    """
+    titles = [" ".join(d.title.split()).casefold() for d in (a, b) if d.title != d.source_id]
+    return len(titles) == 2 and bool(titles[0]) and titles[0] == titles[1]
+
+
 def _marks_differ(x: frozenset[str], y: frozenset[str]) -> bool:
     """Both sides mark their subject and neither holds the other's marks: "(1979 film)" vs "(1997 film)" differ;
     "(album)" vs "(Corin Dale album)" may be one subject said more or less precisely.
@@ -4693,7 +4703,13 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
 
     Two copies of one text whose body was edited too are one subject ("(Tessa Vane album) ... by Tessa Vane" edited to
     "(Rufus Kell album) ... by Rufus Kell"); copies that differ only in the parenthetical are two namesakes.
+    Documents with one title are one subject, whatever their texts say of it: its versions, settled by date or version.
+
+    >>> b = Document("b", "Pine Inn", None, "Pine Inn is a hotel in Kent. It has 12 rooms.")
+    >>> different_subjects_finding(replace(b, source_id="a", content="Pine Inn is a hotel in Bury. It has 9 rooms."), b)
     """
+    if same_title(a, b):
+        return None
     sa, sb = (document_subject(d.title if d.title != d.source_id else None, d.content) for d in (a, b))
     # what names a subject: the acronym's expansion, the title line, the disambiguator
     clash = next(((acr, exp, e) for acr, exp in sa.acronyms for r, e in sb.acronyms if r == acr and e != exp), None)
@@ -4817,15 +4833,16 @@ def subject_name(doc):
 
 def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
     """The relevant documents grouped by subject, () when they are about one subject (or say nothing about it).
-    Documents that name their subject go, in rank order, to the first group with no different subject in it; each
-    other joins the group of the naming document most similar to it (sims: the (k, k) cosines).
+    Documents that name their subject go, in rank order, to the group holding their title (one title, one subject),
+    else to the first group with no different subject in it; each other joins the group of the naming document most
+    similar to it (sims: the (k, k) cosines).
     [A (Maine), B (Colorado), snippet near A] -> [A, snippet], [B].
     """
     naming = [i for i in range(len(docs)) if relevant[i] and names_subject(docs[i])]
     groups = []
     for i in naming:
-        home = next((g for g in groups if not any(different_subjects_finding(docs[i], docs[j], qwords, cfg)
-                                                  for j in g)), None)
+        home = next((g for g in groups if any(same_title(docs[i], docs[j]) for j in g)), None) or next(
+            (g for g in groups if not any(different_subjects_finding(docs[i], docs[j], qwords, cfg) for j in g)), None)
         if home is None:  # a new subject
             groups.append([i])
         else:
@@ -10614,6 +10631,25 @@ class TestSubjects(unittest.TestCase):
         same = (self.INNS[0], Document("m4", "Mercury Lodge (Aspen, Colorado)", None, "It has 50 rooms."))
         self.assertEqual(self.groups(same), ())
         self.assertEqual(self.groups(self.INNS, [True, False, True]), ())  # the other namesake is not relevant
+
+    def test_documents_with_one_title_are_one_subject_settled_by_date(self):
+        docs = [Document("a", "Pine Inn", "2022-01-01", "Pine Inn is a hotel in Bury, opened in 1990. It has 9 rooms."),
+                Document("b", "Pine Inn", "2023-01-01", "Pine Inn is a hotel in Kent. Pine Inn has 12 rooms.")]
+        question = "How many rooms does Pine Inn have?"
+        pipe = tiny_pipeline(overlap_embed, cfg=replace(DEFAULT_CONFIG, top_k=2))
+        resp = run_query(question, retrieve_and_detect(question, build_index(docs, overlap_embed), pipe), pipe, True)
+        self.assertEqual((resp.label, [a.text for a in resp.answers]), ("RESOLVED", ["12 rooms"]))
+        self.assertEqual([(c.basis, [d.source_id for d in c.discarded]) for c in resp.clusters], [("date", ["a"])])
+
+    def test_each_title_is_in_one_group(self):
+        # b is an edited copy of a (one subject whatever its title says); c shares a's title but not b's text
+        docs = (Document("a", "Pine Inn (Kent)", None, "Pine Inn has 48 rooms."),
+                Document("b", "Pine Inn (Bury)", None, "Pine Inn has 12 rooms."),
+                Document("c", "Pine Inn (Kent)", None, "Pine Inn is a hotel in Kent. Pine Inn has 9 rooms and 9 staff."),
+                Document("d", "Pine Inn (Leeds)", None, "Opened in 1990 by a baker, Pine Inn in Leeds has 30 rooms."))
+        groups = self.groups(docs)
+        self.assertEqual([g.members for g in groups], [("a", "b", "c"), ("d",)])
+        self.assertEqual(len({g.name for g in groups}), len(groups))
 
     def test_subject_name(self):
         self.assertEqual(subject_name(Document("d", "d", None, "Sherbourne, Warwickshire Sherbourne is a village.")),
