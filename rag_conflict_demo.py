@@ -982,29 +982,56 @@ def answer_once(query, retrieved, report, pipe, resolved, timings=None):
 
 def dispute_candidates(query, clusters, read_alone, report):
     """[Candidate], at most one per member of each disputed cluster: its own reading, or its side of its conflicts in
-    the dispute (said) when that is one value or span and it has no reading (a yes/no question) or all read the same.
+    the dispute (said, as its text writes it: side_span) when it has no reading (a yes/no question) or its answer
+    agrees with a rival's (a member it is in conflict with): then the answer does not tell the two apart.
 
-    readings "18,000" / "81,000" -> those; readings "Celsius" / "Celsius" on 27 vs 32 degrees -> "27", "32"
+    readings "18,000" / "81,000" -> those; readings "Celsius" / "Celsius" on 27 vs 32 degrees -> "27", "32";
+    "active" read from "not active" against "ACTIVE" -> "not active", "ACTIVE"
     """
     candidates = []
     for members in [c.members for c in clusters if c.outcome == "disputed"]:
         readings = answering(query, members, read_alone) if read_alone else {}
         ids = {d.source_id for d in members}
         inside = ConflictReport(tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= ids))
-        given = [readings[d.source_id].text for d in members if d.source_id in readings]
-        same = len(given) > 1 and all(answers_agree(given[0], t) for t in given)
+        sides = {d.source_id: side_span(d.content, said(d, inside)) for d in members}
+        answers = {sid: sides[sid] if a is None else a.text for sid, a in
+                   ((d.source_id, readings.get(d.source_id)) for d in members) if a or sides[sid]}
+        rivals = [(c.a.source_id, c.b.source_id) for c in inside.conflicts]
+        # both of two rivals that agree answer with their sides, at once; a side may then agree with a rival's
+        # reading in turn, so again until none changes
+        while switch := {x for a, b in rivals for x, y in ((a, b), (b, a)) if x in answers and y in answers
+                         and sides[x] and answers[x] != sides[x] and answers_agree(answers[x], answers[y])}:
+            answers.update((x, sides[x]) for x in switch)
         for d in members:
-            a, side = readings.get(d.source_id), said(d, inside)
-            if len(side) == 1 and (same or not a):
-                candidates.append(Candidate(d, side[0], a.confidence if a else 0.0))
-            elif a:
-                candidates.append(Candidate(d, a.text, a.confidence))
+            if d.source_id in answers:
+                a = readings.get(d.source_id)
+                candidates.append(Candidate(d, answers[d.source_id], a.confidence if a else 0.0))
     return candidates
 
 
+def side_span(text, side):
+    """The stretch of text from the first of side's strings to the last (each where it first stands, spacing and case
+    aside), as text writes it: a dispute's side as its document says it; None when a string is not in text.
+
+    >>> side_span("It opened in 2005 and closed in 1987.", ("2005", "1987")), side_span("It is ACTIVE.", ("active",))
+    ('2005 and closed in 1987', 'ACTIVE')
+    """
+    found = []
+    for string in side:
+        words = string.split()
+        m = words and re.search(r"(?<!\w)" + r"\s+".join(map(re.escape, words)) + r"(?!\w)", text, re.IGNORECASE)
+        if not m:
+            return None
+        found.append(m.span())
+    return text[min(found)[0]:max(e for _, e in found)] if found else None
+
+
 def read_all(query, context, read):
-    """(Answer, cited source_ids): the reader on the context at once; a span with no letter or digit answers nothing."""
+    """(Answer, cited source_ids): the reader on the context at once; a span with no letter or digit answers nothing.
+    A span is read from one document: one that runs on into the next is cut where its own document ends."""
     answer = read(query, context_text([r.doc for r in context]))
+    if CONTEXT_SEPARATOR in answer.text:  # a blank line marks only a boundary between documents (as_context)
+        answer = replace(answer, text=answer.text[:answer.text.index(CONTEXT_SEPARATOR)].rstrip())
     if not says_something(answer.text):
         answer = Answer("", 0.0, fits=False)
     return answer, cited_ids(context, answer)
@@ -3237,13 +3264,24 @@ def values_stated(claim: str, sentences: list[str], cfg: Config = DEFAULT_CONFIG
                                       for v in claim_values)
 
 
+def evidence_side(spans: Iterable[str]) -> str | tuple[str, ...]:
+    """A Finding's side: its one span, or its spans apart (each as a text says it, never joined into one string).
+
+    >>> evidence_side(["2002"]), evidence_side(["2002", "2005"])
+    ('2002', ('2002', '2005'))
+    """
+    spans = tuple(spans)
+    return spans[0] if len(spans) == 1 else spans
+
+
 def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> Finding:
     """Reason and evidence for disagreeing value pairs, with the entity and period they are about.
 
     >>> _describe_values(("percent", "%"), [tuple(extract_values("1% or 2%"))]).evidence
     ('1%', '2%')
     """
-    left, right = (", ".join(dict.fromkeys(p[side].text for p in pairs)) for side in (0, 1))
+    texts = [list(dict.fromkeys(p[side].text for p in pairs)) for side in (0, 1)]
+    left, right = (", ".join(side) for side in texts)
     x = pairs[0][0]
     # Units are named as the texts say them, not as compared ("12 hours vs 8 hours", not days; "1,200 employees vs
     # 3,400 people"); a measurement by its kind ("different lengths: 630km vs 607 km", not "values in m").
@@ -3252,7 +3290,7 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
             or f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else ""))
     context = " ".join(filter(None, (x.entity, x.period)))
     label = f"different {what}" + (f" for {context}" if context else "")
-    return Finding("value", f"{label}: {left} vs {right}", (left, right))
+    return Finding("value", f"{label}: {left} vs {right}", tuple(map(evidence_side, texts)))
 
 
 # Anchored values: compare the value attached to what the question asks about, not a bag ("1985, 1912, 1959 vs 1874,
@@ -3816,8 +3854,7 @@ def name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(
     (na, weak_a), (nb, weak_b) = (_side_names(side, qwords) for side in (a, b))
     if not na or not nb or _tokens_meet(_name_tokens(na) | weak_a, _name_tokens(nb) | weak_b):
         return None
-    ev = (", ".join(na), ", ".join(nb))
-    return Finding("name", f"different names: {ev[0]} vs {ev[1]}", ev)
+    return Finding("name", f"different names: {', '.join(na)} vs {', '.join(nb)}", (evidence_side(na), evidence_side(nb)))
 
 
 def _side_names(side: list[str], qwords: frozenset[str]) -> tuple[list[str], frozenset[str]]:
@@ -3937,8 +3974,8 @@ def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = froze
         sa, sb = every_a, every_b
     if _names_agree(sa, {*every_b, *weak_b}) or _names_agree(sb, {*every_a, *weak_a}):
         return None  # subtle: the other side may name the same person outside its slot ("..., said Jo Li")
-    ev = (", ".join(sa), ", ".join(sb))
-    return Finding("name", f"different names in the answer slot: {ev[0]} vs {ev[1]}", ev)
+    return Finding("name", f"different names in the answer slot: {', '.join(sa)} vs {', '.join(sb)}",
+                   (evidence_side(sa), evidence_side(sb)))
 
 
 # --- Slots and swaps: one frame with one span changed (capital ... Sydney vs ... Canberra; 45.7 vs 30.2 years)
@@ -11552,6 +11589,36 @@ class TestNoLabelLies(unittest.TestCase):
         self.assertEqual(resolved["label"], "UNCERTAIN")
         self.assertEqual(sorted(c["source_id"] for c in resolved["candidates"]), ["a", "b"])
         self.assertTrue(all(c["answer"] for c in resolved["candidates"]))
+
+    def test_a_candidate_is_a_span_of_its_document(self):
+        docs = [{"source_id": "a", "title": "a", "content": "Tamsin Hall has 100 employees."},
+                {"source_id": "b", "title": "b", "content": "Tamsin Hall has 12 employees and 12 people on site."}]
+        resolved = self.ask("Is it true that Tamsin Hall has 12 employees?", docs)
+        self.assertEqual(resolved["label"], "UNCERTAIN")
+        self.assertEqual(sorted(c["answer"] for c in resolved["candidates"]),
+                         ["100 employees", "12 employees and 12 people"])
+
+    def test_candidates_that_agree_are_told_apart_by_their_sides(self):
+        # a reader reads "active" out of "not active"; the negated side holds two spans of its text
+        a, b, c = (doc(sid, text, None) for sid, text in (
+            ("a", "The pump status is not active, and its lamp is dark."), ("b", "The pump status is ACTIVE."),
+            ("c", "The pump status is ACTIVE today.")))
+        report = ConflictReport((Conflict(a, b, "polarity", "", 0.9, (("not active", "dark"), ("ACTIVE",))),
+                                 Conflict(a, c, "polarity", "", 0.9, (("not active", "dark"), ("ACTIVE",)))))
+
+        def read(question, context):
+            at = context.lower().index("active")
+            return Answer(context[at:at + 6], 0.5, at)
+        candidates = dispute_candidates("What is the pump status?", [Cluster((a, b, c), None, (), "disputed", None)],
+                                        ReadAlone(read), report)
+        self.assertEqual([x.answer for x in candidates], ["not active, and its lamp is dark", "ACTIVE", "ACTIVE"])
+
+    def test_a_span_read_across_two_documents_is_cut_where_its_document_ends(self):
+        context = (Retrieved(doc("a", "The pump status is not active."), 1.0, 0),
+                   Retrieved(doc("b", "Pine Inn has 12 rooms."), 0.9, 1))
+        across = lambda question, text: Answer("not active.\n\nPine", 0.5, 19)  # noqa: E731
+        self.assertEqual(read_all("What is the pump status?", context, across),
+                         (Answer("not active.", 0.5, 19), ("a",)))
 
     def test_a_span_of_no_letter_or_digit_answers_nothing(self):
         emoji = lambda question, context: Answer("\U0001f389", 0.9, 0)  # noqa: E731
