@@ -11634,6 +11634,113 @@ class TestNoLabelLies(unittest.TestCase):
                 self.assertEqual(resolved["label"], "UNCERTAIN")
 
 
+# Invented knowledge bases for the label properties: a subject, and sentences that give one kind of value about it
+LABEL_NAMES = ("Pine Inn", "Kestrel Mill", "Orla Bridge", "Tamsin Hall")
+LABEL_PLACES = ("Bury", "Kent", "Leeds", "Ayr")
+LABEL_DATES = (None, None, "2021-05-01", "2022-03-01", "2023-07-01")
+LABEL_TEMPLATES = {  # kind -> (question, sentences giving {n} or {m}, the values drawn)
+    "number": ("How many rooms does {name} have?",
+               ("{name} has {n} rooms.", "The lodge has {n} rooms and a garden.",
+                "{name} has {n} rooms and {m} staff."), ("9", "12", "48", "12")),
+    "staff": ("How many employees does {name} have?",
+              ("{name} has {n} employees.", "{name} has {n} employees and {m} people on site."), ("12", "100", "140")),
+    "date": ("When did {name} open?",
+             ("{name} opened in {n}.", "{name} opened on 3 March {n}.", "{name} opened in {n} and closed in {m}."),
+             ("2002", "2005", "1987")),
+    "version": ("What is the {name} rate limit?",
+                ("The {name} rate limit is {n} requests per minute.",), ("100", "500", "100")),
+    "negation": ("What is the status of {name}?",
+                 ("The {name} status is {n}.", "{name}: the status is {n}, transmitting on channel 16."),
+                 ("ACTIVE", "not active", "INACTIVE", "active", "ACTIVE")),
+}
+
+
+def random_knowledge_base(rng):
+    """(question, documents): two to four invented documents about one name, from one LABEL_TEMPLATES kind, with
+    drawn values, dates, versions and titles (the source_id, one title for all, or the name with a place: namesakes
+    with different titles, or with the same one)."""
+    kind = rng.choice(sorted(LABEL_TEMPLATES))
+    question, sentences, values = LABEL_TEMPLATES[kind]
+    if rng.random() < 0.25:  # a yes/no question on one of the drawn values
+        question = f"Is it true that {sentences[0].format(name='{name}', n=rng.choice(values)).rstrip('.')}?"
+    name, titles = rng.choice(LABEL_NAMES), rng.choice(("id", "same", "place"))
+    docs = []
+    for i in range(rng.randint(2, 4)):
+        place = rng.choice(LABEL_PLACES[:rng.randint(1, 3)])
+        opening = rng.choice(("", f"{name} is a hotel in {place}. ", f"{name} ({place}) is a hotel. "))
+        text = opening + rng.choice(sentences).format(name=name, n=rng.choice(values), m=rng.choice(values))
+        title = {"id": f"d{i}", "same": name, "place": f"{name} ({place})"}[titles]
+        version = rng.choice((None, "1.2", "2.0")) if kind == "version" else None
+        docs.append(Document(f"d{i}", title, rng.choice(LABEL_DATES), text, version))
+    return question.format(name=name), docs
+
+
+def span_read(question, context):
+    """A stub reader that reads an arbitrary span of the context, one to three words, drawn from a generator seeded
+    by the question and the context (so one document reads the same every time)."""
+    import random
+
+    rng = random.Random(f"{question}\n{context}")
+    words = list(re.finditer(r"\S+", context))
+    if not words:
+        return Answer("", 0.0, fits=False)
+    ends = [i for i, w in enumerate(words) if w[0][-1] in ".,;:" or i == len(words) - 1]
+    if rng.random() < 0.5:  # a clause's last word, where a value or a state is often said ("is not active.")
+        i = j = rng.choice(ends)
+    else:
+        i = rng.randrange(len(words))
+        j = min(len(words), i + rng.randint(1, 3)) - 1
+    return Answer(context[words[i].start():words[j].end()].rstrip(".,;:"), 0.5, words[i].start())
+
+
+span_read.name = "stub"
+
+
+class TestEveryLabelMatchesItsOutput(unittest.TestCase):
+    """On random small knowledge bases and either reader, the resolved phase's label holds of what it outputs:
+    RESOLVED discards something, UNCERTAIN lists two answers that disagree, AMBIGUOUS answers two subjects; every
+    candidate and answer is a span of a document it cites, nothing discarded is cited, and ConflictScore counts
+    only contradictions the report holds."""
+
+    SEED, CASES = 7, 200
+
+    def check(self, resp):
+        span = lambda text, d: " ".join(text.split()) in " ".join(d.content.split())  # noqa: E731
+        docs = {r.doc.source_id: r.doc for r in resp.sources}
+        discarded = {d.source_id for c in resp.clusters for d in c.discarded}
+        if resp.label == "RESOLVED":
+            self.assertTrue(discarded)
+        if resp.label == "UNCERTAIN":
+            texts = [c.answer for c in resp.candidates]
+            self.assertTrue(any(not answers_agree(x, y) for x in texts for y in texts), texts)
+        if resp.label == "AMBIGUOUS":
+            self.assertGreater(len({a.subject for a in resp.answers}), 1, resp.answers)
+        for c in resp.candidates:
+            self.assertTrue(span(c.answer, c.doc), c)
+        for a in resp.answers:
+            self.assertTrue(a.sources and any(span(a.text, docs[s]) for s in a.sources), a)
+        self.assertFalse(discarded & set(resp.cited), resp.cited)
+        rivals = {x.source_id for c in resp.report.conflicts for x, y in ((c.a, c.b), (c.b, c.a))
+                  if y.source_id in resp.cited}
+        for claim in resp.score.claims:
+            self.assertLessEqual(set(claim.contradict), rivals, claim)
+        self.assertEqual(resp.score.cs_c > 0, any(claim.contradict for claim in resp.score.claims))
+
+    def test_on_random_knowledge_bases(self):
+        import random
+
+        rng = random.Random(self.SEED)
+        for n in range(self.CASES):
+            question, docs = random_knowledge_base(rng)
+            for read in (None, span_read):
+                pipe = tiny_pipeline(overlap_embed, read, replace(DEFAULT_CONFIG, top_k=len(docs)))
+                found = retrieve_and_detect(question, build_index(docs, overlap_embed), pipe)
+                resp = run_query(question, found, pipe, True, announce=False)
+                with self.subTest(n=n, reader=reader_name(pipe.read), question=question,
+                                  docs=[(d.title, d.date, d.version, d.content) for d in docs], label=resp.label):
+                    self.check(resp)
+
+
 class TestWhatTheOutputShows(unittest.TestCase):
     def run_kb(self, documents, question, argv=()):
         with tempfile.TemporaryDirectory() as tmp:
