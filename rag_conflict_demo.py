@@ -13,7 +13,8 @@ retrieved by its best one), then runs twice on the same retrieval:
   2. resolved  the detector flags pairs whose answers to the question disagree (values, polarity, names, slots,
                same-frame swaps; optionally the reader per document and an NLI model); documents about namesakes
                are answered subject by subject (AMBIGUOUS); in each subject the resolver keeps the newest document
-               of each superseded cluster, sets aside what more documents contradict (outnumbered), and withholds
+               of each superseded cluster, sets aside what more documents about its subject contradict
+               (outnumbered: an edited copy or a close paraphrase of theirs), and withholds
                the answer (UNCERTAIN) where nothing settles it; the reader answers from what is left (each
                subject from the document that names it, the opening sentence for what the subject is), saying
                what was discarded and why.
@@ -7168,7 +7169,11 @@ def fit_reader(labelled, read, cfg=DEFAULT_CONFIG, progress=None):
     SentenceReader): per question type, the weights that make the candidates holding the answer likeliest under a
     softmax of their scores (a conditional logit); a row no document informs keeps its weights (reader_examples).
     progress(label): a Progress for each stage, or None."""
-    examples = reader_examples(labelled, read, cfg, progress)
+    return fitted_weights(reader_examples(labelled, read, cfg, progress), cfg)
+
+
+def fitted_weights(examples, cfg=DEFAULT_CONFIG):
+    """READER_WEIGHTS with each row reader_examples informs fitted (conditional_logit); the others as they are."""
     return {qtype: dict(zip(row, conditional_logit(examples[qtype], list(row), cfg))) if qtype in examples else row
             for qtype, row in READER_WEIGHTS.items()}
 
@@ -8650,8 +8655,7 @@ def run_experiment(argv, embed, read, nli):
             print(f"note: no labelled document in {args.fit_reader} informs the {', '.join(idle)} row(s), which keep "
                   f"the built-in weights" + (": nothing was fitted" if len(idle) == len(READER_WEIGHTS) else ""),
                   file=sys.stderr)
-        emit(render_reader_weights({qtype: dict(zip(row, conditional_logit(examples[qtype], list(row), cfg)))
-                                    if qtype in examples else row for qtype, row in READER_WEIGHTS.items()}))
+        emit(render_reader_weights(fitted_weights(examples, cfg)))
     elif args.eval and args.eval_questions:
         run_answer_eval(inputs, pipe, args)
     elif args.eval:
