@@ -145,6 +145,11 @@ import zlib
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, NamedTuple
 
+try:
+    import fcntl  # POSIX: two runs' saves of one kept index take turns (folder_lock)
+except ImportError:
+    fcntl = None
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (timeout, docker stop): the run ends as on Ctrl-C's KeyboardInterrupt, with its own line and status."""
@@ -214,7 +219,7 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
     "count": (0, math.inf, True, "an integer of 0 or more",
               ("negation_window", "slot_max_span", "slot_max_extra", "event_window", "swap_min_tokens",
                "swap_max_span", "asked_frame_min", "value_anchor_window", "value_bag_min", "name_slot_window",
-               "name_heading_words", "reader_window_before", "reader_window_after")),
+               "name_heading_words", "reader_window_before", "reader_window_after", "index_keep_days")),
     "documents": (1, math.inf, True, "a positive integer", ("outnumber_margin",)),
     "share": (0, 1, False, "a number in [0, 1]",
               ("rel_tol", "index_norm_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling", "reader_min_confidence",
@@ -315,6 +320,7 @@ class Config:
     # A kept row is the model's unit vector: one whose L2 norm is off 1 by more than this is damaged and embedded again
     # (float32 rounding leaves ~1e-7; a zeroed or scaled row is off by far more).
     index_norm_tol: float = 1e-3
+    index_keep_days: int = 30  # a save drops kept rows no run has used for more than this many days (0: only today's)
     # 'article' | 'heuristic' | 'full'. heuristic by default: full (the reader run on each document as another
     # signal) measured worse with the sentence reader, on every file (built-in MCC 0.48 vs 0.72, QACC train 0.20 vs
     # 0.42: two best sentences that differ are not two answers that disagree); the QA reader is unmeasured here.
@@ -5392,19 +5398,39 @@ class EmbeddingsAhead:
         return self.embed(texts)
 
 
-# The kept index: passage embeddings kept between runs, so a later run embeds only the passages it has not seen. One
-# uncompressed .npz file per knowledge base and model, of three arrays: 'manifest' (a JSON string: format, the model's
-# name and fingerprint, rows, dimension), 'keys' ((n, 32) uint8: each passage's SHA-256) and 'vectors' ((n, dim)
-# float32, before normalisation). A save renames a temporary file over the old one, so a reader finds one file whole
-# (a kill, two runs at once: the last rename wins); zip CRC-32s make a damaged file fail to load, not give wrong rows.
+# The kept index: passage embeddings kept between runs, so a later run embeds only the passages no run has seen,
+# whichever file holds them and whatever it is called. One uncompressed .npz store per embedding model, shared by every
+# knowledge base, of four arrays: 'manifest' (a JSON string: format, the model's name and fingerprint, rows,
+# dimension), 'keys' ((n, 32) uint8: each passage's SHA-256), 'vectors' ((n, dim) float32, before normalisation) and
+# 'days' ((n,) int32: the day a run last used the row, counted from 1970-01-01 in UTC). A save takes a lock on the
+# store's folder, re-reads the store, merges this run's rows into it (merged_rows: a row no run has used for more than
+# Config.index_keep_days days goes) and renames a temporary file over the old one: a reader finds one file whole (a
+# kill: the last rename wins) and two runs saving at once keep each other's rows; zip CRC-32s make a damaged file fail
+# to load, not give wrong rows.
 
-INDEX_FORMAT = "rag_conflict_demo passage embeddings 1"  # a file of another format is refused, never read
+INDEX_FORMAT = "rag_conflict_demo passage embeddings 2"
+# Each format's members, sorted, each once and stored (uncompressed). A file of the first format (no days) is read
+# too, its rows counted as used the day it is read; a file of any other format is refused, never read.
+INDEX_LAYOUTS = {INDEX_FORMAT: ("days.npy", "keys.npy", "manifest.npy", "vectors.npy"),
+                 "rag_conflict_demo passage embeddings 1": ("keys.npy", "manifest.npy", "vectors.npy")}
 INDEX_KEY_BYTES = 32  # SHA-256
+SECONDS_PER_DAY = 86400
 
 
 class IndexRefused(Exception):
     """A kept index this run cannot use (damaged, another model's, not an index): one line, exit 2. The file stays as
     it is until the user asks: --rebuild-index replaces it, --no-index runs without it."""
+
+
+class KeptRows(NamedTuple):
+    """A kept index's rows: keys (passage_key bytes), (n, dim) float32 vectors and (n,) int32 days each was last used
+    (None in a file of the first format); vectors and days are None when there is no file."""
+    keys: list
+    vectors: np.ndarray | None
+    days: np.ndarray | None
+
+
+NO_ROWS = KeptRows([], None, None)
 
 
 def passage_key(text):
@@ -5417,28 +5443,35 @@ def passage_key(text):
 
 
 class KeptIndex:
-    """The kept index of one knowledge base for one embedding model (fingerprint: model_fingerprint's SHA-256; rows
-    of another model are refused, never mixed in). rebuild: the file at path is replaced, whatever it holds."""
+    """The kept index of one embedding model (fingerprint: model_fingerprint's SHA-256; rows of another model are
+    refused, never mixed in), shared by every knowledge base. rebuild: the file at path is replaced, whatever it holds.
+    today: the day this run's rows are stamped with, in days since 1970-01-01 UTC (None: the clock's)."""
 
     def __init__(self, path, model, fingerprint, rebuild=False, checkpoint=DEFAULT_CONFIG.index_checkpoint,
-                 dimension=None, norm_tol=DEFAULT_CONFIG.index_norm_tol):
+                 dimension=None, norm_tol=DEFAULT_CONFIG.index_norm_tol, keep_days=DEFAULT_CONFIG.index_keep_days,
+                 today=None):
         self.path, self.model, self.fingerprint = os.fspath(path), model, fingerprint
-        self.rebuild, self.checkpoint = rebuild, checkpoint
+        self.rebuild, self.checkpoint, self.keep_days = rebuild, checkpoint, keep_days
         self.dimension, self.norm_tol = dimension, norm_tol  # dimension: the model's, None when the embedder hides it
+        self.today = int(time.time() // SECONDS_PER_DAY) if today is None else today
+        self.replace = rebuild  # the next save writes this run's rows alone (until one has)
         self.writable = True  # until a save fails (said once; the run goes on, keeping nothing more)
+        self.lockable = True  # until a save finds its folder cannot be locked (said once)
 
     def rows(self, texts, embed, batch_size, progress=None):
         """(len(texts), dim) float32: embed's rows for texts, read from the file where it holds them, the others
-        embedded (embedded_rows) and saved every checkpoint seconds, at the end and when the run is interrupted."""
+        embedded (embedded_rows) and saved every checkpoint seconds, at the end and when the run is interrupted. A run
+        that embeds nothing saves only to mark its rows used today."""
         keys = [passage_key(t) for t in texts]
-        held_keys, held = ([], None) if self.rebuild else read_index(self.path, self.fingerprint, self.model,
-                                                                      self.dimension)
-        sound = unit_rows(held, self.norm_tol) if held is not None else ()
+        held = NO_ROWS if self.rebuild else read_index(self.path, self.fingerprint, self.model, self.dimension)
+        sound = unit_rows(held.vectors, self.norm_tol) if held.vectors is not None else ()
         if not all(sound):
             log.warning("kept index %s: %d passage embeddings are damaged (not unit vectors of finite numbers); they "
                         "are embedded again", self.path, len(sound) - int(np.sum(sound)))
-        at = {k: i for i, k in enumerate(held_keys) if sound[i]}
+        at = {k: i for i, k in enumerate(held.keys) if sound[i]}
         missing = [i for i, k in enumerate(keys) if k not in at]
+        reused = [at[k] for k in set(keys) if k in at]
+        stale = bool(reused) and (held.days is None or bool(np.any(held.days[reused] != self.today)))
         fresh, last = {}, [time.monotonic()]
 
         def keep(positions, rows):
@@ -5452,50 +5485,108 @@ class KeptIndex:
             if missing:
                 embedded_rows(embed, [texts[i] for i in missing], batch_size, progress, keep)
         finally:  # an interrupted run keeps what it embedded
-            if fresh or self.rebuild:
+            if fresh or stale or self.rebuild:
                 self.save(keys, at, held, fresh)
         log.info("kept index %s: %d passage embeddings reused, %d embedded", self.path, len(texts) - len(missing),
                  len(missing))
         if not missing:  # the common case, a whole knowledge base read back: one gather, no row by row copy
-            return held[[at[k] for k in keys]]
-        return np.stack([fresh[k] if k in fresh else held[at[k]] for k in keys])
+            return held.vectors[[at[k] for k in keys]]
+        return np.stack([fresh[k] if k in fresh else held.vectors[at[k]] for k in keys])
 
     def save(self, keys, at, held, fresh):
-        """Write keys' held or fresh rows (others are dropped); a failure is said once and the run goes on."""
+        """Merge keys' held or fresh rows, used today, into the file as it is now (merged_rows), under a lock on its
+        folder (folder_lock), so a run that saved meanwhile keeps its rows; a failure is said once and the run goes
+        on."""
         if not self.writable:
             return
-        order = [k for k in dict.fromkeys(keys) if k in fresh or k in at]
-        if not order:
+        used = {k: fresh[k] if k in fresh else held.vectors[at[k]] for k in keys if k in fresh or k in at}
+        if not used:
             return
-        vectors = np.stack([fresh[k] if k in fresh else held[at[k]] for k in order])
-        manifest = {"format": INDEX_FORMAT, "model": self.model, "model_sha256": self.fingerprint,
-                    "rows": len(order), "dim": int(vectors.shape[1])}
+        dim = len(next(iter(used.values())))
         try:
-            write_index(self.path, manifest, np.frombuffer(b"".join(order), np.uint8).reshape(-1, INDEX_KEY_BYTES),
-                        vectors)
+            with folder_lock(self.path) as unlocked:
+                if unlocked and self.lockable:
+                    self.lockable = False
+                    log.info("kept index %s: its folder cannot be locked (%s); two runs saving it at once may lose "
+                             "one's new rows", self.path, unlocked)
+                stored = NO_ROWS if self.replace else read_index(self.path, self.fingerprint, self.model, dim)
+                order, vectors, days = merged_rows(stored, used, self.today, self.keep_days, self.norm_tol)
+                manifest = {"format": INDEX_FORMAT, "model": self.model, "model_sha256": self.fingerprint,
+                            "rows": len(order), "dim": dim}
+                write_index(self.path, manifest, np.frombuffer(b"".join(order), np.uint8).reshape(-1, INDEX_KEY_BYTES),
+                            vectors, days)
+        except IndexRefused as e:  # another program wrote it since this run read it: left as it is
+            self.writable = False
+            log.warning("%s; the passages this run embeds are not kept", e)
+            return
         except OSError as e:
             self.writable = False
             log.warning("kept index %s: cannot be written (%s); the passages this run embeds are not kept",
                         self.path, e.strerror or e)
+            return
+        self.replace = False
+
+
+def merged_rows(stored, used, today, keep_days, tol):
+    """(keys, vectors, days) a save writes, in key order: the used rows (a dict key -> vector) as used today, and the
+    stored ones no run has used for more than keep_days days, their damaged rows (unit_rows) dropped. A stored day
+    after today counts as today, so no day, however wrong, keeps a row for ever.
+
+    >>> stored = KeptRows([b"a", b"b"], np.array([[1, 0], [0, 1]], np.float32), np.array([10, 50], np.int32))
+    >>> keys, vectors, days = merged_rows(stored, {b"c": np.array([0.6, 0.8], np.float32)}, 60, 30, 1e-3)
+    >>> keys, days.tolist()
+    ([b'b', b'c'], [50, 60])
+    """
+    keys, vectors, days = list(used), [np.stack(list(used.values()))], [np.full(len(used), today)]
+    if stored.vectors is not None:
+        stamped = np.full(len(stored.keys), today) if stored.days is None else np.minimum(stored.days, today)
+        kept = unit_rows(stored.vectors, tol) & (stamped >= today - keep_days)
+        kept &= np.fromiter((k not in used for k in stored.keys), bool, len(stored.keys))
+        keys += [k for k, keep in zip(stored.keys, kept) if keep]
+        vectors.append(stored.vectors[kept])
+        days.append(stamped[kept])
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return ([keys[i] for i in order], np.concatenate(vectors).astype(np.float32, copy=False)[order],
+            np.concatenate(days).astype("<i4")[order])
+
+
+@contextlib.contextmanager
+def folder_lock(path):
+    """An exclusive lock (flock, advisory: only saves ask for it) on the folder path is in, made if need be, held while
+    a save re-reads, merges and writes the file, so saves of two runs take turns. Yields None once the lock is held,
+    else why the folder cannot be locked (no fcntl, a file system without flock): the save goes on unlocked."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, unlocked = None, "this system has no flock" if fcntl is None else None
+    if fcntl is not None:
+        try:
+            fd = os.open(directory, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:
+            unlocked = e.strerror or str(e)
+    try:
+        yield unlocked
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
 
 
 # What reading a damaged archive raises: its data (BadZipFile: a CRC-32 mismatch), its length (EOFError, BadZipFile,
 # ValueError), a header (ValueError, OSError: a seek out of range, NotImplementedError or RuntimeError: a flag byte,
 # SyntaxError: numpy's header parser), its JSON (ValueError; RecursionError, a RuntimeError: nesting too deep)
 DAMAGED_ARCHIVE = (ValueError, EOFError, OSError, NotImplementedError, RuntimeError, SyntaxError, zipfile.BadZipFile)
-INDEX_MEMBERS = ("keys.npy", "manifest.npy", "vectors.npy")  # sorted: each once, stored (uncompressed)
 INDEX_MANIFEST_BYTES = 1 << 16  # a manifest is a few hundred bytes of JSON; a member larger than this is none
 _FINGERPRINT_RE = re.compile(r"[0-9a-f]{64}")  # model_fingerprint's SHA-256, in hex
 
 
 def read_index(path, fingerprint, model, dimension=None):
-    """(keys, vectors) of the kept index at path; ([], None) without one; IndexRefused if damaged or another model's.
+    """The KeptRows of the kept index at path (NO_ROWS without one); IndexRefused if damaged or another model's.
     Checked before it is trusted, each check before the bytes it guards are read (read_archive); the rows' values are
     the caller's to check (unit_rows)."""
     try:  # O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below); a regular file reads as usual
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (FileNotFoundError, NotADirectoryError):  # none yet; or a file stands where its folder would (a save says)
-        return [], None
+        return NO_ROWS
     except OSError as e:
         raise IndexRefused(f"kept index {path}: cannot be read ({e.strerror or e}); --no-index runs without "
                            f"it") from None
@@ -5506,26 +5597,26 @@ def read_index(path, fingerprint, model, dimension=None):
         if not stat.S_ISREG(mode):
             raise IndexRefused(f"kept index {path}: is not a regular file; give --index a file path")
         try:
-            keys, vectors = read_archive(f, path, fingerprint, model, dimension)
+            keys, vectors, days = read_archive(f, path, fingerprint, model, dimension)
         except (KeyError,) + DAMAGED_ARCHIVE as e:  # not an archive, one cut short, a member altered
             raise IndexRefused(f"kept index {path}: damaged or not an index ({e or type(e).__name__}); "
                                f"{INDEX_FIX}") from None
     flat = keys.tobytes()
-    return [flat[i:i + INDEX_KEY_BYTES] for i in range(0, len(flat), INDEX_KEY_BYTES)], vectors
+    return KeptRows([flat[i:i + INDEX_KEY_BYTES] for i in range(0, len(flat), INDEX_KEY_BYTES)], vectors, days)
 
 
 def index_archive(f):
-    """The open index file as a ZipFile once its layout is checked: a zip of INDEX_MEMBERS, each stored (not
-    compressed) and no larger than the file, read from the central directory before a byte of any member is: nothing
-    is inflated, nothing read past the file. ValueError (or a zip's own error) if not."""
+    """The open index file as a ZipFile once its layout is checked: a zip of one of INDEX_LAYOUTS' member lists, each
+    stored (not compressed) and no larger than the file, read from the central directory before a byte of any member
+    is: nothing is inflated, nothing read past the file. ValueError (or a zip's own error) if not."""
     if f.read(4) != b"PK\x03\x04":  # a zip's first local header; numpy would guess at anything else (pickles too)
         raise ValueError("not a NumPy .npz archive")
     f.seek(0)
     size = os.fstat(f.fileno()).st_size
     archive = zipfile.ZipFile(f)
     members = archive.infolist()
-    if sorted(m.filename for m in members) != list(INDEX_MEMBERS):
-        raise ValueError("its members are not manifest, keys and vectors, each once")
+    if tuple(sorted(m.filename for m in members)) not in INDEX_LAYOUTS.values():
+        raise ValueError("its members are not manifest, keys, vectors and days, each once")
     for m in members:
         if m.compress_type != zipfile.ZIP_STORED or m.compress_size != m.file_size or m.file_size > size:
             raise ValueError(f"member {m.filename} is compressed or larger than the file")
@@ -5533,29 +5624,35 @@ def index_archive(f):
 
 
 def read_archive(f, path, fingerprint, model, dimension):
-    """(keys, vectors) of an open index file: a zip of INDEX_MEMBERS, each stored and no larger than the file, the
-    manifest read first (read_manifest), then each array's .npy header checked against it before its data is read,
-    and the keys unique. ValueError (or a zip's or a header's own error) if anything is amiss."""
+    """(keys, vectors, days or None) of an open index file: a zip of one of INDEX_LAYOUTS' member lists, each stored
+    and no larger than the file, the manifest read first (read_manifest) and its format's members the file's, then
+    each array's .npy header checked against it before its data is read, and the keys unique. ValueError (or a zip's
+    or a header's own error) if anything is amiss."""
     with index_archive(f) as archive:
         member = {m.filename: m for m in archive.infolist()}
         manifest = read_manifest(archive, member["manifest.npy"], path, fingerprint, model, dimension)
+        if INDEX_LAYOUTS[manifest["format"]] != tuple(sorted(member)):
+            raise ValueError(f"its members are not those of format {manifest['format']!r}")
         rows, dim = manifest["rows"], manifest["dim"]
         keys = read_npy(archive, member["keys.npy"], np.dtype(np.uint8), (rows, INDEX_KEY_BYTES))
         if len({row.tobytes() for row in keys}) < rows:
             raise ValueError("a passage key twice")
-        return keys, read_npy(archive, member["vectors.npy"], np.dtype("<f4"), (rows, dim))
+        vectors = read_npy(archive, member["vectors.npy"], np.dtype("<f4"), (rows, dim))
+        days = read_npy(archive, member["days.npy"], np.dtype("<i4"), (rows,)) if "days.npy" in member else None
+        return keys, vectors, days
 
 
 def read_manifest(archive, member, path, fingerprint, model, dimension):
-    """The index's manifest: this format, a model fingerprint, rows and a dimension (the model's, when known);
-    IndexRefused when the fingerprint is another model's."""
+    """The index's manifest: one of INDEX_LAYOUTS' formats, a model fingerprint, rows and a dimension (the model's,
+    when known); IndexRefused when the fingerprint is another model's."""
     if member.file_size > INDEX_MANIFEST_BYTES:
         raise ValueError("its manifest is too large")
     text = read_npy(archive, member, None, ())
     if text.dtype.kind != "U":
         raise ValueError("its manifest is no text")
     manifest = json.loads(str(text[()]))
-    if not isinstance(manifest, dict) or manifest.get("format") != INDEX_FORMAT:
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("format"), str) or (  # a list is no dict key
+            manifest["format"] not in INDEX_LAYOUTS):
         raise ValueError(f"format {manifest.get('format') if isinstance(manifest, dict) else manifest!r}")
     held = manifest.get("model_sha256")
     if not (isinstance(held, str) and _FINGERPRINT_RE.fullmatch(held)):
@@ -5610,7 +5707,7 @@ def unit_rows(vectors, tol):
 INDEX_FIX = "--rebuild-index replaces it, --no-index runs without it"
 
 
-def write_index(path, manifest, keys, vectors):
+def write_index(path, manifest, keys, vectors, days):
     """The kept index written whole to a synced temporary file in path's directory, then renamed over path; the
     temporary file goes whatever fails, and one a killed run left goes at the next write (remove_orphans)."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -5619,7 +5716,7 @@ def write_index(path, manifest, keys, vectors):
     fd, temporary = tempfile.mkstemp(prefix=temporary_prefix(path), suffix=".part", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, manifest=np.array(json.dumps(manifest)), keys=keys, vectors=vectors)
+            np.savez(f, manifest=np.array(json.dumps(manifest)), keys=keys, vectors=vectors, days=days)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(temporary, 0o644)  # mkstemp's 0600 would keep a shared --index from its other readers
@@ -5673,11 +5770,14 @@ def process_alive(pid):
     return True
 
 
-def default_index_path(kb, fingerprint):
-    """A knowledge base's index unless --index says: in $XDG_CACHE_HOME (else ~/.cache), named after the file, a
-    hash of its absolute path (two files of one name differ) and the model's fingerprint (each model its own file)."""
-    place = hashlib.sha256(os.path.realpath(kb).encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    return os.path.join(kept_index_folder(), f"{os.path.basename(kb)}-{place}-{fingerprint[:12]}.npz")
+def default_index_path(fingerprint):
+    """The kept index unless --index says: in $XDG_CACHE_HOME (else ~/.cache), one file per model, named after its
+    fingerprint, whichever knowledge base a run reads (rows are keyed by their passage's text alone).
+
+    >>> os.path.basename(default_index_path("0123456789ab" + "f" * 52))
+    'passages-0123456789ab.npz'
+    """
+    return os.path.join(kept_index_folder(), f"passages-{fingerprint[:12]}.npz")
 
 
 def kept_index_folder():
@@ -7609,7 +7709,7 @@ def bench_indexing(cfg, embed, repeats=2):
                              show_progress_bar=False)
                 best["encode"] = min(best["encode"], time.perf_counter() - start)
             start = time.perf_counter()
-            KeptIndex(os.path.join(tmp, f"{attempt}.npz"), "bench", "bench").rows(texts, embed, cfg.embed_batch)
+            KeptIndex(os.path.join(tmp, f"{attempt}.npz"), "bench", "0" * 64).rows(texts, embed, cfg.embed_batch)
             best["index"] = min(best["index"], time.perf_counter() - start)
     rate = {k: None if math.isinf(v) else round(len(texts) / max(v, 1e-9), 1) for k, v in best.items()}
     return {"texts": len(texts), "index_per_s": rate["index"], "encode_per_s": rate["encode"],
@@ -8426,8 +8526,8 @@ def parse_args(argv):
     p.add_argument("--kb", metavar="PATH", help="your knowledge base: JSON {\"documents\": [...], \"questions\": "
                    "[...]}, a JSON list of documents, or JSON Lines, one document per line (see README)")
     p.add_argument("--index", metavar="PATH", help="where --kb's passage embeddings are kept between runs, so a later "
-                   "run embeds only new or changed passages (default: a file in the user's cache directory, "
-                   "$XDG_CACHE_HOME or ~/.cache, named after the knowledge base and the model; see README)")
+                   "run embeds only passages no run has seen (default: one file per model in the user's cache "
+                   "directory, $XDG_CACHE_HOME or ~/.cache, shared by every knowledge base; see README)")
     p.add_argument("--no-index", action="store_true", help="embed every passage afresh and keep nothing")
     p.add_argument("--rebuild-index", action="store_true",
                    help="replace the kept index (damaged, or another model's) with one built afresh")
@@ -8859,8 +8959,8 @@ def kept_index(args, embed, cfg):
         log.info("no kept index: the embedder has no fingerprint (no model folder to hash); every passage is "
                  "embedded afresh")
         return None
-    return KeptIndex(args.index or default_index_path(args.kb, fingerprint), cfg.embed_model, fingerprint,
-                     args.rebuild_index, cfg.index_checkpoint, getattr(embed, "dimension", None), cfg.index_norm_tol)
+    return KeptIndex(args.index or default_index_path(fingerprint), cfg.embed_model, fingerprint, args.rebuild_index,
+                     cfg.index_checkpoint, getattr(embed, "dimension", None), cfg.index_norm_tol, cfg.index_keep_days)
 
 
 def fit_reader_inputs(args):
@@ -13246,11 +13346,75 @@ class TestKeptIndex(unittest.TestCase):
         with open(self.kb, "rb") as f:
             self.assertEqual(f.read(), before)
         kept = os.listdir(os.path.join(os.environ["XDG_CACHE_HOME"], "rag_conflict_demo"))
-        self.assertEqual([name[:9] for name in kept], ["kb.jsonl-"])
+        self.assertEqual(kept, ["passages-aaaaaaaaaaaa.npz"])  # the model's, named after its fingerprint
         self.assertIn("0 embedded", self.ask()[2])
         other = FingerprintedEmbed("b" * 64)  # another model: a file of its own, nothing refused
         self.assertEqual(self.ask(embed=other)[0], 0)
         self.assertEqual(len(os.listdir(os.path.join(os.environ["XDG_CACHE_HOME"], "rag_conflict_demo"))), 2)
+
+    def test_a_renamed_or_moved_knowledge_base_embeds_nothing(self):
+        code, first, err, unkept = self.ask()
+        passages = self.passages()
+        self.assertIn(f"0 passage embeddings reused, {len(passages)} embedded", err)
+        self.assertEqual(sorted(unkept.calls[0]), sorted(passages))  # the index's one batch
+        os.mkdir(os.path.join(self.tmp.name, "elsewhere"))
+        for target in ("renamed.jsonl", os.path.join("elsewhere", "renamed.jsonl")):
+            with self.subTest(target=target):
+                os.rename(self.kb, os.path.join(self.tmp.name, target))
+                self.kb = os.path.join(self.tmp.name, target)
+                code, out, err, embed = self.ask()
+                self.assertEqual((code, out), (0, first), err)
+                self.assertIn(f"{len(passages)} passage embeddings reused, 0 embedded", err)
+                self.assertEqual(embed.calls, unkept.calls[1:])  # the question's and sentences' alone
+
+    def test_two_knowledge_bases_used_in_turn_keep_each_others_rows(self):
+        kb, other = self.kb, os.path.join(self.tmp.name, "other.jsonl")
+        with open(other, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"source_id": "memo", "content": "The harbor beacon at pier 9 is ACTIVE."}) + "\n")
+        for self.kb, embedded in ((kb, len(self.passages())), (other, 1), (kb, 0), (other, 0), (kb, 0)):
+            with self.subTest(kb=self.kb, embedded=embedded):
+                code, _, err, _ = self.ask()
+                self.assertEqual(code, 0, err)
+                self.assertIn(f"reused, {embedded} embedded", err)
+
+    def test_rows_unused_for_more_than_the_kept_days_go_at_a_save(self):
+        texts = self.passages()
+        early, late = texts[:3], texts[3:]
+
+        def run(today, part):
+            embed = FingerprintedEmbed()
+            KeptIndex(self.index, "fake", "a" * 64, keep_days=30, today=today).rows(part, embed, 2)
+            return embed.embedded()
+        run(100, early)
+        self.assertEqual(sorted(run(120, late)), sorted(late))
+        self.assertEqual(run(130, late), [])  # early: unused for 30 days, kept
+        self.assert_holds(texts)
+        self.assertEqual(run(131, late), [])  # early: unused for 31 days, dropped at this save
+        self.assert_holds(late)
+        self.assertEqual(read_index(self.index, "a" * 64, "fake").days.tolist(), [131] * len(late))
+        written = os.stat(self.index)
+        self.assertEqual(run(131, late), [])  # every row read, each used today already: nothing written
+        self.assertEqual(os.stat(self.index).st_ino, written.st_ino)
+        self.assertEqual(sorted(run(131, early)), sorted(early))
+
+    def test_an_index_of_the_first_format_is_read_and_written_in_the_current_one(self):
+        code, answers, _, _ = self.ask("--no-index")
+        texts = list(dict.fromkeys(self.passages()))
+        manifest = {"format": "rag_conflict_demo passage embeddings 1", "model": "m", "model_sha256": "a" * 64,
+                    "rows": len(texts), "dim": 6}
+        keys = np.frombuffer(b"".join(passage_key(t) for t in texts), np.uint8).reshape(-1, INDEX_KEY_BYTES)
+        default = default_index_path("a" * 64)
+        os.makedirs(os.path.dirname(default))
+        for path, flags in ((self.index, ("--index", self.index)), (default, ())):
+            with self.subTest(path=path):
+                np.savez(path, manifest=np.array(json.dumps(manifest)), keys=keys, vectors=fake_embed(texts))
+                code, out, err, embed = self.ask(*flags)
+                self.assertEqual((code, out), (0, answers), err)
+                self.assertIn(f"{len(self.passages())} passage embeddings reused, 0 embedded", err)
+                held = read_index(path, "a" * 64, "fake")
+                self.assertEqual((len(held.keys), len(set(held.days.tolist()))), (len(texts), 1))
+                with zipfile.ZipFile(path) as z:
+                    self.assertEqual(json.loads(str(np.load(z.open("manifest.npy"))))["format"], INDEX_FORMAT)
 
     def assert_refused(self, what):
         with open(self.index, "rb") as f:
@@ -13316,23 +13480,23 @@ class TestKeptIndex(unittest.TestCase):
                 self.assertEqual(err.count("cannot be written"), 1, err)
         self.assertEqual(os.path.getsize(blocker), 0)
 
-    def write_manifest(self, **fields):
-        """The index of the first run, its manifest's fields replaced (None: dropped), rows and keys as they were."""
-        keys, vectors = read_index(self.index, "a" * 64, "fake")
+    def rewrite(self, vectors=None, **fields):
+        """The index as it is, its vectors replaced when given and its manifest's fields replaced (None: dropped)."""
+        held = read_index(self.index, "a" * 64, "fake")
+        vectors = held.vectors if vectors is None else vectors
         manifest = {"format": INDEX_FORMAT, "model": DEFAULT_CONFIG.embed_model, "model_sha256": "a" * 64,
-                    "rows": len(keys), "dim": int(vectors.shape[1]), **fields}
+                    "rows": len(held.keys), "dim": int(vectors.shape[1]), **fields}
         write_index(self.index, {k: v for k, v in manifest.items() if v is not None},
-                    np.frombuffer(b"".join(keys), np.uint8).reshape(-1, INDEX_KEY_BYTES), vectors)
-        return keys, vectors
+                    np.frombuffer(b"".join(held.keys), np.uint8).reshape(-1, INDEX_KEY_BYTES), vectors, held.days)
 
     def test_a_manifest_without_a_fingerprint_is_damaged_not_another_model(self):
         self.ask("--index", self.index)
         for fingerprint in (None, "", 7):
             with self.subTest(fingerprint=fingerprint):
-                self.write_manifest(model=os.environ.get("RAG_EMBED_MODEL") or DEFAULT_CONFIG.embed_model,
+                self.rewrite(model=os.environ.get("RAG_EMBED_MODEL") or DEFAULT_CONFIG.embed_model,
                                     model_sha256=fingerprint)
                 self.assert_refused("damaged or not an index (its manifest names no model fingerprint)")
-        self.write_manifest(model="my-model")
+        self.rewrite(model="my-model")
         code, _, err, _ = self.ask("--index", self.index, "--embed-model", "my-model",
                                    embed=FingerprintedEmbed("b" * 64))  # one name, other files
         self.assertEqual(code, 2)
@@ -13343,12 +13507,9 @@ class TestKeptIndex(unittest.TestCase):
         code, first, _, _ = self.ask("--index", self.index)
         for damage in (0.0, 1e30, 2.0, np.nan, np.inf):
             with self.subTest(damage=damage):
-                keys, vectors = read_index(self.index, "a" * 64, "fake")
-                vectors = vectors.copy()
+                vectors = read_index(self.index, "a" * 64, "fake").vectors.copy()
                 vectors[[0, 3]] = damage
-                write_index(self.index, {"format": INDEX_FORMAT, "model": "m", "model_sha256": "a" * 64,
-                                         "rows": len(keys), "dim": int(vectors.shape[1])},
-                            np.frombuffer(b"".join(keys), np.uint8).reshape(-1, INDEX_KEY_BYTES), vectors)
+                self.rewrite(vectors)
                 with warnings.catch_warnings():
                     warnings.simplefilter("always")  # numpy's overflow warning, were a norm taken in float32
                     code, out, err, embed = self.ask("--index", self.index)
@@ -13359,17 +13520,14 @@ class TestKeptIndex(unittest.TestCase):
 
     def test_an_index_claiming_another_dimension_is_refused(self):
         self.ask("--index", self.index)
-        keys, vectors = read_index(self.index, "a" * 64, "fake")
-        write_index(self.index, {"format": INDEX_FORMAT, "model": "m", "model_sha256": "a" * 64, "rows": len(keys),
-                                 "dim": 3}, np.frombuffer(b"".join(keys), np.uint8).reshape(-1, INDEX_KEY_BYTES),
-                    normalise(vectors[:, :3]))
+        self.rewrite(normalise(read_index(self.index, "a" * 64, "fake").vectors[:, :3]))
         self.assert_refused("damaged or not an index (its rows have 3 dimensions, the model's 6)")
 
     def test_an_archive_is_checked_before_its_members_are_read(self):
         """A compressed member, one larger than the file, a header that claims more than the manifest or another
         shape, a key twice: refused from the zip's directory and the .npy headers, before any data is read."""
         self.ask("--index", self.index)
-        keys, vectors = read_index(self.index, "a" * 64, "fake")
+        keys, vectors, days = read_index(self.index, "a" * 64, "fake")
         key_rows = np.frombuffer(b"".join(keys), np.uint8).reshape(-1, INDEX_KEY_BYTES)
         manifest = {"format": INDEX_FORMAT, "model": "m", "model_sha256": "a" * 64, "rows": len(keys), "dim": 6}
 
@@ -13387,7 +13545,7 @@ class TestKeptIndex(unittest.TestCase):
                 for name, data in members.items():
                     z.writestr(name, data)
         whole = {"manifest.npy": npy(np.array(json.dumps(manifest))), "keys.npy": npy(key_rows),
-                 "vectors.npy": npy(vectors)}
+                 "vectors.npy": npy(vectors), "days.npy": npy(days)}
         huge = {**manifest, "rows": 10 ** 6}
         cases = (({**whole}, zipfile.ZIP_DEFLATED, "is compressed"),
                  ({**whole, "vectors.npy": npy(shape=(10 ** 6, 10 ** 6), data=b"\0" * 64)}, zipfile.ZIP_STORED,
@@ -13397,7 +13555,12 @@ class TestKeptIndex(unittest.TestCase):
                   "keys.npy: 64 bytes of data, not 32000000"),
                  ({**whole, "keys.npy": npy(np.vstack([key_rows[:1], key_rows[1:]]) * 0)}, zipfile.ZIP_STORED,
                   "a passage key twice"),
-                 ({**whole, "extra.npy": npy(key_rows)}, zipfile.ZIP_STORED, "its members are not"))
+                 ({**whole, "extra.npy": npy(key_rows)}, zipfile.ZIP_STORED, "its members are not"),
+                 ({k: v for k, v in whole.items() if k != "days.npy"}, zipfile.ZIP_STORED,
+                  f"its members are not those of format '{INDEX_FORMAT}'"),
+                 ({**whole, "manifest.npy": npy(np.array(json.dumps({**manifest, "format": [INDEX_FORMAT]})))},
+                  zipfile.ZIP_STORED, "format ["),
+                 ({**whole, "days.npy": npy(days.astype("<i8"))}, zipfile.ZIP_STORED, "days.npy: int64"))
         for members, compression, message in cases:
             with self.subTest(message=message):
                 archive(members, compression)
@@ -13443,7 +13606,7 @@ class TestKeptIndex(unittest.TestCase):
         texts = self.passages()
         with self.assertRaises(KeyboardInterrupt):
             kept.rows(texts, FingerprintedEmbed(interrupt_at=3), 2)
-        self.assertEqual(len(read_index(self.index, "a" * 64, "fake")[0]), 4)  # two batches of two
+        self.assertEqual(len(read_index(self.index, "a" * 64, "fake").keys), 4)  # two batches of two
         self.assertEqual(sorted(os.listdir(self.tmp.name)), ["kb.jsonl", "kb.npz"])  # no temporary file left
         embed = FingerprintedEmbed()
         rows = KeptIndex(self.index, "fake", "a" * 64).rows(texts, embed, 2)
@@ -13474,7 +13637,7 @@ class TestKeptIndex(unittest.TestCase):
             """)
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=NESTED_TIMEOUT)
         self.assertEqual(done.returncode, -signal.SIGKILL, done.stderr)
-        self.assertEqual(len(read_index(self.index, "a" * 64, "fake")[0]), 2)
+        self.assertEqual(len(read_index(self.index, "a" * 64, "fake").keys), 2)
         folder = os.path.dirname(self.index)
         left = [n for n in os.listdir(folder) if n.endswith(".part")]
         self.assertEqual(len(left), 1)  # the killed run's half file, until the next write
@@ -13516,15 +13679,71 @@ class TestKeptIndex(unittest.TestCase):
         self.assertEqual((code, out), (0, self.ask("--no-index")[1]))
         self.assertEqual(err.count("cannot be written (Permission denied)"), 1, err)
 
-    def test_two_runs_at_once_leave_one_whole_file(self):
+    def assert_holds(self, texts):
+        """The index holds texts' rows, fake_embed's to the last bit, and no others."""
+        held = read_index(self.index, "a" * 64, "fake")
+        self.assertEqual(held.keys, sorted(passage_key(t) for t in set(texts)))
+        rows = dict(zip(held.keys, held.vectors))
+        for text, row in zip(texts, fake_embed(texts)):
+            np.testing.assert_array_equal(rows[passage_key(text)], row)
+
+    def test_a_run_that_saved_meanwhile_keeps_its_rows(self):
+        """The first run read the index before the second saved to it; its own saves merge with what is there."""
         texts = self.passages()
         first, second = (KeptIndex(self.index, "fake", "a" * 64, checkpoint=0) for _ in range(2))
-        first.rows(texts[:3], FingerprintedEmbed(), 1)
-        second.rows(texts, FingerprintedEmbed(), 2)
-        first.rows(texts[:3] + ["one more"], FingerprintedEmbed(), 1)  # saves the rows it read and made
-        keys, vectors = read_index(self.index, "a" * 64, "fake")
-        self.assertEqual(keys, [passage_key(t) for t in texts[:3] + ["one more"]])
-        np.testing.assert_array_equal(vectors, embedded_rows(fake_embed, texts[:3] + ["one more"], 1))
+
+        def meanwhile(batch):
+            if not os.path.exists(self.index):
+                second.rows(texts[3:], FingerprintedEmbed(), 2)
+            return fake_embed(batch)
+        first.rows(texts[:3], meanwhile, 1)
+        self.assert_holds(texts)
+        first.rows(texts[:3] + ["one more"], FingerprintedEmbed(), 1)
+        self.assert_holds(texts + ["one more"])
+
+    def test_two_processes_saving_at_once_lose_no_row(self):
+        """Two runs of other passages save one index after every passage, at the same time: it holds them all."""
+        script = textwrap.dedent(f"""
+            import os, sys, time
+            sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+            import rag_conflict_demo as r
+            name = sys.argv[1]
+            open(os.path.join({self.tmp.name!r}, "ready-" + name), "w").close()
+            while len([n for n in os.listdir({self.tmp.name!r}) if n.startswith("ready-")]) < 2:
+                time.sleep(0.01)
+            texts = [f"{{name}} revenue note {{n}}" for n in range(60)]
+            r.KeptIndex({self.index!r}, "fake", "a" * 64, checkpoint=0).rows(texts, r.fake_embed, 1)
+            """)
+        runs = [subprocess.Popen([sys.executable, "-c", script, name], stderr=subprocess.PIPE) for name in "AB"]
+        for run in runs:
+            self.assertEqual(run.wait(NESTED_TIMEOUT), 0, run.stderr.read())
+            run.stderr.close()
+        self.assert_holds([f"{name} revenue note {n}" for name in "AB" for n in range(60)])
+
+    def test_a_folder_that_cannot_be_locked_is_said_once_and_the_rows_kept(self):
+        texts = self.passages()
+        with unittest.mock.patch(f"{__name__}.fcntl", None), self.assertLogs(log, "INFO") as logs:
+            KeptIndex(self.index, "fake", "a" * 64, checkpoint=0).rows(texts, fake_embed, 2)  # a save a batch
+        said = [line for line in logs.output if "cannot be locked" in line]
+        self.assertEqual(len(said), 1, logs.output)
+        self.assertIn("this system has no flock", said[0])
+        self.assert_holds(texts)
+
+    def test_an_index_damaged_while_a_run_uses_it_is_left_and_said_once(self):
+        texts = self.passages()
+        KeptIndex(self.index, "fake", "a" * 64).rows(texts[:3], fake_embed, 2)
+
+        def damaging(batch):
+            with open(self.index, "wb") as f:
+                f.write(b"hello\n")
+            return fake_embed(batch)
+        with self.assertLogs(log, "WARNING") as logs:
+            rows = KeptIndex(self.index, "fake", "a" * 64, checkpoint=0).rows(texts, damaging, 2)
+        np.testing.assert_array_equal(rows, embedded_rows(fake_embed, texts, 2))
+        self.assertEqual(len(logs.output), 1, logs.output)
+        self.assertIn("damaged or not an index", logs.output[0])
+        with open(self.index, "rb") as f:
+            self.assertEqual(f.read(), b"hello\n")
 
     def test_index_flags_refused_where_they_do_nothing(self):
         cases = ((["--kb", self.kb, "--scan", "--no-index", "--index", self.index], "--no-index keeps nothing: "
