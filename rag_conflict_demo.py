@@ -5404,9 +5404,9 @@ class EmbeddingsAhead:
 # dimension), 'keys' ((n, 32) uint8: each passage's SHA-256), 'vectors' ((n, dim) float32, before normalisation) and
 # 'days' ((n,) int32: the day a run last used the row, counted from 1970-01-01 in UTC). A save takes a lock on the
 # store's folder, re-reads the store, merges this run's rows into it (merged_rows: a row no run has used for more than
-# Config.index_keep_days days goes) and renames a temporary file over the old one: a reader finds one file whole (a
-# kill: the last rename wins) and two runs saving at once keep each other's rows; zip CRC-32s make a damaged file fail
-# to load, not give wrong rows.
+# Config.index_keep_days days goes) and renames a temporary file over the old one: a reader finds one file whole, a
+# killed run leaves the last one it saved, and two runs saving at once keep each other's rows; zip CRC-32s make a
+# damaged file fail to load, not give wrong rows.
 
 INDEX_FORMAT = "rag_conflict_demo passage embeddings 2"
 # Each format's members, sorted, each once and stored (uncompressed). A file of the first format (no days) is read
