@@ -1108,7 +1108,9 @@ def settled(query, retrieved, report, pipe):
 
 
 def answer_per_subject(query, retrieved, report, parts, pipe):
-    """AMBIGUOUS: one answer per subject, once its conflicts are resolved (subject_answer), or its candidates."""
+    """AMBIGUOUS: one answer per subject, once its conflicts are resolved (subject_answer), or its candidates: a
+    dispute's, and the own reading of a document naming the subject that no conflict touches (unless it says what a
+    side says), as no document contests it."""
     answers, clusters = [], []
     for group, members in parts:
         inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
@@ -1117,6 +1119,9 @@ def answer_per_subject(query, retrieved, report, parts, pipe):
         disputed = dispute_candidates(query, resolution.clusters, pipe.read_alone, report)
         if disputed:
             answers += [Reply(c.answer, c.confidence, (c.doc.source_id,), group.name, True) for c in disputed]
+            namer, own = naming_reading(query, resolution.kept, pipe)
+            if own and not any(answers_agree(own.text, c.answer, pipe.cfg) for c in disputed):
+                answers.append(Reply(own.text, own.confidence, (namer.source_id,), group.name, True))
             continue
         answer, cited = subject_answer(query, resolution.kept, pipe)
         if answer.text:
@@ -1133,9 +1138,15 @@ def answer_per_subject(query, retrieved, report, parts, pipe):
 def subject_answer(query, kept, pipe):
     """(Answer, cited source_ids) of one subject: the own reading of its highest-ranked kept document that names it
     (the others joined by similarity only); else the reader on all its kept documents."""
+    namer, own = naming_reading(query, kept, pipe)
+    return (own, (namer.source_id,)) if own else read_all(query, kept, pipe.read)
+
+
+def naming_reading(query, kept, pipe):
+    """(the highest-ranked kept document that names its subject, its own reading): None for either it lacks."""
     namer = next((r.doc for r in kept if names_subject(r.doc)), None)
     own = answering(query, [namer], pipe.read_alone).get(namer.source_id) if namer and pipe.read_alone else None
-    return (own, (namer.source_id,)) if own else read_all(query, kept, pipe.read)
+    return namer, own
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -11278,6 +11289,26 @@ class TestSubjects(unittest.TestCase):
         self.assertEqual((resolved.label, resolved.answer, resolved.cited), ("RESOLVED", "48 rooms", ("n",)))
         calm = [answer_once(question, found[:2], ConflictReport(), pipe, phase) for phase in (False, True)]
         self.assertEqual([(r.label, r.answer, r.cited) for r in calm], [("ANSWERED", "60 rooms", ("s",))] * 2)
+
+    def test_a_subject_in_dispute_still_lists_what_its_naming_document_says(self):
+        pipe, question = tiny_pipeline(overlap_embed), "How many rooms does Mercury Lodge have?"
+        named, maine = self.INNS[:2]
+        a = Document("a", "a", None, "Guests of the Mercury Lodge in Aspen count 60 rooms.")
+        b = Document("b", "b", None, "Guests of the Mercury Lodge in Aspen count 70 rooms.")
+        found = [Retrieved(d, 0.9 - n / 10, n) for n, d in enumerate((named, maine, a, b))]
+        report = ConflictReport((Conflict(a, b, "value", "different counts", 0.9, (("60",), ("70",))),))
+        parts = [(SubjectGroup(named.title, ("m1", "a", "b")), [found[0], found[2], found[3]]),
+                 (SubjectGroup(maine.title, ("m2",)), [found[1]])]
+        resp = answer_per_subject(question, found, report, parts, pipe)
+        self.assertEqual([(r.sources, r.text, r.disputed) for r in resp.answers],
+                         [(("a",), "60 rooms", True), (("b",), "70 rooms", True), (("m1",), "48 rooms", True),
+                          (("m2",), "12 rooms", False)])
+        # near miss: a naming document that gives no count adds no candidate
+        silent = replace(named, content="Mercury Lodge is a ski hotel in Aspen, Colorado.")
+        parts[0][1][0] = found[0] = Retrieved(silent, 0.9, 0)
+        resp = answer_per_subject(question, found, report, parts, pipe)
+        self.assertEqual([(r.sources, r.text) for r in resp.answers],
+                         [(("a",), "60 rooms"), (("b",), "70 rooms"), (("m2",), "12 rooms")])
 
     def test_a_subject_is_defined_by_the_opening_of_the_document_that_names_it(self):
         pipe = tiny_pipeline(overlap_embed)
