@@ -330,7 +330,9 @@ class Config:
     vector_db_search: int = 64  # passages a question first asks for; asked again for twice as many until they cover
     # the k-th document's margin (NEAREST_MARGIN): 64 covers top-3 of documents of up to ~20 passages in one call
     vector_db_queries: int = 256  # --scan: passages whose neighbours one range search asks for
-    vector_db_neighbours: int = 16  # ... and neighbours asked per passage; one that has as many is asked again for more
+    # ... and neighbours asked per passage (itself among them); one that has as many is asked again for twice as many.
+    # Milvus Lite's range search costs in proportion (~0.5 ms a neighbour a passage at 20,000 rows)
+    vector_db_neighbours: int = 8
     # 'article' | 'heuristic' | 'full'. heuristic by default: full (the reader run on each document as another
     # signal) measured worse with the sentence reader, on every file (built-in MCC 0.48 vs 0.72, QACC train 0.20 vs
     # 0.42: two best sentences that differ are not two answers that disagree); the QA reader is unmeasured here.
@@ -8095,6 +8097,58 @@ def bench_indexing(cfg, embed, repeats=2):
             "ratio": rate["encode"] and round(rate["index"] / rate["encode"], 3)}
 
 
+BENCH_QUESTIONS = 5  # questions --bench --vector-db asks of each store; the median is reported
+
+
+def bench_vector_db(cfg, uri, n, progress=None):
+    """{"documents", "passages", "pairs", "npz": {...}, "milvus": {...}}: the kept index of n synthetic documents
+    (synthetic_corpus, topic_vectors behind a text-keyed stand-in embedder, so only the stores are timed) in a .npz
+    file and in the vector database at uri, each: "first_s" (embed and keep every passage), "again_s" (a second run:
+    rows read back, nothing embedded), "question_ms" (retrieve, median of BENCH_QUESTIONS) and "scan_s" (scan_corpus,
+    the detector on every pair found). The bench's collection is its own (a fingerprint of zeros), dropped after."""
+    docs, topics = synthetic_corpus(n, seed=n)
+    vectors = topic_vectors(topics, seed=n)
+    at = {}
+    for i, d in enumerate(docs):
+        at.setdefault(d.content, i)
+    embed = lambda texts: vectors[[at[t] for t in texts]]  # noqa: E731
+    questions = normalise(vectors[:BENCH_QUESTIONS] + np.float32(0.1))  # near a topic each, not on a document
+    detector = QuestionAwareDetector(cfg, embed=None)
+    result, found = {"documents": n}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, store in (("npz", lambda: KeptIndex(os.path.join(tmp, "bench.npz"), "bench", "0" * 64)),
+                            ("milvus", lambda: VectorDb(uri, "bench", "0" * 64, vectors.shape[1], cfg))):
+            times, first = {}, store()
+            if name == "milvus":
+                first.rebuild = True  # a collection an earlier bench left
+            for stage, kept in (("first_s", first), ("again_s", store())):
+                start = time.perf_counter()
+                with contextlib.closing(kept):
+                    index = build_index(docs, embed, cfg.embed_batch, None, cfg.passage_chars, kept)
+                    times[stage] = round(time.perf_counter() - start, 3)
+                    if stage == "again_s":
+                        asked = []
+                        for q in questions:
+                            start = time.perf_counter()
+                            retrieve(index, q, cfg.top_k, cfg.read_passages)
+                            asked.append(time.perf_counter() - start)
+                        times["question_ms"] = round(1000 * float(np.median(asked)), 3)
+                        start = time.perf_counter()
+                        report = scan_corpus(index.docs, index.vectors, detector, cfg.threshold, cfg.scan_chunk,
+                                             starts=index.starts,
+                                             pairs=kept.similar_pairs(index, cfg.threshold, cfg.scan_chunk))
+                        times["scan_s"] = round(time.perf_counter() - start, 3)
+                        found[name] = report.conflicts
+                        result.update(passages=index.passages, pairs=report.pairs_checked)
+                    if name == "milvus" and stage == "again_s":
+                        kept.call("dropping the bench's collection", "drop_collection", kept.name)
+                if progress:
+                    progress(stage, name)
+            result[name] = times
+    result["same_conflicts"] = found["npz"] == found["milvus"]
+    return result
+
+
 def peak_rss_mb():
     """Peak resident memory of this process in MB; None where the resource module does not exist (Windows)."""
     try:
@@ -8518,6 +8572,15 @@ def render_bench(result, cfg):
             if r["encode_per_s"] else "")
     lines += ["", f"Indexing {r['texts']} passages of 1 to 6 sentences: {r['index_per_s']:.1f}/s "
               f"into a kept index (hashing, length-sorted batches of {cfg.embed_batch}, the save){bare}"]
+    if "vector_db" in result:
+        v = result["vector_db"]
+        lines += ["", f"Kept index of {v['documents']:,} synthetic documents ({v['passages']:,} passages, stand-in "
+                  f"embedder; scan: {v['pairs']:,} pairs, {'the same' if v['same_conflicts'] else 'DIFFERENT'} "
+                  f"conflicts): .npz and Milvus", f"{'':<28} {'.npz':>10} {'Milvus':>10} {'Milvus/.npz':>12}"]
+        for key, what in (("first_s", "first run, seconds"), ("again_s", "second run, seconds"),
+                          ("question_ms", "a question, ms (median)"), ("scan_s", "scan, seconds")):
+            lines.append(f"  {what:<26} {v['npz'][key]:>10.3f} {v['milvus'][key]:>10.3f} "
+                         f"{v['milvus'][key] / max(v['npz'][key], 1e-9):>12.1f}")
     return "\n".join(lines)
 
 
@@ -9132,7 +9195,7 @@ def run_experiment(argv, embed, read, nli):
     # a scan makes its own (no question to read: 'full' runs as 'heuristic'), so 'full' without a reader is no error
     pipe = None if args.scan or args.fit_reader else make_pipeline(cfg, embed, read, nli)
     if args.bench:
-        result = run_bench(pipe, stages, None if args.quiet else Progress)
+        result = run_bench(pipe, stages, None if args.quiet else Progress, args.vector_db)
         emit(json.dumps(result) if args.json else render_bench(result, cfg))
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
@@ -9547,9 +9610,9 @@ def split_note(index, cfg):
             f"characters split)" if split else "")
 
 
-def run_bench(pipe, stages, progress=None):
+def run_bench(pipe, stages, progress=None, vector_db=None):
     """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements;
-    progress(label) -> callable(done, total), or None (the CLI's Progress)."""
+    progress(label) -> callable(done, total), or None (the CLI's Progress). vector_db: a URI, for bench_vector_db."""
     cfg, step = pipe.cfg, progress("bench") if progress else (lambda done, total: None)
     start = time.perf_counter()
     index = build_index(KNOWLEDGE_BASE, pipe.embed, cfg.embed_batch, None, cfg.passage_chars)
@@ -9575,8 +9638,14 @@ def run_bench(pipe, stages, progress=None):
             step(done, steps)
     indexing = bench_indexing(cfg, pipe.embed)
     step(steps, steps)
-    return {"detection": rows["detection"], "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": rows["scan"],
-            "long_input": rows["long_input"], "indexing": indexing}
+    result = {"detection": rows["detection"], "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": rows["scan"],
+              "long_input": rows["long_input"], "indexing": indexing}
+    if vector_db:
+        stores = progress("vector database") if progress else (lambda done, total: None)
+        done = iter(range(1, 5))
+        result["vector_db"] = bench_vector_db(cfg, vector_db, cfg.bench_vector_docs,
+                                              lambda stage, name: stores(next(done), 4))
+    return result
 
 
 def run_scan(docs, embed, cfg, args):
@@ -9648,7 +9717,8 @@ def print_walkthrough(names, naive, resolved, paint, cfg):
 
 # Variables a caller's shell may hold that would change what the tests see; the suite runs without them (a test that
 # needs one sets it). RAG_EMBED_MODEL stays: it switches the integration tests on, as documented.
-CALLER_VARIABLES = ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "TERM", "RAG_QA_MODEL", "RAG_NLI_MODEL", "RAG_READER")
+CALLER_VARIABLES = ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "TERM", "RAG_QA_MODEL", "RAG_NLI_MODEL", "RAG_READER",
+                    VECTOR_DB_TOKEN)
 _saved_environment = []
 
 
@@ -14266,6 +14336,198 @@ class TestKeptIndex(unittest.TestCase):
         self.assertIsNone(model_fingerprint(os.path.join(model, "missing")))
 
 
+MILVUS_MISSING = next((m.replace("_", "-") for m in ("pymilvus", "milvus_lite") if importlib.util.find_spec(m) is None),
+                      None)
+VECTOR_DB_QUESTIONS = [q for _, q in SCENARIOS] + ["Initech revenue for fiscal 2022?",
+                                                   "What is the harbor beacon status at pier 3?"]
+
+
+@unittest.skipIf(MILVUS_MISSING, f"{MILVUS_MISSING} is not installed ({VECTOR_DB_INSTALL}): no Milvus Lite to test")
+class TestVectorDb(unittest.TestCase):
+    """Passage embeddings kept and searched in Milvus Lite: the answers, labels and conflicts of --no-index, rows
+    never embedded twice, and every fault one line."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.kb = os.path.join(self.tmp.name, "kb.jsonl")
+        docs = [document_json(d) for d in KNOWLEDGE_BASE] + KB_DOCS + [LONG_KB_DOC]
+        with open(self.kb, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(d) + "\n" for d in docs))
+        self.db = os.path.join(self.tmp.name, "passages.db")
+
+    def ask(self, *extra, embed=None, mode=None):
+        embed = embed or FingerprintedEmbed()
+        questions = [x for q in VECTOR_DB_QUESTIONS for x in ("--question", q)]
+        code, out, err = run_main(["--kb", self.kb, *(mode or questions + ["--json"]), *extra], embed=embed)
+        return code, out, err, embed
+
+    def test_answers_labels_and_conflicts_are_those_of_no_index_and_a_second_run_embeds_nothing(self):
+        for k in ("1", "2", "3", "5"):
+            with self.subTest(top_k=k):
+                code, first, err, _ = self.ask("--vector-db", self.db, "--top-k", k)
+                self.assertEqual(code, 0, err)
+                _, expected, _, fresh = self.ask("--no-index", "--top-k", k)
+                self.assertEqual(first, expected)
+                self.assertEqual('"label": "RESOLVED"' in first, k != "1")  # one document conflicts with none
+                code, second, err, again = self.ask("--vector-db", self.db, "--top-k", k)
+                self.assertEqual((code, second), (0, first))
+                self.assertRegex(err, r"vector database .*: \d+ passage embeddings reused, 0 embedded")
+                self.assertEqual(again.calls, fresh.calls[1:])  # the questions and sentences: no passage batch
+
+    def test_scan_finds_what_the_in_memory_scan_finds(self):
+        scan = ["--scan", "--json"]
+        code, found, err, _ = self.ask("--vector-db", self.db, mode=scan)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(found, self.ask("--no-index", mode=scan)[1])
+        self.assertGreater(json.loads(found.splitlines()[-1])["conflicts"], 0)
+
+    def index(self, cfg, today=None, embed=fake_embed, docs=None):
+        store = VectorDb(self.db, "fake", "a" * 64, None, cfg, today=today)
+        self.addCleanup(store.close)
+        return build_index(docs or load_kb(self.kb)[0], embed, 4, None, 60, store)  # short passages: many a document
+
+    def test_every_search_ranks_alike_however_few_it_asks_for(self):
+        cfg = replace(DEFAULT_CONFIG, vector_db_search=1, vector_db_neighbours=1, vector_db_queries=3)
+        index = self.index(cfg)
+        memory = replace(index, search=None)
+        self.assertGreater(index.passages, len(index.docs))
+        for q in fake_embed(VECTOR_DB_QUESTIONS + ["laptop encryption token", "nothing at all"]):
+            for k in range(1, len(index.docs) + 1):
+                self.assertEqual(retrieve(index, q, k, 3), retrieve(memory, q, k, 3))
+        for gate in (0.2, 0.68, 0.99):
+            pairs = [pair[:3] for pair in index.search.similar_pairs(index, gate)]  # (i, j, cosine), not the progress
+            self.assertEqual(pairs, [pair[:3] for pair in MEMORY.similar_pairs(memory, gate)])
+            self.assertTrue(pairs)
+
+    def test_rows_unused_for_more_than_the_kept_days_go(self):
+        docs = load_kb(self.kb)[0]
+        self.index(DEFAULT_CONFIG, today=100, docs=docs[:4])
+        self.index(DEFAULT_CONFIG, today=120, docs=docs[4:])
+        keys = lambda ds: {passage_key(p).hex() for d in ds for p in passages_of(d.content, 60)}  # noqa: E731
+        store = VectorDb(self.db, "fake", "a" * 64, 6, DEFAULT_CONFIG, today=140)  # docs[:4] unused for 40 days
+        self.addCleanup(store.close)
+        build_index(docs[4:6], fake_embed, 4, None, 60, store)
+        held = set(store.fetch(sorted(keys(docs))))
+        self.assertEqual(held, keys(docs[4:]))
+
+    def test_an_interrupted_run_resumes_where_it_stopped(self):
+        texts = [p for d in load_kb(self.kb)[0] for p in passages_of(d.content, 60)]
+        store = VectorDb(self.db, "fake", "a" * 64, 6)
+        with self.assertRaises(KeyboardInterrupt), contextlib.closing(store):
+            store.rows(texts, FingerprintedEmbed(interrupt_at=3), 2)  # two batches inserted, the third interrupted
+        embed, store = FingerprintedEmbed(), VectorDb(self.db, "fake", "a" * 64, 6)
+        with contextlib.closing(store):
+            rows = store.rows(texts, embed, 2)
+        self.assertEqual(len(embed.embedded()), len(texts) - 4)
+        np.testing.assert_array_equal(rows, embedded_rows(fake_embed, texts, 2))
+
+    def assert_one_line(self, code, err, start):
+        self.assertEqual(code, 1, err)
+        lines = [x for x in err.splitlines() if not x.startswith("INFO")]
+        self.assertEqual(len(lines), 1, err)
+        self.assertTrue(lines[0].startswith(start), err)
+
+    def test_a_collection_of_another_model_or_dimension_is_one_line(self):
+        self.assertEqual(self.ask("--vector-db", self.db)[0], 0)
+        other = FingerprintedEmbed(fingerprint="a" * 16 + "b" * 48)  # the same collection name, another model
+        code, out, err, _ = self.ask("--vector-db", self.db, embed=other)
+        self.assert_one_line(code, err, f"error: vector database {self.db}: collection rag_passages_{'a' * 16} holds "
+                                        f"embeddings of model")
+        wider = FingerprintedEmbed()
+        wider.dimension = 7
+        code, out, err, _ = self.ask("--vector-db", self.db, embed=wider)
+        self.assert_one_line(code, err, f"error: vector database {self.db}: collection rag_passages_{'a' * 16} holds "
+                                        f"vectors of 6 dimensions, the model's have 7")
+        code, out, err, _ = self.ask("--vector-db", self.db, "--rebuild-index", embed=other)
+        self.assertEqual(code, 0, err)
+
+    def test_a_refused_write_is_one_line_and_keeps_what_was_kept(self):
+        from pymilvus.exceptions import MilvusException
+
+        real = milvus_client
+
+        class Refusing:  # a server that reads but refuses writes (a role without the insert privilege)
+            def __init__(self, uri, timeout):
+                self.client = real(uri, timeout)
+
+            def __getattr__(self, name):
+                return getattr(self.client, name)
+
+            def upsert(self, *args, **kwargs):
+                raise MilvusException(message="PrivilegeInsert: permission denied")
+
+        self.assertEqual(self.ask("--vector-db", self.db, "--top-k", "2")[0], 0)  # kept: all but the new documents
+        with open(self.kb, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"source_id": "new", "content": "The harbor beacon at pier 9 is ACTIVE."}) + "\n")
+        log_path = os.path.join(self.tmp.name, "conflicts.jsonl")
+        with unittest.mock.patch(f"{__name__}.milvus_client", Refusing):
+            code, out, err, _ = self.ask("--vector-db", self.db, "--log-conflicts", log_path)
+        self.assert_one_line(code, err, f"error: vector database {self.db}: inserting passages failed (PrivilegeInsert: "
+                                        f"permission denied)")
+        self.assertEqual((out, os.path.exists(log_path)), ("", False))
+        code, out, err, embed = self.ask("--vector-db", self.db)
+        self.assertEqual((code, embed.calls[0]), (0, ["The harbor beacon at pier 9 is ACTIVE."]))
+        self.assertEqual(out, self.ask("--no-index")[1])
+
+    def test_an_unreachable_server_is_one_line_and_its_token_stays_unsaid(self):
+        with unittest.mock.patch.dict(os.environ, {VECTOR_DB_TOKEN: "root:s3cret-token"}):
+            code, out, err, embed = self.ask("--vector-db", "http://127.0.0.1:1")
+        self.assert_one_line(code, err, "error: vector database http://127.0.0.1:1: cannot be reached")
+        self.assertNotIn("s3cret", err)
+        self.assertEqual(out, "")
+
+    def test_bench_measures_both_stores_on_the_same_corpus(self):
+        result = bench_vector_db(replace(DEFAULT_CONFIG, vector_db_queries=16), self.db, 40)
+        self.assertEqual((result["documents"], result["same_conflicts"]), (40, True))
+        for store in ("npz", "milvus"):
+            self.assertEqual(set(result[store]), {"first_s", "again_s", "question_ms", "scan_s"})
+        page = render_bench({"detection": [], "stages": {"walkthrough": 1.0}, "peak_rss_mb": None, "scan": [],
+                             "long_input": [], "indexing": {"texts": 1, "index_per_s": 1.0, "encode_per_s": None},
+                             "vector_db": result}, DEFAULT_CONFIG)
+        self.assertIn("Kept index of 40 synthetic documents", page)
+        json.dumps(result)
+
+
+class TestVectorDbRefusedUpFront(unittest.TestCase):
+    """--vector-db's flags and packages checked before any model loads, whether or not Milvus is installed."""
+
+    def test_a_missing_package_is_one_line_saying_what_to_install(self):
+        found, tmp = importlib.util.find_spec, tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        kb = os.path.join(tmp.name, "kb.jsonl")
+        with open(kb, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(d) + "\n" for d in KB_DOCS))
+        for missing, uri in (("pymilvus", "http://localhost:19530"), ("milvus_lite", os.path.join(tmp.name, "kb.db"))):
+            with self.subTest(missing=missing), unittest.mock.patch(
+                    "importlib.util.find_spec", lambda name, *a: None if name == missing else found(name, *a)):
+                code, out, err = run_main(["--kb", kb, "--question", "q?", "--vector-db", uri],
+                                          embed=FingerprintedEmbed())
+            self.assertEqual((code, out), (1, ""), err)
+            self.assertRegex(err, rf"^error: --vector-db needs the Python package {missing.replace('_', '-')}, not "
+                                  rf"installed in this Python \(.*\): run 'pip install pymilvus milvus-lite'\n$")
+
+    def test_flags_refused_where_they_do_nothing_or_would_leak(self):
+        kb = os.path.join(os.path.dirname(os.path.abspath(__file__)), "missing-kb.json")
+        for argv, wanted in (
+                (["--vector-db", "kb.db"], "an index is kept only for a knowledge base given with --kb"),
+                (["--eval", "--vector-db", "kb.db"], "--eval does not use --vector-db"),
+                (["--kb", kb, "--vector-db", "kb.db", "--index", "x.npz"], "--index and --vector-db"),
+                (["--kb", kb, "--vector-db", "kb.db", "--no-index"], "--no-index keeps nothing: drop --vector-db"),
+                (["--kb", kb, "--vector-db", "passages"], "must end in .db"),
+                (["--kb", kb, "--vector-db", "/nonexistent/dir/kb.db"], "directory /nonexistent/dir does not exist"),
+                (["--kb", kb, "--vector-db", "ftp://host:19530"], "give a server as http://host:port"),
+                (["--kb", kb, "--vector-db", "http://host"], "give a server as http://host:port"),
+                (["--kb", kb, "--vector-db", "http://root:pw@host:19530"], "the URI holds credentials; put them in "
+                                                                          "$MILVUS_TOKEN"),
+                (["--kb", kb, "--vector-db", ""], "--vector-db needs a .db file path")):
+            with self.subTest(argv=argv):
+                code, out, err = run_main(argv)
+                self.assertEqual(code, 2, err)
+                self.assertIn(wanted, err)
+                self.assertNotIn("pw@", err)
+
+
 class KnowledgeBaseInTmp(unittest.TestCase):
     """A knowledge base of three questions with one conflict each, and a log path beside it, in a temp dir."""
 
@@ -15651,7 +15913,8 @@ class TestModels(unittest.TestCase):
                 "with contextlib.redirect_stdout(io.StringIO()):\n"
                 "    try: m.main(['--help'])\n"
                 "    except SystemExit: pass\n"
-                "heavy = [x for x in ('torch', 'transformers', 'sentence_transformers') if x in sys.modules]\n"
+                "heavy = [x for x in ('torch', 'transformers', 'sentence_transformers', 'pymilvus', 'milvus_lite')\n"
+                "         if x in sys.modules]\n"
                 "print(heavy)")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                              cwd=os.path.dirname(os.path.abspath(__file__)))
