@@ -42,6 +42,9 @@ Usage:
   rag_conflict_demo.py                          the walkthrough, with INFO logs on stderr
   rag_conflict_demo.py --quiet --no-color       demo output only, plain text
   rag_conflict_demo.py --kb docs.jsonl --question "What is the refund window?" --json
+  rag_conflict_demo.py --kb docs.jsonl --vector-db passages.db       the passages kept and searched in Milvus Lite
+                                                                    (or http(s)://host:port; pip install pymilvus
+                                                                    milvus-lite), the same answers
   rag_conflict_demo.py --eval [pairs.jsonl] --detector heuristic     score the detector on labelled pairs
                                                                     (with 95% bootstrap intervals)
   rag_conflict_demo.py --eval questions.jsonl --reader sentence       naive vs resolved answers on answered
@@ -77,7 +80,7 @@ calibration set; its dev split, RAMDocs (Wang et al. 2025) and WikiContradict (H
 Contents (the file's sections in order, each with its entry points):
   Configuration              Config, DEFAULT_CONFIG
   Records                    Document, Retrieved, Conflict, ConflictReport, Cluster, Resolution, Answer, RAGResponse
-  Retrieval                  retrieve
+  Retrieval                  retrieve, exact_cosines, MemorySearch
   Detection                  make_detector, ConflictDetector.detect, QuestionAwareDetector.check_pair, PAIR_STEPS
   Resolution                 resolve_by_kind, resolve_by_recency
   The pipeline               make_pipeline, retrieve_and_detect, run_query, answer (one call), answer_once,
@@ -88,7 +91,7 @@ Contents (the file's sections in order, each with its entry points):
   Text features              compare_answers, CHECKS, Finding; by concept: shared basics and questions
                              (read_question, ASKING_WORDS), values, polarity, names, slots and swaps, subjects
                              (document_subject, subject_groups), the registry, answer spans, the article's features
-  Retrieval's library        build_index, passages_of, KeptIndex
+  Retrieval's library        build_index, passages_of, the passage stores KeptIndex (.npz) and VectorDb (Milvus)
   Resolution's library       opening_sentence, answers_agree
   Question answering         SentenceReader, TransformersReader, SentenceEmbedder, NLIJudge, load_models
   ConflictScore              conflict_score
@@ -96,7 +99,7 @@ Contents (the file's sections in order, each with its entry points):
   Whole-corpus scan          scan_corpus
   Evaluation                 evaluate, evaluate_answers, fit_reader
   Labelled pairs for --eval  BUILTIN_PAIRS
-  Benchmark                  bench_detection, bench_scan, bench_long_input, bench_indexing
+  Benchmark                  bench_detection, bench_scan, bench_long_input, bench_indexing, bench_vector_db
   Rendering                  Painter, render_block, render_table, render_scan, render_eval; the --report page:
                              walkthrough_page, answer_eval_page, pair_eval_page, scan_page, svg_bars
   CLI                        main, run_experiment
@@ -347,7 +350,7 @@ class Config:
     read_passages: int = 9
     bench_scan_sizes: tuple = (1000, 10000)  # corpus sizes of the --bench scan
     bench_long_sizes: tuple = (31_000, 310_000)  # characters of the --bench long input (a run of capitalised words)
-    bench_vector_docs: int = 100_000  # synthetic documents of --bench --vector-db: a question and a scan, Milvus vs .npz
+    bench_vector_docs: int = 100_000  # synthetic documents --bench --vector-db asks and scans in Milvus and in .npz
     strategy: str = "kind"  # 'kind' (superseded / outnumbered / disputed) | 'recency' (the article's policy)
     # An undated dispute is settled when one answer is given by this many answering documents more than any other:
     # 1, two against one settles it. In RAMDocs a misinformation document is usually an edited copy standing alone.
@@ -578,7 +581,8 @@ def exact_cosines(a, b):
     that row alone, never on which rows are scored beside it (BLAS may sum a row differently by its place in a
     block): retrieval and the scan score alike whichever search proposed the rows.
 
-    >>> exact_cosines(np.array([[0.6, 0.8], [1.0, 0.0]], np.float32), np.array([1.0, 0.0], np.float32)).round(6).tolist()
+    >>> rows = np.array([[0.6, 0.8], [1.0, 0.0]], np.float32)
+    >>> exact_cosines(rows, np.array([1.0, 0.0], np.float32)).round(6).tolist()
     [0.6, 1.0]
     """
     return (np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)).sum(axis=-1)
@@ -5910,7 +5914,7 @@ def vector_db_packages(uri):
 def quiet_milvus():
     """pymilvus logs through handlers of its own and Milvus Lite logs tracebacks; the run says a failure in one line."""
     for name in ("pymilvus", "pymilvus.milvus_client", "pymilvus.bulk_writer", "milvus_lite"):
-        logging.getLogger(name).disabled = True
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)  # their children, at no level of their own, inherit it
 
 
 class VectorDb:
@@ -5986,7 +5990,10 @@ class VectorDb:
         schema.add_field("day", DataType.INT64)
         index = self.client.prepare_index_params()
         index.add_index(field_name="vector", index_type="FLAT", metric_type="COSINE")  # exact: nothing missed
+        # subtle: Strong consistency, so a search sees the rows this run has just written (a server's default,
+        # Bounded, may not yet)
         self.call("creating the collection", "create_collection", self.name, schema=schema, index_params=index,
+                  consistency_level="Strong",
                   properties={"format": VECTOR_DB_FORMAT, "model": self.model, "model_sha256": self.fingerprint})
 
     def rows(self, texts, embed, batch_size, progress=None, sources=None):
@@ -6005,7 +6012,8 @@ class VectorDb:
         fresh = {}
 
         def keep(positions, rows):
-            batch = {keys[missing[p]]: (missing[p], np.asarray(row, dtype=np.float32)) for p, row in zip(positions, rows)}
+            batch = {keys[missing[p]]: (missing[p], np.asarray(row, dtype=np.float32))
+                     for p, row in zip(positions, rows)}
             fresh.update((k, row) for k, (_, row) in batch.items())
             self.upsert([(k, row, texts[i], sources[i]) for k, (i, row) in batch.items()], "inserting passages")
         # subtle: every missing text is embedded, repeats too, so a run that finds nothing kept embeds the very
@@ -6139,7 +6147,7 @@ def milvus_client(uri, timeout):
     try:
         return MilvusClient(uri=uri, token=os.environ.get(VECTOR_DB_TOKEN, ""), timeout=timeout)
     except MilvusException as e:
-        what = ("cannot be opened (is another process using it?)" if vector_db_is_file(uri) else
+        what = ("cannot be opened; another process may be using it" if vector_db_is_file(uri) else
                 "cannot be reached")
         raise VectorDbFailed(f"vector database {uri}: {what} ({milvus_reason(e)})") from None
 
@@ -9434,6 +9442,8 @@ def check_vector_db_uri(args, stdout):
         st = None
     except OSError as e:
         raise UsageError(f"--vector-db {uri}: cannot be used ({e.strerror or e})") from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):  # Milvus Lite keeps a folder of that name
+        raise UsageError(f"--vector-db {uri}: is a file, not a Milvus Lite database (a folder Milvus Lite makes)")
     inputs = [("--kb", args.kb), ("--log-conflicts", args.log_conflicts), ("--embed-model", args.embed_model),
               ("--qa-model", args.qa_model), ("--nli", args.nli)]
     clash = path_clash(uri, st, inputs + installed_model_dirs((args.embed_model, args.qa_model, args.nli)), stdout)
@@ -14463,8 +14473,8 @@ class TestVectorDb(unittest.TestCase):
         log_path = os.path.join(self.tmp.name, "conflicts.jsonl")
         with unittest.mock.patch(f"{__name__}.milvus_client", Refusing):
             code, out, err, _ = self.ask("--vector-db", self.db, "--log-conflicts", log_path)
-        self.assert_one_line(code, err, f"error: vector database {self.db}: inserting passages failed (PrivilegeInsert: "
-                                        f"permission denied)")
+        self.assert_one_line(code, err, f"error: vector database {self.db}: inserting passages failed "
+                                        f"(PrivilegeInsert: permission denied)")
         self.assertEqual((out, os.path.exists(log_path)), ("", False))
         code, out, err, embed = self.ask("--vector-db", self.db)
         self.assertEqual((code, embed.calls[0]), (0, ["The harbor beacon at pier 9 is ACTIVE."]))
@@ -14476,6 +14486,14 @@ class TestVectorDb(unittest.TestCase):
         self.assert_one_line(code, err, "error: vector database http://127.0.0.1:1: cannot be reached")
         self.assertNotIn("s3cret", err)
         self.assertEqual(out, "")
+
+    def test_a_file_another_process_holds_is_one_line(self):
+        os.makedirs(self.db)
+        with open(os.path.join(self.db, "LOCK"), "w") as held:  # Milvus Lite's lock, as another process holds it
+            fcntl.flock(held, fcntl.LOCK_EX)
+            code, out, err, _ = self.ask("--vector-db", self.db)
+        self.assert_one_line(code, err, f"error: vector database {self.db}: cannot be opened; another process may be "
+                                        f"using it")
 
     def test_bench_measures_both_stores_on_the_same_corpus(self):
         result = bench_vector_db(replace(DEFAULT_CONFIG, vector_db_queries=16), self.db, 40)
