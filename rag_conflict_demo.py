@@ -5979,6 +5979,7 @@ class VectorDb:
                                  f"--rebuild-index replaces it")
 
     def create(self, dimension):
+        """The collection made: VECTOR_DB_FIELDS, an exact (FLAT) cosine index, this model named in its properties."""
         from pymilvus import DataType, MilvusClient
 
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -6024,6 +6025,7 @@ class VectorDb:
                  if day != self.today]
         for start in range(0, len(stale), self.cfg.vector_db_batch):  # used today: kept keep_days more
             self.upsert(stale[start:start + self.cfg.vector_db_batch], "marking passages used")
+        # subtle: a day after today (a clock set wrong) is no use: such a row goes, so no day keeps a row for ever
         self.call("deleting passages no run has used", "delete", self.name,
                   filter=f"day < {self.today - self.cfg.index_keep_days} or day > {self.today}")
         log.info("vector database %s: %d passage embeddings reused, %d embedded", self.uri, len(texts) - len(missing),
@@ -6088,6 +6090,7 @@ class VectorDb:
             limit = min(2 * limit, VECTOR_DB_TOP)
 
     def in_memory(self, found):
+        """found (a search done in memory, past what one Milvus search returns), said the first time."""
         if not self.fell_back:
             self.fell_back = True
             log.info("vector database %s: more than %d passages score alike; those searches are done in memory",
@@ -6102,6 +6105,8 @@ class VectorDb:
         return exact_pairs(index.vectors, index.starts, self.neighbour_pairs(index, gate - 2 * NEAREST_MARGIN), gate)
 
     def neighbour_pairs(self, index, radius):
+        """(i, j, None, covered) per pair of documents i < j with passages Milvus finds above radius of each other,
+        yielded once every passage of i has been asked about."""
         n = len(index.docs)
         owner = np.repeat(np.arange(n), np.diff(index.starts))  # each passage's document
         step, pending, done = self.cfg.vector_db_queries, set(), 0
