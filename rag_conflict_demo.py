@@ -42,6 +42,9 @@ Usage:
   rag_conflict_demo.py                          the walkthrough, with INFO logs on stderr
   rag_conflict_demo.py --quiet --no-color       demo output only, plain text
   rag_conflict_demo.py --kb docs.jsonl --question "What is the refund window?" --json
+  rag_conflict_demo.py --kb docs.jsonl --vector-db passages.db       the passages kept and searched in Milvus Lite
+                                                                    (or http(s)://host:port; pip install pymilvus
+                                                                    milvus-lite), the same answers
   rag_conflict_demo.py --eval [pairs.jsonl] --detector heuristic     score the detector on labelled pairs
                                                                     (with 95% bootstrap intervals)
   rag_conflict_demo.py --eval questions.jsonl --reader sentence       naive vs resolved answers on answered
@@ -77,7 +80,7 @@ calibration set; its dev split, RAMDocs (Wang et al. 2025) and WikiContradict (H
 Contents (the file's sections in order, each with its entry points):
   Configuration              Config, DEFAULT_CONFIG
   Records                    Document, Retrieved, Conflict, ConflictReport, Cluster, Resolution, Answer, RAGResponse
-  Retrieval                  retrieve
+  Retrieval                  retrieve, exact_cosines, MemorySearch
   Detection                  make_detector, ConflictDetector.detect, QuestionAwareDetector.check_pair, PAIR_STEPS
   Resolution                 resolve_by_kind, resolve_by_recency
   The pipeline               make_pipeline, retrieve_and_detect, run_query, answer (one call), answer_once,
@@ -88,7 +91,7 @@ Contents (the file's sections in order, each with its entry points):
   Text features              compare_answers, CHECKS, Finding; by concept: shared basics and questions
                              (read_question, ASKING_WORDS), values, polarity, names, slots and swaps, subjects
                              (document_subject, subject_groups), the registry, answer spans, the article's features
-  Retrieval's library        build_index, passages_of, KeptIndex
+  Retrieval's library        build_index, passages_of, the passage stores KeptIndex (.npz) and VectorDb (Milvus)
   Resolution's library       opening_sentence, answers_agree
   Question answering         SentenceReader, TransformersReader, SentenceEmbedder, NLIJudge, load_models
   ConflictScore              conflict_score
@@ -96,7 +99,7 @@ Contents (the file's sections in order, each with its entry points):
   Whole-corpus scan          scan_corpus
   Evaluation                 evaluate, evaluate_answers, fit_reader
   Labelled pairs for --eval  BUILTIN_PAIRS
-  Benchmark                  bench_detection, bench_scan, bench_long_input, bench_indexing
+  Benchmark                  bench_detection, bench_scan, bench_long_input, bench_indexing, bench_vector_db
   Rendering                  Painter, render_block, render_table, render_scan, render_eval; the --report page:
                              walkthrough_page, answer_eval_page, pair_eval_page, scan_page, svg_bars
   CLI                        main, run_experiment
@@ -139,6 +142,7 @@ import threading
 import time
 import unicodedata
 import unittest
+import urllib.parse
 import warnings
 import zipfile
 import zlib
@@ -215,7 +219,8 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
              ("top_k", "max_answer_tokens", "max_seq_len", "max_question_tokens", "doc_stride", "reader_batch",
               "embed_batch", "passage_chars", "answer_width", "table_width", "answer_sentences", "scan_chunk",
               "scan_shown", "bench_repeats", "bench_index_texts", "read_passages", "reading_chars", "reader_words_cap",
-              "reader_fit_steps")),
+              "reader_fit_steps", "vector_db_batch", "vector_db_search", "vector_db_queries", "vector_db_neighbours",
+              "bench_vector_docs")),
     "count": (0, math.inf, True, "an integer of 0 or more",
               ("negation_window", "slot_max_span", "slot_max_extra", "event_window", "swap_min_tokens",
                "swap_max_span", "asked_frame_min", "value_anchor_window", "value_bag_min", "name_slot_window",
@@ -229,7 +234,7 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
     "margin": (0, 2, False, "a number in [0, 2]", ("answer_margin",)),  # a difference of two cosines
     "seconds or scale": (0, math.inf, False, "a number of 0 or more",
                          ("hub_timeout", "progress_after", "sentence_scale", "index_checkpoint", "reader_fit_rate",
-                          "reader_fit_l2")),
+                          "reader_fit_l2", "vector_db_timeout")),
 }
 
 
@@ -321,6 +326,16 @@ class Config:
     # (float32 rounding leaves ~1e-7; a zeroed or scaled row is off by far more).
     index_norm_tol: float = 1e-3
     index_keep_days: int = 30  # a save drops kept rows no run has used for more than this many days (0: only today's)
+    # --vector-db (Milvus): seconds one call may take before the run stops with one line (a server's round trip is
+    # milliseconds; Milvus Lite's search of 100,000 rows about a second)
+    vector_db_timeout: float = 60.0
+    vector_db_batch: int = 1000  # rows read or written per call: 1,000 rows of 384 floats are 1.5 MB, under gRPC's 64
+    vector_db_search: int = 64  # passages a question first asks for; asked again for twice as many until they cover
+    # the k-th document's margin (NEAREST_MARGIN): 64 covers top-3 of documents of up to ~20 passages in one call
+    vector_db_queries: int = 256  # --scan: passages whose neighbours one range search asks for
+    # ... and neighbours asked per passage (itself among them); one that has as many is asked again for twice as many.
+    # Milvus Lite's range search costs in proportion (~0.5 ms a neighbour a passage at 20,000 rows)
+    vector_db_neighbours: int = 8
     # 'article' | 'heuristic' | 'full'. heuristic by default: full (the reader run on each document as another
     # signal) measured worse with the sentence reader, on every file (built-in MCC 0.48 vs 0.72, QACC train 0.20 vs
     # 0.42: two best sentences that differ are not two answers that disagree); the QA reader is unmeasured here.
@@ -335,6 +350,7 @@ class Config:
     read_passages: int = 9
     bench_scan_sizes: tuple = (1000, 10000)  # corpus sizes of the --bench scan
     bench_long_sizes: tuple = (31_000, 310_000)  # characters of the --bench long input (a run of capitalised words)
+    bench_vector_docs: int = 100_000  # synthetic documents --bench --vector-db asks and scans in Milvus and in .npz
     strategy: str = "kind"  # 'kind' (superseded / outnumbered / disputed) | 'recency' (the article's policy)
     # An undated dispute is settled when one answer is given by this many answering documents more than any other:
     # 1, two against one settles it. In RAMDocs a misinformation document is usually an edited copy standing alone.
@@ -395,6 +411,7 @@ class Index:
     vectors: np.ndarray  # (n_passages, dim), L2-normalised; a document's passages are consecutive rows
     starts: np.ndarray  # (n_docs + 1,): document i's passages are rows starts[i]:starts[i + 1]
     texts: tuple = ()  # (n_passages,): the passages' texts, read when a long document is retrieved (passage_view)
+    search: object = None  # where nearest passages are found: a passage store (KeptIndex, VectorDb); None: MEMORY
 
     @property
     def passages(self):
@@ -531,15 +548,69 @@ SCORE_DECIMALS = 6  # scores equal to this many decimals are ties (float noise a
 
 def retrieve(index, query_vector, k, read_passages=None):
     """Top-k documents by the cosine of their best passage; ties broken by source_id so runs are deterministic. A
-    document of more than read_passages passages (None: no limit) is retrieved as its passage_view."""
-    scores = index.vectors @ normalise(np.atleast_2d(query_vector))[0]  # (n_passages,)
-    best = np.arange(len(index.docs))  # one passage per document: its own row
-    if index.passages > len(index.docs):
-        best = np.array([a + int(np.argmax(scores[a:b])) for a, b in zip(index.starts[:-1], index.starts[1:])])
-    order = top_candidates(scores[best], k)
-    order = sorted(order, key=lambda i: (-round(float(scores[best[i]]), SCORE_DECIMALS), index.docs[i].source_id))
-    return [Retrieved(passage_view(index, i, scores, read_passages), float(scores[best[i]]), int(best[i]),
-                      int(index.starts[i + 1] - index.starts[i])) for i in order[:k]]
+    document of more than read_passages passages (None: no limit) is retrieved as its passage_view. The passages
+    that may rank come from index.search (nearest: in memory or from a vector database), each then scored exactly
+    (exact_cosines), so every search ranks alike."""
+    q = normalise(np.atleast_2d(query_vector))[0]
+    rows = np.unique(np.asarray((index.search or MEMORY).nearest(index, q, k), dtype=np.int64))
+    scores = exact_cosines(index.vectors[rows], q)
+    owner = np.searchsorted(index.starts, rows, side="right") - 1  # each row's document
+    best = {}  # document -> (score, row) of its best candidate passage; ties: the earlier passage
+    for row, doc_i, score in zip(rows.tolist(), owner.tolist(), scores.tolist()):
+        if doc_i not in best or score > best[doc_i][0]:
+            best[doc_i] = (score, row)
+    found = np.array(sorted(best))
+    order = found[top_candidates(np.array([best[i][0] for i in found.tolist()]), k)].tolist()
+    order = sorted(order, key=lambda i: (-round(best[i][0], SCORE_DECIMALS), index.docs[i].source_id))
+    retrieved = []
+    for i in order[:k]:
+        first, end = int(index.starts[i]), int(index.starts[i + 1])
+        view = passage_view(index, i, exact_cosines(index.vectors[first:end], q) if end - first > 1 else None,
+                            read_passages)
+        retrieved.append(Retrieved(view, best[i][0], best[i][1], end - first))
+    return retrieved
+
+
+# Cosines nearest asks for beyond the k-th document's: covers a vector database's float32 scores, summed in another
+# order (off by ~1e-6), and top_candidates' two units of the last decimal
+NEAREST_MARGIN = 1e-4
+
+
+def exact_cosines(a, b):
+    """Cosines of unit rows, broadcast over leading axes, summed in float64 row by row, so a row's score depends on
+    that row alone, never on which rows are scored beside it (BLAS may sum a row differently by its place in a
+    block): retrieval and the scan score alike whichever search proposed the rows.
+
+    >>> rows = np.array([[0.6, 0.8], [1.0, 0.0]], np.float32)
+    >>> exact_cosines(rows, np.array([1.0, 0.0], np.float32)).round(6).tolist()
+    [0.6, 1.0]
+    """
+    return (np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)).sum(axis=-1)
+
+
+class MemorySearch:
+    """Nearest passages in memory (numpy over the index's rows): the search of an index with no search of its own."""
+
+    def nearest(self, index, query_vector, k):
+        """Passage rows that may rank in the top k: every passage within NEAREST_MARGIN of the k-th document's best
+        cosine (all of them when k covers every document), whose exact scores retrieve then ranks."""
+        if k >= len(index.docs):
+            return np.arange(index.passages)
+        scores = index.vectors @ query_vector  # (n_passages,), float32
+        best = np.maximum.reduceat(scores, index.starts[:-1]) if index.passages > len(index.docs) else scores
+        kth = np.partition(best, len(best) - k)[len(best) - k]
+        return np.nonzero(scores >= kth - NEAREST_MARGIN)[0]
+
+    def similar_pairs(self, index, gate, chunk=DEFAULT_CONFIG.scan_chunk, progress=None):
+        """exact_pairs over candidate_pairs' blocks in memory (progress: unused, the blocks report their own)."""
+        return exact_pairs(index.vectors, index.starts, candidate_pairs(index.vectors, gate - NEAREST_MARGIN, chunk,
+                                                                        index.starts), gate)
+
+    def close(self):
+        """Nothing to release."""
+
+
+MEMORY = MemorySearch()
 
 
 def top_candidates(scores, k):
@@ -558,6 +629,7 @@ def top_candidates(scores, k):
 def passage_view(index, i, scores, most):
     r"""Document i, or, past most passages, a copy holding its opening passage (what it is about) and its best ones
     with their neighbours, most in all, in order, a paragraph apart: a 5 MB document costs what a short one does.
+    scores: the cosine to the question of each of document i's passages, in order.
 
     >>> index = Index((Document("d", "d", None, "a b c d e"),), np.eye(5), np.array([0, 5]), tuple("abcde"))
     >>> passage_view(index, 0, np.array([0.1, 0.2, 0.1, 0.3, 0.9]), 3).content
@@ -567,7 +639,7 @@ def passage_view(index, i, scores, most):
     if most is None or end - first <= most or not index.texts:
         return index.docs[i]
     chosen = {first}
-    for j in sorted(range(first, end), key=lambda j: (-scores[j], j)):  # ties: the earlier passage
+    for j in sorted(range(first, end), key=lambda j: (-scores[j - first], j)):  # ties: the earlier passage
         window = {x for x in (j - 1, j, j + 1) if first <= x < end} - chosen
         if len(chosen) + len(window) > most:
             break
@@ -1421,22 +1493,25 @@ def run_walkthrough(docs, questions, pipe, args):
         if args.top_k:  # the user asked for more than there is; the default needs no note
             note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
         pipe = replace(pipe, cfg=replace(cfg, top_k=len(docs)))  # retrieval's; nothing else reads top_k
-    index = build_index(docs, pipe.embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
-                        cfg.passage_chars, kept_index(args, pipe.embed, cfg))
-    log.info("indexed %d documents%s", len(index.docs), split_note(index, cfg))
+    store = kept_index(args, pipe.embed, cfg)
     naive, resolved = [], []
     step = None if args.quiet else Progress("questions")
-    with conflict_log(args.log_conflicts) as append_log:
-        for n, (_, q) in enumerate(questions, 1):
-            with Heartbeat(f"question {n}/{len(questions)}") if step else contextlib.nullcontext():
-                found = retrieve_and_detect(q, index, pipe)  # once, shared by both phases
-                naive.append(run_query(q, found, pipe, False))
-                resolved.append(run_query(q, found, pipe, True))
-            append_log(resolved[-1])  # first: a stdout that fails next loses no record
-            if args.json:
-                emit(json.dumps({"query": q, "naive": result_json(naive[-1]), "resolved": result_json(resolved[-1])}))
-            if step:
-                step(n, len(questions))
+    with contextlib.closing(store or MEMORY):
+        index = build_index(docs, pipe.embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
+                            cfg.passage_chars, store)
+        log.info("indexed %d documents%s", len(index.docs), split_note(index, cfg))
+        with conflict_log(args.log_conflicts) as append_log:
+            for n, (_, q) in enumerate(questions, 1):
+                with Heartbeat(f"question {n}/{len(questions)}") if step else contextlib.nullcontext():
+                    found = retrieve_and_detect(q, index, pipe)  # once, shared by both phases
+                    naive.append(run_query(q, found, pipe, False))
+                    resolved.append(run_query(q, found, pipe, True))
+                append_log(resolved[-1])  # first: a stdout that fails next loses no record
+                if args.json:
+                    emit(json.dumps({"query": q, "naive": result_json(naive[-1]),
+                                     "resolved": result_json(resolved[-1])}))
+                if step:
+                    step(n, len(questions))
     names = [name for name, _ in questions]
     if not args.json:
         print_walkthrough(names, naive, resolved, Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
@@ -5293,8 +5368,11 @@ def doc_features(doc):
 
 def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None,
                 passage_chars=DEFAULT_CONFIG.passage_chars, kept=None):
-    """Embed every document once as passages (passages_of) in batches, as L2-normalised rows. kept, a KeptIndex or
-    None: passages embedded by an earlier run are read from it, the others embedded and kept."""
+    """Embed every document once as passages (passages_of) in batches, as L2-normalised rows. kept, a passage store
+    or None: passages embedded by an earlier run are read from it, the others embedded and kept, and the index
+    searches through it. A passage store has rows(texts, embed, batch_size, progress, sources) -> (n, dim) rows,
+    nearest(index, query_vector, k) -> passage rows, similar_pairs(index, gate, chunk, progress) -> exact_pairs, and
+    close(): KeptIndex (a .npz file, searched in memory) and VectorDb (Milvus, searched there)."""
     docs = tuple(docs)
     if not docs:
         raise ValueError("build_index: no documents to index")
@@ -5304,9 +5382,10 @@ def build_index(docs, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=Non
     parts = [passages_of(d.content, passage_chars) for d in docs]
     starts = np.cumsum([0] + [len(p) for p in parts])
     texts = [x for p in parts for x in p]
-    rows = (kept.rows(texts, embed, batch_size, progress) if kept is not None
+    sources = [(d.source_id, n) for d, p in zip(docs, parts) for n in range(len(p))]
+    rows = (kept.rows(texts, embed, batch_size, progress, sources) if kept is not None
             else embedded_rows(embed, texts, batch_size, progress))
-    return Index(docs, normalise(rows, in_place=True), starts, tuple(texts))
+    return Index(docs, normalise(rows, in_place=True), starts, tuple(texts), kept)
 
 
 PARAGRAPH_RE = re.compile(r"\n[ \t]*\n")
@@ -5453,7 +5532,7 @@ def passage_key(text):
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
-class KeptIndex:
+class KeptIndex(MemorySearch):
     """The kept index of one embedding model (fingerprint: model_fingerprint's SHA-256; rows of another model are
     refused, never mixed in), shared by every knowledge base. rebuild: the file at path is replaced, whatever it holds.
     today: the day this run's rows are stamped with, in days since 1970-01-01 UTC (None: the clock's)."""
@@ -5469,10 +5548,10 @@ class KeptIndex:
         self.writable = True  # until a save fails (said once; the run goes on, keeping nothing more)
         self.lockable = True  # until a save finds its folder cannot be locked (said once)
 
-    def rows(self, texts, embed, batch_size, progress=None):
+    def rows(self, texts, embed, batch_size, progress=None, sources=None):
         """(len(texts), dim) float32: embed's rows for texts, read from the file where it holds them, the others
         embedded (embedded_rows) and saved every checkpoint seconds, at the end and when the run is interrupted. A run
-        that embeds nothing saves only to mark its rows used today."""
+        that embeds nothing saves only to mark its rows used today. sources: unused (rows are keyed by text alone)."""
         keys = [passage_key(t) for t in texts]
         held = NO_ROWS if self.rebuild else read_index(self.path, self.fingerprint, self.model, self.dimension)
         sound = unit_rows(held.vectors, self.norm_tol) if held.vectors is not None else ()
@@ -5797,6 +5876,301 @@ def kept_index_folder():
     if not os.path.isabs(cache):  # unset, or relative, which the XDG specification says to ignore
         cache = os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(cache, "rag_conflict_demo")
+
+
+# The kept index in a vector database (--vector-db URI): the same passage embeddings kept and searched in Milvus (a
+# path ending in .db: Milvus Lite in that file; http(s)://host:port: a server or cluster, its credentials from the
+# environment variable MILVUS_TOKEN), one collection per embedding model, shared by every knowledge base as the .npz
+# store is. A row's id is its passage_key in hex; its payload the source_id and position in its document of the passage
+# as the last run that used it read them, its text, and the day a run last used it. A run restamps the rows it uses
+# and deletes those no run has used for more than Config.index_keep_days days, the .npz store's rule. A question asks
+# it for the nearest passages, --scan for each passage's neighbours above the gate (a range search); both score what
+# it proposes exactly (exact_cosines) from the rows read back, so answers and conflicts are those of the in-memory
+# search. Each embedded batch is inserted before the next is embedded: an interrupted run's rows are the next run's.
+# pymilvus (and milvus-lite, for a file) are imported only here, when a run asks for --vector-db.
+
+VECTOR_DB_FORMAT = "rag_conflict_demo passages 1"  # a collection's 'format' property: its fields are VECTOR_DB_FIELDS
+VECTOR_DB_FIELDS = ("id", "vector", "source_id", "position", "text", "day")
+VECTOR_DB_TOKEN = "MILVUS_TOKEN"  # the environment variable a server's credentials come from: "user:password" or a key
+VECTOR_DB_TOP = 16384  # the most results one Milvus search returns (its topk limit)
+VECTOR_DB_TEXT_BYTES = 65535  # longest source_id or passage text a row holds, in UTF-8 bytes (Milvus's VARCHAR limit)
+VECTOR_DB_INSTALL = "pip install pymilvus milvus-lite"
+
+
+class VectorDbFailed(Exception):
+    """The vector database cannot serve this run: a package missing, the server unreachable, a collection of another
+    model or dimension, a write refused. One line, exit 1; what the database holds stays, rows inserted before the
+    failure included, and the next run embeds only what they lack."""
+
+
+def vector_db_is_file(uri):
+    """Milvus Lite's URIs: a file path (pymilvus reads one ending in .db as Milvus Lite), not a server's address.
+
+    >>> vector_db_is_file("kb/passages.db"), vector_db_is_file("https://milvus.example:19530")
+    (True, False)
+    """
+    return "://" not in uri
+
+
+def vector_db_packages(uri):
+    """VectorDbFailed, saying what to install, when pymilvus (and for a file milvus-lite) is missing; nothing is
+    imported."""
+    wanted = ("pymilvus", "milvus_lite") if vector_db_is_file(uri) else ("pymilvus",)
+    missing = [m.replace("_", "-") for m in wanted if importlib.util.find_spec(m) is None]
+    if missing:
+        raise VectorDbFailed(f"--vector-db needs the Python package{'s' * (len(missing) > 1)} {' and '.join(missing)}, "
+                             f"not installed in this Python ({sys.executable}): run '{VECTOR_DB_INSTALL}'")
+
+
+def quiet_milvus():
+    """pymilvus logs through handlers of its own and Milvus Lite logs tracebacks; the run says a failure in one line."""
+    for name in ("pymilvus", "pymilvus.milvus_client", "pymilvus.bulk_writer", "milvus_lite"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)  # their children, at no level of their own, inherit it
+
+
+class VectorDb:
+    """The kept index of one embedding model in Milvus (see above), and the nearest-passage search of the index it
+    fills. fingerprint: model_fingerprint's SHA-256 (a collection of another is refused); dimension: the model's
+    (None: the first row's); rebuild: the collection is dropped and made afresh; today: as KeptIndex's. client: a
+    MilvusClient or a stand-in (tests), else made at the first call."""
+
+    def __init__(self, uri, model, fingerprint, dimension=None, cfg=DEFAULT_CONFIG, rebuild=False, today=None,
+                 client=None):
+        self.uri, self.model, self.fingerprint, self.dimension, self.cfg = uri, model, fingerprint, dimension, cfg
+        self.rebuild, self.client = rebuild, client
+        self.today = int(time.time() // SECONDS_PER_DAY) if today is None else today
+        self.name = f"rag_passages_{fingerprint[:16]}"  # one collection per model
+        self.at = {}  # passage key (hex) -> this run's index rows holding that passage (rows)
+        self.ready = False  # the collection is checked (or made) and loaded
+        self.failed = (OSError,)  # what a failed call raises: pymilvus's MilvusException too, once imported
+        self.fell_back = False  # a search past VECTOR_DB_TOP results was done in memory (said once)
+
+    def call(self, what, method, *args, **kwargs):
+        """The client's method, its failure one line (VectorDbFailed) saying what was asked."""
+        try:
+            return getattr(self.client, method)(*args, timeout=self.cfg.vector_db_timeout, **kwargs)
+        except self.failed as e:
+            raise VectorDbFailed(f"vector database {self.uri}: {what} failed ({milvus_reason(e)})") from None
+
+    def connect(self, dimension):
+        """The client, then the collection: checked when there is one (this program's fields, this model's
+        fingerprint and dimension), else made (exact search, cosine) and loaded."""
+        if self.ready:
+            return
+        if self.client is None:
+            self.client = milvus_client(self.uri, self.cfg.vector_db_timeout)
+        if "pymilvus" in sys.modules:
+            self.failed = (OSError, sys.modules["pymilvus"].exceptions.MilvusException)
+        exists = self.call("reading its collections", "has_collection", self.name)
+        if exists and self.rebuild:
+            self.call("dropping the collection to rebuild it", "drop_collection", self.name)
+            exists = False
+        if exists:
+            self.check(self.call("reading the collection", "describe_collection", self.name), dimension)
+        else:
+            self.create(dimension)
+        self.call("loading the collection", "load_collection", self.name)
+        self.ready = True
+
+    def check(self, description, dimension):
+        """VectorDbFailed when the collection is not this program's, or holds another model's or dimension's rows."""
+        properties = description.get("properties") or {}
+        fields = {f["name"]: f for f in description.get("fields", ())}
+        where = f"vector database {self.uri}: collection {self.name}"
+        if properties.get("format") != VECTOR_DB_FORMAT or set(fields) != set(VECTOR_DB_FIELDS):
+            raise VectorDbFailed(f"{where} is not one of this program's passage collections; --rebuild-index replaces "
+                                 f"it, another --vector-db keeps this model's elsewhere")
+        if properties.get("model_sha256") != self.fingerprint:
+            raise VectorDbFailed(f"{where} holds embeddings of model '{properties.get('model')}' "
+                                 f"({str(properties.get('model_sha256'))[:12]}), not of this copy of '{self.model}'; "
+                                 f"--rebuild-index replaces it, another --vector-db keeps this model's elsewhere")
+        held = int((fields["vector"].get("params") or {}).get("dim", -1))
+        if held != dimension:
+            raise VectorDbFailed(f"{where} holds vectors of {held} dimensions, the model's have {dimension}; "
+                                 f"--rebuild-index replaces it")
+
+    def create(self, dimension):
+        """The collection made: VECTOR_DB_FIELDS, an exact (FLAT) cosine index, this model named in its properties."""
+        from pymilvus import DataType, MilvusClient
+
+        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=2 * INDEX_KEY_BYTES)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimension)
+        schema.add_field("source_id", DataType.VARCHAR, max_length=VECTOR_DB_TEXT_BYTES)
+        schema.add_field("position", DataType.INT64)
+        schema.add_field("text", DataType.VARCHAR, max_length=VECTOR_DB_TEXT_BYTES)
+        schema.add_field("day", DataType.INT64)
+        index = self.client.prepare_index_params()
+        index.add_index(field_name="vector", index_type="FLAT", metric_type="COSINE")  # exact: nothing missed
+        # subtle: Strong consistency, so a search sees the rows this run has just written (a server's default,
+        # Bounded, may not yet)
+        self.call("creating the collection", "create_collection", self.name, schema=schema, index_params=index,
+                  consistency_level="Strong",
+                  properties={"format": VECTOR_DB_FORMAT, "model": self.model, "model_sha256": self.fingerprint})
+
+    def rows(self, texts, embed, batch_size, progress=None, sources=None):
+        """(len(texts), dim) float32: embed's rows for texts, read back where the collection holds them, the others
+        embedded (embedded_rows) and each batch inserted before the next is embedded. sources: (source_id,
+        position in its document) per text, the rows' payload (None: unknown, ('', -1))."""
+        keys = [passage_key(t).hex() for t in texts]
+        self.at = {}
+        for i, key in enumerate(keys):
+            self.at.setdefault(key, []).append(i)
+        sources = sources or [("", -1)] * len(texts)
+        self.dimension = self.dimension or (len(embed(texts[:1])[0]) if texts else 1)
+        self.connect(self.dimension)
+        held = self.fetch(list(self.at))
+        missing = [i for i, k in enumerate(keys) if k not in held]
+        fresh = {}
+
+        def keep(positions, rows):
+            batch = {keys[missing[p]]: (missing[p], np.asarray(row, dtype=np.float32))
+                     for p, row in zip(positions, rows)}
+            fresh.update((k, row) for k, (_, row) in batch.items())
+            self.upsert([(k, row, texts[i], sources[i]) for k, (i, row) in batch.items()], "inserting passages")
+        # subtle: every missing text is embedded, repeats too, so a run that finds nothing kept embeds the very
+        # batches a run without the index does, and its rows are the same to the last bit
+        if missing:
+            embedded_rows(embed, [texts[i] for i in missing], batch_size, progress, keep)
+        stale = [(k, vector, texts[self.at[k][0]], sources[self.at[k][0]]) for k, (vector, day) in held.items()
+                 if day != self.today]
+        for start in range(0, len(stale), self.cfg.vector_db_batch):  # used today: kept keep_days more
+            self.upsert(stale[start:start + self.cfg.vector_db_batch], "marking passages used")
+        # subtle: a day after today (a clock set wrong) is no use: such a row goes, so no day keeps a row for ever
+        self.call("deleting passages no run has used", "delete", self.name,
+                  filter=f"day < {self.today - self.cfg.index_keep_days} or day > {self.today}")
+        log.info("vector database %s: %d passage embeddings reused, %d embedded", self.uri, len(texts) - len(missing),
+                 len(missing))
+        return (np.stack([fresh[k] if k in fresh else held[k][0] for k in keys]) if texts else
+                np.zeros((0, self.dimension), np.float32))
+
+    def fetch(self, keys):
+        """{key: (vector, day)} of the rows the collection holds among keys, read vector_db_batch ids a call; a row
+        that is not a unit vector of the model's dimension (unit_rows) is left out, so it is embedded again."""
+        held, damaged = {}, 0
+        for start in range(0, len(keys), self.cfg.vector_db_batch):
+            found = self.call("reading passages", "query", self.name, ids=keys[start:start + self.cfg.vector_db_batch],
+                              output_fields=["vector", "day"])
+            for row in found:
+                vector = np.asarray(row["vector"], dtype=np.float32)
+                if vector.shape == (self.dimension,) and unit_rows(vector[None], self.cfg.index_norm_tol)[0]:
+                    held[row["id"]] = (vector, int(row["day"]))
+                else:
+                    damaged += 1
+        if damaged:
+            log.warning("vector database %s: %d passage embeddings are damaged (not unit vectors of finite numbers); "
+                        "they are embedded again", self.uri, damaged)
+        return held
+
+    def upsert(self, rows, what):
+        """(key, vector, text, (source_id, position)) rows written, used today: inserted, or replacing the row of
+        that id."""
+        if rows:
+            self.call(what, "upsert", self.name, [
+                {"id": k, "vector": vector, "source_id": source_id, "position": position, "text": text,
+                 "day": self.today} for k, vector, text, (source_id, position) in rows])
+
+    def search(self, vectors, limit, radius=None):
+        """Milvus's hits for each of vectors: [[(key, cosine)]], at most limit each, most similar first; radius:
+        only those scoring above it (a range search)."""
+        params = {"metric_type": "COSINE"} | ({"params": {"radius": radius}} if radius is not None else {})
+        found = self.call("searching", "search", self.name, data=[np.asarray(v, dtype=np.float32) for v in vectors],
+                          limit=limit, output_fields=[], search_params=params)
+        return [[(hit["id"], float(hit["distance"])) for hit in hits] for hits in found]
+
+    def nearest(self, index, query_vector, k):
+        """Passage rows that may rank in the top k, as MemorySearch.nearest's: Milvus's nearest, asked for twice as
+        many until the last one scores below the k-th document's best by twice NEAREST_MARGIN (every passage within
+        the margin is then among them), or the collection has no more."""
+        if k >= len(index.docs):
+            return np.arange(index.passages)
+        limit = min(max(self.cfg.vector_db_search, 2 * k), VECTOR_DB_TOP)
+        while True:
+            hits = self.search([query_vector], limit)[0]
+            rows = [r for key, _ in hits for r in self.at.get(key, ())]  # another knowledge base's passages: none
+            if len(hits) < limit:
+                return rows
+            owner = np.searchsorted(index.starts, rows, side="right") - 1
+            best = {}
+            for doc_i, score in zip(owner.tolist(), exact_cosines(index.vectors[rows], query_vector).tolist()):
+                best[doc_i] = max(score, best.get(doc_i, -math.inf))
+            if len(best) >= k and min(s for _, s in hits) < sorted(best.values())[-k] - 2 * NEAREST_MARGIN:
+                return rows
+            if limit == VECTOR_DB_TOP:
+                return self.in_memory(MEMORY.nearest(index, query_vector, k))
+            limit = min(2 * limit, VECTOR_DB_TOP)
+
+    def in_memory(self, found):
+        """found (a search done in memory, past what one Milvus search returns), said the first time."""
+        if not self.fell_back:
+            self.fell_back = True
+            log.info("vector database %s: more than %d passages score alike; those searches are done in memory",
+                     self.uri, VECTOR_DB_TOP)
+        return found
+
+    def similar_pairs(self, index, gate, chunk=None, progress=None):
+        """exact_pairs of the documents whose passages Milvus finds within gate (less twice NEAREST_MARGIN) of one
+        another: each passage's neighbours asked in range searches of vector_db_queries passages, a passage with
+        vector_db_neighbours of them asked again for twice as many. Pairs come in order of their first document,
+        each with the document pairs covered so far (candidate_pairs' shape); chunk and progress: unused."""
+        return exact_pairs(index.vectors, index.starts, self.neighbour_pairs(index, gate - 2 * NEAREST_MARGIN), gate)
+
+    def neighbour_pairs(self, index, radius):
+        """(i, j, None, covered) per pair of documents i < j with passages Milvus finds above radius of each other,
+        yielded once every passage of i has been asked about."""
+        n = len(index.docs)
+        owner = np.repeat(np.arange(n), np.diff(index.starts))  # each passage's document
+        step, pending, done = self.cfg.vector_db_queries, set(), 0
+        for start in range(0, index.passages, step):
+            rows = range(start, min(start + step, index.passages))
+            for row, hits in zip(rows, self.search(index.vectors[rows.start:rows.stop], self.cfg.vector_db_neighbours,
+                                                   radius)):
+                limit = self.cfg.vector_db_neighbours
+                while len(hits) == limit and limit < VECTOR_DB_TOP:  # there may be more: ask again for twice as many
+                    limit = min(2 * limit, VECTOR_DB_TOP)
+                    hits = self.search([index.vectors[row]], limit, radius)[0]
+                near = [r for key, _ in hits for r in self.at.get(key, ())]
+                if len(hits) == VECTOR_DB_TOP:
+                    near = self.in_memory(np.nonzero(index.vectors @ index.vectors[row] > radius)[0].tolist())
+                i = int(owner[row])
+                pending.update((i, int(owner[r])) for r in near if owner[r] > i)
+            finished = int(np.searchsorted(index.starts, rows.stop, side="right")) - 1  # documents wholly asked
+            for pair in sorted(p for p in pending if p[0] < finished):
+                pending.discard(pair)
+                yield pair[0], pair[1], None, finished * (n - 1) - finished * (finished - 1) // 2
+            done = finished
+        for pair in sorted(pending):
+            yield pair[0], pair[1], None, done * (n - 1) - done * (done - 1) // 2
+
+    def close(self):
+        """The client closed; a Milvus Lite file's server stopped, so the file is free for another process."""
+        if self.client is not None and hasattr(self.client, "close"):
+            with contextlib.suppress(*self.failed):
+                self.client.close()
+        if vector_db_is_file(self.uri) and "milvus_lite.server_manager" in sys.modules:
+            sys.modules["milvus_lite.server_manager"].server_manager_instance.release_server(self.uri)
+        self.client, self.ready = None, False
+
+
+def milvus_client(uri, timeout):
+    """A MilvusClient on uri (a .db file: Milvus Lite, started in this process), the server's credentials from
+    MILVUS_TOKEN; VectorDbFailed in one line when it cannot be reached or opened."""
+    vector_db_packages(uri)
+    from pymilvus import MilvusClient
+    from pymilvus.exceptions import MilvusException
+
+    quiet_milvus()
+    try:
+        return MilvusClient(uri=uri, token=os.environ.get(VECTOR_DB_TOKEN, ""), timeout=timeout)
+    except MilvusException as e:
+        what = ("cannot be opened; another process may be using it" if vector_db_is_file(uri) else
+                "cannot be reached")
+        raise VectorDbFailed(f"vector database {uri}: {what} ({milvus_reason(e)})") from None
+
+
+def milvus_reason(e):
+    """A Milvus error in a few words: its message, not its class and code."""
+    return printable(str(getattr(e, "message", None) or e or type(e).__name__), one_line=True)
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
@@ -6922,6 +7296,23 @@ def candidate_pairs(vectors, gate, chunk=DEFAULT_CONFIG.scan_chunk, starts=None)
             covered = int(through[-1])
 
 
+def exact_pairs(vectors, starts, pairs, gate):
+    """(i, j, cosine, covered) of pairs (candidate_pairs' shape, proposed by any search) whose documents' most similar
+    passages score gate or more by exact_cosines: a scan finds the same pairs, with the same cosines, whichever
+    search proposed them. starts as in candidate_pairs.
+
+    >>> v = normalise(np.array([[1, 0], [0.8, 0.6], [0, 1]], np.float32))
+    >>> [(i, j, round(c, 2)) for i, j, c, _ in exact_pairs(v, None, [(0, 1, 0.8, 1), (0, 2, 0.0, 2)], 0.5)]
+    [(0, 1, 0.8)]
+    """
+    starts = np.arange(len(vectors) + 1) if starts is None else np.asarray(starts)
+    for i, j, _, covered in pairs:
+        a, b = vectors[starts[i]:starts[i + 1]], vectors[starts[j]:starts[j + 1]]
+        cosine = float(exact_cosines(a[:, None, :], b[None, :, :]).max())
+        if cosine >= gate:
+            yield i, j, cosine, covered
+
+
 SCAN_PROGRESS_EVERY = 2000  # candidate pairs between progress calls (a call reads the clock)
 
 
@@ -6942,13 +7333,16 @@ def document_blocks(starts, chunk):
 
 
 def scan_corpus(docs, vectors, detector, gate, chunk=DEFAULT_CONFIG.scan_chunk, progress=None, starts=None,
-                texts=()):
+                texts=(), pairs=None):
     """Run the detector (with no question: every sentence counts) on every candidate pair of the corpus. vectors and
     starts as in candidate_pairs; progress(done, total) counts document pairs compared by topic; texts: distinct_texts
-    of a corpus whose copies docs leave out (a copy finds what its text's document finds), named in the report."""
+    of a corpus whose copies docs leave out (a copy finds what its text's document finds), named in the report.
+    pairs: exact_pairs' (i, j, cosine, covered) from a passage store's similar_pairs; None: found in memory."""
     docs, vectors = tuple(docs), normalise(vectors)
+    if pairs is None:
+        pairs = exact_pairs(vectors, starts, candidate_pairs(vectors, gate - NEAREST_MARGIN, chunk, starts), gate)
     views, found, checked, total = {}, [], 0, len(docs) * (len(docs) - 1) // 2
-    for first, second, sim, covered in candidate_pairs(vectors, gate, chunk, starts):
+    for first, second, sim, covered in pairs:
         for n in (first, second):
             if n not in views:
                 views[n] = detector.features([docs[n]], "", None)[0]
@@ -7727,6 +8121,58 @@ def bench_indexing(cfg, embed, repeats=2):
             "ratio": rate["encode"] and round(rate["index"] / rate["encode"], 3)}
 
 
+BENCH_QUESTIONS = 5  # questions --bench --vector-db asks of each store; the median is reported
+
+
+def bench_vector_db(cfg, uri, n, progress=None):
+    """{"documents", "passages", "pairs", "npz": {...}, "milvus": {...}}: the kept index of n synthetic documents
+    (synthetic_corpus, topic_vectors behind a text-keyed stand-in embedder, so only the stores are timed) in a .npz
+    file and in the vector database at uri, each: "first_s" (embed and keep every passage), "again_s" (a second run:
+    rows read back, nothing embedded), "question_ms" (retrieve, median of BENCH_QUESTIONS) and "scan_s" (scan_corpus,
+    the detector on every pair found). The bench's collection is its own (a fingerprint of zeros), dropped after."""
+    docs, topics = synthetic_corpus(n, seed=n)
+    vectors = topic_vectors(topics, seed=n)
+    at = {}
+    for i, d in enumerate(docs):
+        at.setdefault(d.content, i)
+    embed = lambda texts: vectors[[at[t] for t in texts]]  # noqa: E731
+    questions = normalise(vectors[:BENCH_QUESTIONS] + np.float32(0.1))  # near a topic each, not on a document
+    detector = QuestionAwareDetector(cfg, embed=None)
+    result, found = {"documents": n}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, store in (("npz", lambda: KeptIndex(os.path.join(tmp, "bench.npz"), "bench", "0" * 64)),
+                            ("milvus", lambda: VectorDb(uri, "bench", "0" * 64, vectors.shape[1], cfg))):
+            times, first = {}, store()
+            if name == "milvus":
+                first.rebuild = True  # a collection an earlier bench left
+            for stage, kept in (("first_s", first), ("again_s", store())):
+                start = time.perf_counter()
+                with contextlib.closing(kept):
+                    index = build_index(docs, embed, cfg.embed_batch, None, cfg.passage_chars, kept)
+                    times[stage] = round(time.perf_counter() - start, 3)
+                    if stage == "again_s":
+                        asked = []
+                        for q in questions:
+                            start = time.perf_counter()
+                            retrieve(index, q, cfg.top_k, cfg.read_passages)
+                            asked.append(time.perf_counter() - start)
+                        times["question_ms"] = round(1000 * float(np.median(asked)), 3)
+                        start = time.perf_counter()
+                        report = scan_corpus(index.docs, index.vectors, detector, cfg.threshold, cfg.scan_chunk,
+                                             starts=index.starts,
+                                             pairs=kept.similar_pairs(index, cfg.threshold, cfg.scan_chunk))
+                        times["scan_s"] = round(time.perf_counter() - start, 3)
+                        found[name] = report.conflicts
+                        result.update(passages=index.passages, pairs=report.pairs_checked)
+                    if name == "milvus" and stage == "again_s":
+                        kept.call("dropping the bench's collection", "drop_collection", kept.name)
+                if progress:
+                    progress(stage, name)
+            result[name] = times
+    result["same_conflicts"] = found["npz"] == found["milvus"]
+    return result
+
+
 def peak_rss_mb():
     """Peak resident memory of this process in MB; None where the resource module does not exist (Windows)."""
     try:
@@ -8150,6 +8596,15 @@ def render_bench(result, cfg):
             if r["encode_per_s"] else "")
     lines += ["", f"Indexing {r['texts']} passages of 1 to 6 sentences: {r['index_per_s']:.1f}/s "
               f"into a kept index (hashing, length-sorted batches of {cfg.embed_batch}, the save){bare}"]
+    if "vector_db" in result:
+        v = result["vector_db"]
+        lines += ["", f"Kept index of {v['documents']:,} synthetic documents ({v['passages']:,} passages, stand-in "
+                  f"embedder; scan: {v['pairs']:,} pairs, {'the same' if v['same_conflicts'] else 'DIFFERENT'} "
+                  f"conflicts): .npz and Milvus", f"{'':<28} {'.npz':>10} {'Milvus':>10} {'Milvus/.npz':>12}"]
+        for key, what in (("first_s", "first run, seconds"), ("again_s", "second run, seconds"),
+                          ("question_ms", "a question, ms (median)"), ("scan_s", "scan, seconds")):
+            lines.append(f"  {what:<26} {v['npz'][key]:>10.3f} {v['milvus'][key]:>10.3f} "
+                         f"{v['milvus'][key] / max(v['npz'][key], 1e-9):>12.1f}")
     return "\n".join(lines)
 
 
@@ -8539,6 +8994,10 @@ def parse_args(argv):
     p.add_argument("--index", metavar="PATH", help="where --kb's passage embeddings are kept between runs, so a later "
                    "run embeds only passages no run has seen (default: one file per model in the user's cache "
                    "directory, $XDG_CACHE_HOME or ~/.cache, shared by every knowledge base; see README)")
+    p.add_argument("--vector-db", metavar="URI", help="keep and search --kb's passage embeddings in Milvus instead: a "
+                   "path ending in .db (Milvus Lite in that file) or http(s)://host:port (a server; credentials from "
+                   f"${VECTOR_DB_TOKEN}); needs '{VECTOR_DB_INSTALL}'. With --bench: also a question and a scan of "
+                   f"{Config.bench_vector_docs:,} synthetic documents, Milvus Lite against the .npz index")
     p.add_argument("--no-index", action="store_true", help="embed every passage afresh and keep nothing")
     p.add_argument("--rebuild-index", action="store_true",
                    help="replace the kept index (damaged, or another model's) with one built afresh")
@@ -8575,6 +9034,7 @@ def parse_args(argv):
                    "stages, memory, scan speed, a long input against the walkthrough")
     args = p.parse_args(argv)
     for flag, value, wanted in (("--kb", args.kb, "a file path"), ("--index", args.index, "a file path"),
+                                ("--vector-db", args.vector_db, "a .db file path or a server's http(s)://host:port"),
                                 ("--eval", args.eval, "a file path (or no value, for the built-in set)"),
                                 ("--fit-reader", args.fit_reader, "a file path"),
                                 ("--report", args.report, "a file path"),
@@ -8723,6 +9183,9 @@ def main(argv=None, embed=None, read=None, nli=None):
     except IndexRefused as e:
         error(str(e), argv)
         return 2
+    except VectorDbFailed as e:
+        error(str(e), argv)
+        return 1
     except KeyboardInterrupt as e:
         line, status = interrupt_exit(e)
         print(line, file=sys.stderr)
@@ -8745,6 +9208,8 @@ def run_experiment(argv, embed, read, nli):
                  top_k=args.top_k or Config.top_k, threshold=args.threshold,
                  detector=args.detector, strategy=args.strategy, nli_model=args.nli)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings from the tokenizers library
+    if args.vector_db:
+        vector_db_packages(args.vector_db)  # before a model loads: a missing package is said at once
     stages = {}
     try:
         embed, read, nli = provide_models(args, cfg, stages, embed, read, nli)
@@ -8754,7 +9219,7 @@ def run_experiment(argv, embed, read, nli):
     # a scan makes its own (no question to read: 'full' runs as 'heuristic'), so 'full' without a reader is no error
     pipe = None if args.scan or args.fit_reader else make_pipeline(cfg, embed, read, nli)
     if args.bench:
-        result = run_bench(pipe, stages, None if args.quiet else Progress)
+        result = run_bench(pipe, stages, None if args.quiet else Progress, args.vector_db)
         emit(json.dumps(result) if args.json else render_bench(result, cfg))
     elif args.scan:
         run_scan(inputs, embed, cfg, args)
@@ -8927,15 +9392,20 @@ def check_index_layout(args):
 
 
 def check_index_flags(args, mode, stdout):
-    """--index, --no-index and --rebuild-index: for a --kb run (the walkthrough or --scan) only, --no-index alone,
-    and --index a file path that is none of the run's other files. Checked before any model loads."""
-    given = [f for f in ("--index", "--no-index", "--rebuild-index") if f in args.given]
-    if given and mode in ("--eval", "--bench"):
-        raise UsageError(f"{mode} does not use {', '.join(given)}")
-    if given and not args.kb:
+    """--index, --vector-db, --no-index and --rebuild-index: for a --kb run (the walkthrough or --scan) only (and
+    --vector-db for --bench), --no-index alone, one of --index and --vector-db, each a path that is none of the run's
+    other files. Checked before any model loads."""
+    given = [f for f in ("--index", "--vector-db", "--no-index", "--rebuild-index") if f in args.given]
+    if given and mode == "--eval" or mode == "--bench" and set(given) - {"--vector-db"}:
+        raise UsageError(f"{mode} does not use {', '.join(f for f in given if mode == '--eval' or f != '--vector-db')}")
+    if given and not args.kb and mode != "--bench":
         raise UsageError(f"{', '.join(given)}: an index is kept only for a knowledge base given with --kb")
     if args.no_index and len(given) > 1:
         raise UsageError(f"--no-index keeps nothing: drop {', '.join(f for f in given if f != '--no-index')}")
+    if args.index and args.vector_db:
+        raise UsageError("--index and --vector-db are two places to keep the passages: give one")
+    if args.vector_db:
+        check_vector_db_uri(args, stdout)
     if not args.index:
         return
     directory = os.path.dirname(os.path.abspath(args.index))
@@ -8960,9 +9430,47 @@ def check_index_flags(args, mode, stdout):
         raise UsageError(f"--index {args.index}: {clash}; the index would {harm}")
 
 
+def check_vector_db_uri(args, stdout):
+    """--vector-db: a server's http(s)://host:port without credentials (they would land in logs and shell history:
+    MILVUS_TOKEN holds them), or a Milvus Lite path ending in .db, in a folder that exists, none of the run's files."""
+    uri = args.vector_db
+    if not vector_db_is_file(uri):
+        try:
+            parts = urllib.parse.urlsplit(uri)
+            port = parts.port
+        except ValueError as e:
+            raise UsageError(f"--vector-db {uri}: not a URI ({e})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname or port is None:
+            raise UsageError(f"--vector-db {uri}: give a server as http://host:port or https://host:port, or a Milvus "
+                             f"Lite file path ending in .db")
+        if parts.username is not None or parts.password is not None:
+            raise UsageError(f"--vector-db: the URI holds credentials; put them in ${VECTOR_DB_TOKEN} "
+                             f"(\"user:password\" or a key), not in a flag that logs and shell history keep")
+        return
+    if not uri.endswith(".db"):
+        raise UsageError(f"--vector-db {uri}: a Milvus Lite file path must end in .db (or give http(s)://host:port)")
+    directory = os.path.dirname(os.path.abspath(uri))
+    if not os.path.isdir(directory):
+        raise UsageError(f"--vector-db {uri}: directory {directory} does not exist")
+    try:
+        st = os.stat(uri)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise UsageError(f"--vector-db {uri}: cannot be used ({e.strerror or e})") from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):  # Milvus Lite keeps a folder of that name
+        raise UsageError(f"--vector-db {uri}: is a file, not a Milvus Lite database (a folder Milvus Lite makes)")
+    inputs = [("--kb", args.kb), ("--log-conflicts", args.log_conflicts), ("--embed-model", args.embed_model),
+              ("--qa-model", args.qa_model), ("--nli", args.nli)]
+    clash = path_clash(uri, st, inputs + installed_model_dirs((args.embed_model, args.qa_model, args.nli)), stdout)
+    if clash:
+        raise UsageError(f"--vector-db {uri}: {clash}; Milvus Lite would write its files there")
+
+
 def kept_index(args, embed, cfg):
-    """The run's KeptIndex, or None: --no-index, no --kb (the built-in knowledge base costs nothing to embed), or
-    an embedder with no fingerprint (a caller's function: said in the log)."""
+    """The run's passage store: a VectorDb (--vector-db), a KeptIndex, or None: --no-index, no --kb (the built-in
+    knowledge base costs nothing to embed), or an embedder with no fingerprint (a caller's function: said in the
+    log)."""
     if args.no_index or not args.kb:
         return None
     fingerprint = getattr(embed, "fingerprint", None)
@@ -8970,6 +9478,9 @@ def kept_index(args, embed, cfg):
         log.info("no kept index: the embedder has no fingerprint (no model folder to hash); every passage is "
                  "embedded afresh")
         return None
+    if args.vector_db:
+        return VectorDb(args.vector_db, cfg.embed_model, fingerprint, getattr(embed, "dimension", None), cfg,
+                        args.rebuild_index)
     return KeptIndex(args.index or default_index_path(fingerprint), cfg.embed_model, fingerprint, args.rebuild_index,
                      cfg.index_checkpoint, getattr(embed, "dimension", None), cfg.index_norm_tol, cfg.index_keep_days)
 
@@ -9125,9 +9636,9 @@ def split_note(index, cfg):
             f"characters split)" if split else "")
 
 
-def run_bench(pipe, stages, progress=None):
+def run_bench(pipe, stages, progress=None, vector_db=None):
     """--bench: the walkthrough's stages on the built-in knowledge base, then the synthetic measurements;
-    progress(label) -> callable(done, total), or None (the CLI's Progress)."""
+    progress(label) -> callable(done, total), or None (the CLI's Progress). vector_db: a URI, for bench_vector_db."""
     cfg, step = pipe.cfg, progress("bench") if progress else (lambda done, total: None)
     start = time.perf_counter()
     index = build_index(KNOWLEDGE_BASE, pipe.embed, cfg.embed_batch, None, cfg.passage_chars)
@@ -9153,22 +9664,31 @@ def run_bench(pipe, stages, progress=None):
             step(done, steps)
     indexing = bench_indexing(cfg, pipe.embed)
     step(steps, steps)
-    return {"detection": rows["detection"], "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": rows["scan"],
-            "long_input": rows["long_input"], "indexing": indexing}
+    result = {"detection": rows["detection"], "stages": stages, "peak_rss_mb": peak_rss_mb(), "scan": rows["scan"],
+              "long_input": rows["long_input"], "indexing": indexing}
+    if vector_db:
+        stores = progress("vector database") if progress else (lambda done, total: None)
+        done = iter(range(1, 5))
+        result["vector_db"] = bench_vector_db(cfg, vector_db, cfg.bench_vector_docs,
+                                              lambda stage, name: stores(next(done), 4))
+    return result
 
 
 def run_scan(docs, embed, cfg, args):
     """--scan: embed the whole knowledge base, then every conflicting pair in it, most similar first."""
     start = time.perf_counter()
     texts = distinct_texts(docs)  # a copy is neither embedded nor compared: its text's document stands for it
-    index = build_index([d for d, _ in texts], embed, cfg.embed_batch,
-                        None if args.quiet else Progress("embedding passages"), cfg.passage_chars,
-                        kept_index(args, embed, cfg))
-    what = f"{len(docs)} documents" if len(texts) == len(docs) else f"the {len(texts)} texts of {len(docs)} documents"
-    log.info("embedded %s%s in %.1f s", what, split_note(index, cfg), time.perf_counter() - start)
-    detector = make_detector("article" if cfg.detector == "article" else "heuristic", cfg, embed)
-    report = scan_corpus(index.docs, index.vectors, detector, cfg.threshold, cfg.scan_chunk,
-                         None if args.quiet else Progress("scanning pairs"), index.starts, texts)
+    store = kept_index(args, embed, cfg)
+    with contextlib.closing(store or MEMORY):
+        index = build_index([d for d, _ in texts], embed, cfg.embed_batch,
+                            None if args.quiet else Progress("embedding passages"), cfg.passage_chars, store)
+        what = (f"{len(docs)} documents" if len(texts) == len(docs) else
+                f"the {len(texts)} texts of {len(docs)} documents")
+        log.info("embedded %s%s in %.1f s", what, split_note(index, cfg), time.perf_counter() - start)
+        detector = make_detector("article" if cfg.detector == "article" else "heuristic", cfg, embed)
+        pairs = (store or MEMORY).similar_pairs(index, cfg.threshold, cfg.scan_chunk)
+        report = scan_corpus(index.docs, index.vectors, detector, cfg.threshold, cfg.scan_chunk,
+                             None if args.quiet else Progress("scanning pairs"), index.starts, texts, pairs)
     seconds = time.perf_counter() - start
     if args.json:
         for line in scan_json_lines(report, cfg.threshold):
@@ -9223,7 +9743,8 @@ def print_walkthrough(names, naive, resolved, paint, cfg):
 
 # Variables a caller's shell may hold that would change what the tests see; the suite runs without them (a test that
 # needs one sets it). RAG_EMBED_MODEL stays: it switches the integration tests on, as documented.
-CALLER_VARIABLES = ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "TERM", "RAG_QA_MODEL", "RAG_NLI_MODEL", "RAG_READER")
+CALLER_VARIABLES = ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "TERM", "RAG_QA_MODEL", "RAG_NLI_MODEL", "RAG_READER",
+                    VECTOR_DB_TOKEN)
 _saved_environment = []
 
 
@@ -13861,6 +14382,206 @@ class TestKeptIndex(unittest.TestCase):
         self.assertIsNone(model_fingerprint(os.path.join(model, "missing")))
 
 
+MILVUS_MISSING = next((m.replace("_", "-") for m in ("pymilvus", "milvus_lite") if importlib.util.find_spec(m) is None),
+                      None)
+VECTOR_DB_QUESTIONS = [q for _, q in SCENARIOS] + ["Initech revenue for fiscal 2022?",
+                                                   "What is the harbor beacon status at pier 3?"]
+
+
+@unittest.skipIf(MILVUS_MISSING, f"{MILVUS_MISSING} is not installed ({VECTOR_DB_INSTALL}): no Milvus Lite to test")
+class TestVectorDb(unittest.TestCase):
+    """Passage embeddings kept and searched in Milvus Lite: the answers, labels and conflicts of --no-index, rows
+    never embedded twice, and every fault one line."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.kb = os.path.join(self.tmp.name, "kb.jsonl")
+        docs = [document_json(d) for d in KNOWLEDGE_BASE] + KB_DOCS + [LONG_KB_DOC]
+        with open(self.kb, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(d) + "\n" for d in docs))
+        self.db = os.path.join(self.tmp.name, "passages.db")
+
+    def ask(self, *extra, embed=None, mode=None):
+        embed = embed or FingerprintedEmbed()
+        questions = [x for q in VECTOR_DB_QUESTIONS for x in ("--question", q)]
+        code, out, err = run_main(["--kb", self.kb, *(mode or questions + ["--json"]), *extra], embed=embed)
+        return code, out, err, embed
+
+    def test_answers_labels_and_conflicts_are_those_of_no_index_and_a_second_run_embeds_nothing(self):
+        for k in ("1", "2", "3", "5"):
+            with self.subTest(top_k=k):
+                code, first, err, _ = self.ask("--vector-db", self.db, "--top-k", k)
+                self.assertEqual(code, 0, err)
+                _, expected, _, fresh = self.ask("--no-index", "--top-k", k)
+                self.assertEqual(first, expected)
+                self.assertEqual('"label": "RESOLVED"' in first, k != "1")  # one document conflicts with none
+                code, second, err, again = self.ask("--vector-db", self.db, "--top-k", k)
+                self.assertEqual((code, second), (0, first))
+                self.assertRegex(err, r"vector database .*: \d+ passage embeddings reused, 0 embedded")
+                self.assertEqual(again.calls, fresh.calls[1:])  # the questions and sentences: no passage batch
+
+    def test_scan_finds_what_the_in_memory_scan_finds(self):
+        scan = ["--scan", "--json"]
+        code, found, err, _ = self.ask("--vector-db", self.db, mode=scan)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(found, self.ask("--no-index", mode=scan)[1])
+        self.assertGreater(json.loads(found.splitlines()[-1])["conflicts"], 0)
+
+    def index(self, cfg, today=None, embed=fake_embed, docs=None):
+        store = VectorDb(self.db, "fake", "a" * 64, None, cfg, today=today)
+        self.addCleanup(store.close)
+        return build_index(docs or load_kb(self.kb)[0], embed, 4, None, 60, store)  # short passages: many a document
+
+    def test_every_search_ranks_alike_however_few_it_asks_for(self):
+        cfg = replace(DEFAULT_CONFIG, vector_db_search=1, vector_db_neighbours=1, vector_db_queries=3)
+        index = self.index(cfg)
+        memory = replace(index, search=None)
+        self.assertGreater(index.passages, len(index.docs))
+        for q in fake_embed(VECTOR_DB_QUESTIONS + ["laptop encryption token", "nothing at all"]):
+            for k in range(1, len(index.docs) + 1):
+                self.assertEqual(retrieve(index, q, k, 3), retrieve(memory, q, k, 3))
+        for gate in (0.2, 0.68, 0.99):
+            pairs = [pair[:3] for pair in index.search.similar_pairs(index, gate)]  # (i, j, cosine), not the progress
+            self.assertEqual(pairs, [pair[:3] for pair in MEMORY.similar_pairs(memory, gate)])
+            self.assertTrue(pairs)
+
+    def test_rows_unused_for_more_than_the_kept_days_go(self):
+        docs = load_kb(self.kb)[0]
+        self.index(DEFAULT_CONFIG, today=100, docs=docs[:4])
+        self.index(DEFAULT_CONFIG, today=120, docs=docs[4:])
+        keys = lambda ds: {passage_key(p).hex() for d in ds for p in passages_of(d.content, 60)}  # noqa: E731
+        store = VectorDb(self.db, "fake", "a" * 64, 6, DEFAULT_CONFIG, today=140)  # docs[:4] unused for 40 days
+        self.addCleanup(store.close)
+        build_index(docs[4:6], fake_embed, 4, None, 60, store)
+        held = set(store.fetch(sorted(keys(docs))))
+        self.assertEqual(held, keys(docs[4:]))
+
+    def test_an_interrupted_run_resumes_where_it_stopped(self):
+        texts = [p for d in load_kb(self.kb)[0] for p in passages_of(d.content, 60)]
+        store = VectorDb(self.db, "fake", "a" * 64, 6)
+        with self.assertRaises(KeyboardInterrupt), contextlib.closing(store):
+            store.rows(texts, FingerprintedEmbed(interrupt_at=3), 2)  # two batches inserted, the third interrupted
+        embed, store = FingerprintedEmbed(), VectorDb(self.db, "fake", "a" * 64, 6)
+        with contextlib.closing(store):
+            rows = store.rows(texts, embed, 2)
+        self.assertEqual(len(embed.embedded()), len(texts) - 4)
+        np.testing.assert_array_equal(rows, embedded_rows(fake_embed, texts, 2))
+
+    def assert_one_line(self, code, err, start):
+        self.assertEqual(code, 1, err)
+        lines = [x for x in err.splitlines() if not x.startswith("INFO")]
+        self.assertEqual(len(lines), 1, err)
+        self.assertTrue(lines[0].startswith(start), err)
+
+    def test_a_collection_of_another_model_or_dimension_is_one_line(self):
+        self.assertEqual(self.ask("--vector-db", self.db)[0], 0)
+        other = FingerprintedEmbed(fingerprint="a" * 16 + "b" * 48)  # the same collection name, another model
+        code, out, err, _ = self.ask("--vector-db", self.db, embed=other)
+        self.assert_one_line(code, err, f"error: vector database {self.db}: collection rag_passages_{'a' * 16} holds "
+                                        f"embeddings of model")
+        wider = FingerprintedEmbed()
+        wider.dimension = 7
+        code, out, err, _ = self.ask("--vector-db", self.db, embed=wider)
+        self.assert_one_line(code, err, f"error: vector database {self.db}: collection rag_passages_{'a' * 16} holds "
+                                        f"vectors of 6 dimensions, the model's have 7")
+        code, out, err, _ = self.ask("--vector-db", self.db, "--rebuild-index", embed=other)
+        self.assertEqual(code, 0, err)
+
+    def test_a_refused_write_is_one_line_and_keeps_what_was_kept(self):
+        from pymilvus.exceptions import MilvusException
+
+        real = milvus_client
+
+        class Refusing:  # a server that reads but refuses writes (a role without the insert privilege)
+            def __init__(self, uri, timeout):
+                self.client = real(uri, timeout)
+
+            def __getattr__(self, name):
+                return getattr(self.client, name)
+
+            def upsert(self, *args, **kwargs):
+                raise MilvusException(message="PrivilegeInsert: permission denied")
+
+        self.assertEqual(self.ask("--vector-db", self.db, "--top-k", "2")[0], 0)  # kept: all but the new documents
+        with open(self.kb, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"source_id": "new", "content": "The harbor beacon at pier 9 is ACTIVE."}) + "\n")
+        log_path = os.path.join(self.tmp.name, "conflicts.jsonl")
+        with unittest.mock.patch(f"{__name__}.milvus_client", Refusing):
+            code, out, err, _ = self.ask("--vector-db", self.db, "--log-conflicts", log_path)
+        self.assert_one_line(code, err, f"error: vector database {self.db}: inserting passages failed "
+                                        f"(PrivilegeInsert: permission denied)")
+        self.assertEqual((out, os.path.exists(log_path)), ("", False))
+        code, out, err, embed = self.ask("--vector-db", self.db)
+        self.assertEqual((code, embed.calls[0]), (0, ["The harbor beacon at pier 9 is ACTIVE."]))
+        self.assertEqual(out, self.ask("--no-index")[1])
+
+    def test_an_unreachable_server_is_one_line_and_its_token_stays_unsaid(self):
+        with unittest.mock.patch.dict(os.environ, {VECTOR_DB_TOKEN: "root:s3cret-token"}):
+            code, out, err, embed = self.ask("--vector-db", "http://127.0.0.1:1")
+        self.assert_one_line(code, err, "error: vector database http://127.0.0.1:1: cannot be reached")
+        self.assertNotIn("s3cret", err)
+        self.assertEqual(out, "")
+
+    def test_a_file_another_process_holds_is_one_line(self):
+        os.makedirs(self.db)
+        with open(os.path.join(self.db, "LOCK"), "w") as held:  # Milvus Lite's lock, as another process holds it
+            fcntl.flock(held, fcntl.LOCK_EX)
+            code, out, err, _ = self.ask("--vector-db", self.db)
+        self.assert_one_line(code, err, f"error: vector database {self.db}: cannot be opened; another process may be "
+                                        f"using it")
+
+    def test_bench_measures_both_stores_on_the_same_corpus(self):
+        result = bench_vector_db(replace(DEFAULT_CONFIG, vector_db_queries=16), self.db, 40)
+        self.assertEqual((result["documents"], result["same_conflicts"]), (40, True))
+        for store in ("npz", "milvus"):
+            self.assertEqual(set(result[store]), {"first_s", "again_s", "question_ms", "scan_s"})
+        page = render_bench({"detection": [], "stages": {"walkthrough": 1.0}, "peak_rss_mb": None, "scan": [],
+                             "long_input": [], "indexing": {"texts": 1, "index_per_s": 1.0, "encode_per_s": None},
+                             "vector_db": result}, DEFAULT_CONFIG)
+        self.assertIn("Kept index of 40 synthetic documents", page)
+        json.dumps(result)
+
+
+class TestVectorDbRefusedUpFront(unittest.TestCase):
+    """--vector-db's flags and packages checked before any model loads, whether or not Milvus is installed."""
+
+    def test_a_missing_package_is_one_line_saying_what_to_install(self):
+        found, tmp = importlib.util.find_spec, tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        kb = os.path.join(tmp.name, "kb.jsonl")
+        with open(kb, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(d) + "\n" for d in KB_DOCS))
+        for missing, uri in (("pymilvus", "http://localhost:19530"), ("milvus_lite", os.path.join(tmp.name, "kb.db"))):
+            with self.subTest(missing=missing), unittest.mock.patch(
+                    "importlib.util.find_spec", lambda name, *a: None if name == missing else found(name, *a)):
+                code, out, err = run_main(["--kb", kb, "--question", "q?", "--vector-db", uri],
+                                          embed=FingerprintedEmbed())
+            self.assertEqual((code, out), (1, ""), err)
+            self.assertRegex(err, rf"^error: --vector-db needs the Python package {missing.replace('_', '-')}, not "
+                                  rf"installed in this Python \(.*\): run 'pip install pymilvus milvus-lite'\n$")
+
+    def test_flags_refused_where_they_do_nothing_or_would_leak(self):
+        kb = os.path.join(os.path.dirname(os.path.abspath(__file__)), "missing-kb.json")
+        for argv, wanted in (
+                (["--vector-db", "kb.db"], "an index is kept only for a knowledge base given with --kb"),
+                (["--eval", "--vector-db", "kb.db"], "--eval does not use --vector-db"),
+                (["--kb", kb, "--vector-db", "kb.db", "--index", "x.npz"], "--index and --vector-db"),
+                (["--kb", kb, "--vector-db", "kb.db", "--no-index"], "--no-index keeps nothing: drop --vector-db"),
+                (["--kb", kb, "--vector-db", "passages"], "must end in .db"),
+                (["--kb", kb, "--vector-db", "/nonexistent/dir/kb.db"], "directory /nonexistent/dir does not exist"),
+                (["--kb", kb, "--vector-db", "ftp://host:19530"], "give a server as http://host:port"),
+                (["--kb", kb, "--vector-db", "http://host"], "give a server as http://host:port"),
+                (["--kb", kb, "--vector-db", "http://root:pw@host:19530"], "the URI holds credentials; put them in "
+                                                                          "$MILVUS_TOKEN"),
+                (["--kb", kb, "--vector-db", ""], "--vector-db needs a .db file path")):
+            with self.subTest(argv=argv):
+                code, out, err = run_main(argv)
+                self.assertEqual(code, 2, err)
+                self.assertIn(wanted, err)
+                self.assertNotIn("pw@", err)
+
+
 class KnowledgeBaseInTmp(unittest.TestCase):
     """A knowledge base of three questions with one conflict each, and a log path beside it, in a temp dir."""
 
@@ -15246,7 +15967,8 @@ class TestModels(unittest.TestCase):
                 "with contextlib.redirect_stdout(io.StringIO()):\n"
                 "    try: m.main(['--help'])\n"
                 "    except SystemExit: pass\n"
-                "heavy = [x for x in ('torch', 'transformers', 'sentence_transformers') if x in sys.modules]\n"
+                "heavy = [x for x in ('torch', 'transformers', 'sentence_transformers', 'pymilvus', 'milvus_lite')\n"
+                "         if x in sys.modules]\n"
                 "print(heavy)")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                              cwd=os.path.dirname(os.path.abspath(__file__)))
