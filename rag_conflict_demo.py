@@ -1091,9 +1091,16 @@ def answer_once(query, retrieved, report, pipe, resolved, timings=None):
     disputed = [d for c in clusters if c.outcome == "disputed" for d in c.members]
     common = dict(query=query, phase="resolved" if resolved else "naive", sources=tuple(retrieved), context=context,
                   report=report, clusters=clusters, warning=warning, reader=reader_name(pipe.read))
-    if disputed:
-        candidates = tuple(dispute_candidates(query, clusters, pipe.read_alone, report))
-        return RAGResponse(answer="", confidence=0.0, cited=tuple(d.source_id for d in disputed), label="UNCERTAIN",
+    # resolved, documents whose own readings give different values of one measure are a dispute the detector missed
+    rivals = () if disputed or not resolved else rival_readings(query, context, pipe)
+    if rivals:
+        why = " vs ".join(f"{c.answer} ({doc_label(c.doc, same_titles(r.doc for r in retrieved))})" for c in rivals)
+        common["warning"] = " ".join(filter(None, (warning, f"The documents read differently: {why}; nothing says "
+                                                             f"which is right, so no answer is picked.")))
+    if disputed or rivals:
+        candidates = rivals or tuple(dispute_candidates(query, clusters, pipe.read_alone, report))
+        cited = tuple(d.source_id for d in disputed) or tuple(c.doc.source_id for c in rivals)
+        return RAGResponse(answer="", confidence=0.0, cited=cited, label="UNCERTAIN",
                            candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
                                                                       disputed=True) for c in candidates), **common)
     with timed(timings, "reading"):
@@ -1102,6 +1109,42 @@ def answer_once(query, retrieved, report, pipe, resolved, timings=None):
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
                        label="RESOLVED" if any(c.discarded for c in clusters) else "ANSWERED", score=score,
                        answers=(Reply(answer.text, answer.confidence, cited),) if answer.text else (), **common)
+
+
+def rival_readings(query, context, pipe):
+    """(Candidate, ...) of the context's documents whose own readings of a typed question give different values of one
+    measure (same_measure as the answer most documents read), one per value, most supported first; () when they
+    agree, or differ only in what they measure ("$6.8M" and "140 employees" answer different questions).
+
+    readings "45.7 years" / "37 years" -> both; "$6.8M" / "140 employees" -> ()
+    """
+    if pipe.read_alone is None or read_question(query).type not in ("date", "quantity", "name"):
+        return ()
+    docs = {r.doc.source_id: r.doc for r in context}
+    readings = answering(query, list(docs.values()), pipe.read_alone)
+    groups = support(readings, None, pipe.cfg)
+    rivals = [(text, ids) for text, ids in groups if same_measure(groups[0][0], text)] if groups else []
+    # each candidate as its own document reads it (a group's text may be another member's fuller form)
+    return tuple(Candidate(docs[ids[0]], readings[ids[0]].text, readings[ids[0]].confidence) for _, ids in rivals) \
+        if len(rivals) > 1 else ()
+
+
+def same_measure(x, y):
+    """Whether two readings could answer one question: both name no value (names), or their first values are times of
+    one kind or amounts of one type and unit.
+
+    >>> same_measure("45.7 years", "37 years"), same_measure("1961", "May 2, 1922"), same_measure("Jo Li", "Al Bo")
+    (True, True, True)
+    >>> same_measure("$6.8M", "140 employees"), same_measure("500 requests per minute", "60 minutes")
+    (False, False)
+    """
+    vx, vy = extract_values(x), extract_values(y)
+    if not vx or not vy:
+        return not vx and not vy
+    a, b = vx[0], vy[0]
+    if a.type in TEMPORAL_TYPES or b.type in TEMPORAL_TYPES:
+        return a.type in TEMPORAL_TYPES and b.type in TEMPORAL_TYPES
+    return a.type == b.type and _plural(a.unit.lower()) == _plural(b.unit.lower())
 
 
 def dispute_candidates(query, clusters, read_alone, report):
@@ -11804,12 +11847,17 @@ class TestSubjects(unittest.TestCase):
         # whole retrieval goes to the reader
         old = Document("o", "o", "2019-01-01", "Mercury Lodge had 30 rooms before it was rebuilt.")
         named = replace(named, date="2024-01-01")
-        found = [kept[1], Retrieved(named, 0.5, 1), Retrieved(old, 0.4, 2)]
+        vague = Retrieved(replace(snippet, content="How many rooms does a lodge need? It depends on the plan."), 0.9, 0)
+        found = [vague, Retrieved(named, 0.5, 1), Retrieved(old, 0.4, 2)]
         report = ConflictReport((Conflict(named, old, "value", "different counts", 0.9, (("48",), ("30",))),))
         resolved = answer_once(question, found, report, pipe, True)
         self.assertEqual((resolved.label, resolved.answer, resolved.cited), ("RESOLVED", "48 rooms", ("n",)))
-        calm = [answer_once(question, found[:2], ConflictReport(), pipe, phase) for phase in (False, True)]
-        self.assertEqual([(r.label, r.answer, r.cited) for r in calm], [("ANSWERED", "60 rooms", ("s",))] * 2)
+        calm = [answer_once(question, kept[::-1], ConflictReport(), pipe, phase) for phase in (False, True)]
+        self.assertEqual([(r.label, r.answer, r.cited) for r in calm[:1]], [("ANSWERED", "60 rooms", ("s",))])
+        # resolved, two documents that read different counts of rooms are a dispute, whichever names the subject
+        self.assertEqual((calm[1].label, [a.text for a in calm[1].answers]), ("UNCERTAIN", ["60 rooms", "48 rooms"]))
+        found[0] = kept[1]
+        self.assertEqual(answer_once(question, found, report, pipe, True).label, "UNCERTAIN")
 
     def test_a_subject_in_dispute_still_lists_what_its_naming_document_says(self):
         pipe, question = tiny_pipeline(overlap_embed), "How many rooms does Mercury Lodge have?"
@@ -11830,6 +11878,24 @@ class TestSubjects(unittest.TestCase):
         resp = answer_per_subject(question, found, report, parts, pipe)
         self.assertEqual([(r.sources, r.text) for r in resp.answers],
                          [(("a",), "60 rooms"), (("b",), "70 rooms"), (("m2",), "12 rooms")])
+
+    def test_readings_of_one_measure_that_differ_are_a_dispute_even_undetected(self):
+        pipe, question = tiny_pipeline(overlap_embed), "What is the median age in Riverton?"
+        a = Document("a", "a", None, "In Riverton the median age was 45.7 years.")
+        b = Document("b", "b", None, "In the Riverton district the median age was 37 years.")
+        found = [Retrieved(a, 0.9, 0), Retrieved(b, 0.8, 1)]
+        resolved = answer_once(question, found, ConflictReport(), pipe, True)
+        self.assertEqual((resolved.label, [(r.text, r.sources) for r in resolved.answers]),
+                         ("UNCERTAIN", [("45.7 years", ("a",)), ("37 years", ("b",))]))
+        self.assertIn("45.7 years (a) vs 37 years (b)", resolved.warning)
+        self.assertEqual(answer_once(question, found, ConflictReport(), pipe, False).label, "ANSWERED")
+        # near misses: readings that agree; readings of different measures (an age, a count of people)
+        same = replace(b, content="In the Riverton district the median age was 45.7 years.")
+        agree = answer_once(question, [found[0], Retrieved(same, 0.8, 1)], ConflictReport(), pipe, True)
+        self.assertEqual((agree.label, agree.answer), ("ANSWERED", "45.7 years"))
+        people = replace(b, content="In the Riverton district the median age group counts 370 people.")
+        other = answer_once(question, [found[0], Retrieved(people, 0.8, 1)], ConflictReport(), pipe, True)
+        self.assertEqual((other.label, other.answer), ("ANSWERED", "45.7 years"))
 
     def test_a_subject_is_defined_by_the_opening_of_the_document_that_names_it(self):
         pipe = tiny_pipeline(overlap_embed)
