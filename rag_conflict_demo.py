@@ -12225,6 +12225,19 @@ class TestReaderRanking(unittest.TestCase):
         self.assertLessEqual(len(calls), 80 // DEFAULT_CONFIG.embed_batch + 2)
         self.assertIn(("fit-reader: documents", 40, 40), lines)
 
+    def test_fitting_grows_linearly_with_records(self):
+        def records(n):  # each record its own hall, so nothing is embedded or read twice
+            return [(f"When was Vell Hall {k} founded?", f"Vell Hall {k} was sold in 1950. Vell Hall {k} was founded "
+                     f"in {1000 + k}.", str(1000 + k)) for k in range(n)]
+
+        cfg = replace(DEFAULT_CONFIG, reader_fit_steps=20)  # the steps multiply every record alike
+
+        def fit(labelled):
+            fit_reader(labelled, SentenceReader(overlap_embed, cfg), cfg)
+        short, long = records(LONG_RECORDS // 8), records(LONG_RECORDS)
+        times = [min(seconds(fit, x) for _ in range(2)) for x in (short, long)]
+        self.assertTrue(times[1] <= LINEAR_GROWTH * times[0] or times[1] < LINEAR_FLOOR, times)
+
     def test_fit_reader_needs_labelled_documents_and_nothing_else(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = self.labelled(tmp, [("It was founded in 1901.", {})])
@@ -15270,6 +15283,7 @@ LONG = 200_000  # characters of a long document without punctuation
 # where allocation weighs), 64 if quadratic. A ratio, not a number of seconds, so a loaded machine slows both runs
 # alike; a long run under LINEAR_FLOOR seconds is fast whatever its ratio.
 LINEAR_GROWTH = 32
+LONG_RECORDS = 960  # labelled documents in the longer of two fits compared (test_fitting_grows_linearly_with_records)
 LINEAR_FLOOR = 0.25
 
 
