@@ -11802,6 +11802,22 @@ class TestSubjects(unittest.TestCase):
         self.assertEqual((resp.label, [a.text for a in resp.answers]), ("RESOLVED", ["12 rooms"]))
         self.assertEqual([(c.basis, [d.source_id for d in c.discarded]) for c in resp.clusters], [("date", ["a"])])
 
+    def test_documents_with_one_name_and_description_are_one_subject_settled_by_date(self):
+        pipe = tiny_pipeline(overlap_embed, cfg=replace(DEFAULT_CONFIG, top_k=2))
+        question = "How many rooms has Pine Inn?"
+        for opening in ("Pine Inn is a hotel in Kent.", "Pine Inn (Kent) is a hotel."):
+            docs = [Document("a", "a", "2022-01-01", f"{opening} It has 9 rooms."),
+                    Document("b", "b", "2023-01-01", f"{opening} Pine Inn has 12 rooms and a bar.")]
+            found = retrieve_and_detect(question, build_index(docs, overlap_embed), pipe)
+            resp = run_query(question, found, pipe, True)
+            self.assertEqual((resp.label, [a.text for a in resp.answers]), ("RESOLVED", ["12 rooms"]), opening)
+            self.assertEqual([(c.basis, [d.source_id for d in c.discarded]) for c in resp.clusters], [("date", ["a"])])
+        # near miss: one name, two descriptions (two places) are two subjects, each answered
+        docs = [Document("a", "a", "2022-01-01", "Pine Inn is a hotel in Kent. It has 9 rooms."),
+                Document("b", "b", "2023-01-01", "Pine Inn is a hotel in Bury. Pine Inn has 12 rooms and a bar.")]
+        resp = run_query(question, retrieve_and_detect(question, build_index(docs, overlap_embed), pipe), pipe, True)
+        self.assertEqual(resp.label, "AMBIGUOUS")
+
     def test_each_title_is_in_one_group(self):
         # b is an edited copy of a (one subject whatever its title says); c shares a's title but not b's text
         docs = (Document("a", "Pine Inn (Kent)", None, "Pine Inn has 48 rooms."),
