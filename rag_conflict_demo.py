@@ -14,8 +14,9 @@ retrieved by its best one), then runs twice on the same retrieval:
                same-frame swaps; optionally the reader per document and an NLI model); documents about namesakes
                are answered subject by subject (AMBIGUOUS); in each subject the resolver keeps the newest document
                of each superseded cluster, sets aside what more documents about its subject contradict
-               (outnumbered: an edited copy or a close paraphrase of theirs), and withholds
-               the answer (UNCERTAIN) where nothing settles it; the reader answers from what is left (each
+               (outnumbered: an edited copy or a close paraphrase of theirs), and withholds the answer
+               (UNCERTAIN) where nothing settles it or the documents kept read different values of one measure
+               though no conflict was found; the reader answers from what is left (each
                subject from the document that names it, the opening sentence for what the subject is), saying
                what was discarded and why.
 A question no retrieved document bears on (its best passage below Config.answer_gate) is answered by neither phase:
@@ -1130,8 +1131,8 @@ def rival_readings(query, context, pipe):
 
 
 def same_measure(x, y):
-    """Whether two readings could answer one question: both name no value (names), or their first values are times of
-    one kind or amounts of one type and unit.
+    """Whether two readings could answer one question: both name no value (names), or their first values meet as the
+    detector's values do (_value_key: times with times, amounts of one type and unit).
 
     >>> same_measure("45.7 years", "37 years"), same_measure("1961", "May 2, 1922"), same_measure("Jo Li", "Al Bo")
     (True, True, True)
@@ -1141,10 +1142,7 @@ def same_measure(x, y):
     vx, vy = extract_values(x), extract_values(y)
     if not vx or not vy:
         return not vx and not vy
-    a, b = vx[0], vy[0]
-    if a.type in TEMPORAL_TYPES or b.type in TEMPORAL_TYPES:
-        return a.type in TEMPORAL_TYPES and b.type in TEMPORAL_TYPES
-    return a.type == b.type and _plural(a.unit.lower()) == _plural(b.unit.lower())
+    return _value_key(vx[0]) == _value_key(vy[0])
 
 
 def dispute_candidates(query, clusters, read_alone, report):
