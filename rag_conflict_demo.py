@@ -1099,7 +1099,7 @@ def answer_once(query, retrieved, report, pipe, resolved, timings=None):
         common["warning"] = " ".join(filter(None, (warning, f"The documents read differently: {why}; nothing says "
                                                              f"which is right, so no answer is picked.")))
     if disputed or rivals:
-        candidates = rivals or tuple(dispute_candidates(query, clusters, pipe.read_alone, report))
+        candidates = rivals or tuple(dispute_candidates(query, clusters, pipe.read_alone, report, pipe.cfg))
         cited = tuple(d.source_id for d in disputed) or tuple(c.doc.source_id for c in rivals)
         return RAGResponse(answer="", confidence=0.0, cited=cited, label="UNCERTAIN",
                            candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
@@ -1145,13 +1145,13 @@ def same_measure(x, y):
     return _value_key(vx[0]) == _value_key(vy[0])
 
 
-def dispute_candidates(query, clusters, read_alone, report):
+def dispute_candidates(query, clusters, read_alone, report, cfg):
     """[Candidate], at most one per member of each disputed cluster: its own reading, or its side of its conflicts in
     the dispute (said, as its text writes it: side_span) when it has no reading (a yes/no question) or its answer
     agrees with a rival's (a member it is in conflict with): then the answer does not tell the two apart.
 
     readings "18,000" / "81,000" -> those; readings "Celsius" / "Celsius" on 27 vs 32 degrees -> "27", "32";
-    "active" read from "not active" against "ACTIVE" -> "not active", "ACTIVE"
+    "active" read from "not active" against "ACTIVE" -> "not active", "ACTIVE". Answers agree within cfg's tolerance.
     """
     candidates = []
     for members in [c.members for c in clusters if c.outcome == "disputed"]:
@@ -1165,7 +1165,7 @@ def dispute_candidates(query, clusters, read_alone, report):
         # both of two rivals that agree answer with their sides, at once; a side may then agree with a rival's
         # reading in turn, so again until none changes
         while switch := {x for a, b in rivals for x, y in ((a, b), (b, a)) if x in answers and y in answers
-                         and sides[x] and answers[x] != sides[x] and answers_agree(answers[x], answers[y])}:
+                         and sides[x] and answers[x] != sides[x] and answers_agree(answers[x], answers[y], cfg)}:
             answers.update((x, sides[x]) for x in switch)
         for d in members:
             if d.source_id in answers:
@@ -1229,7 +1229,7 @@ def answer_per_subject(query, retrieved, report, parts, pipe):
         inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
         resolution = settled(query, members, ConflictReport(inside), pipe)
         clusters += resolution.clusters
-        disputed = dispute_candidates(query, resolution.clusters, pipe.read_alone, report)
+        disputed = dispute_candidates(query, resolution.clusters, pipe.read_alone, report, pipe.cfg)
         if disputed:
             answers += [Reply(c.answer, c.confidence, (c.doc.source_id,), group.name, True) for c in disputed]
             namer, own = naming_reading(query, resolution.kept, pipe)
@@ -12833,8 +12833,23 @@ class TestNoLabelLies(unittest.TestCase):
             at = context.lower().index("active")
             return Answer(context[at:at + 6], 0.5, at)
         candidates = dispute_candidates("What is the pump status?", [Cluster((a, b, c), None, (), "disputed", None)],
-                                        ReadAlone(read), report)
+                                        ReadAlone(read), report, DEFAULT_CONFIG)
         self.assertEqual([x.answer for x in candidates], ["not active", "ACTIVE", "ACTIVE"])
+
+    def test_candidates_agree_within_the_configured_tolerance(self):
+        # readings 4% apart agree only under a tolerance that wide: then each rival answers with its side
+        a, b = doc("a", "The tank holds 1,000 litres."), doc("b", "The tank holds 1,040 litres.")
+        report = ConflictReport((Conflict(a, b, "value", "", 0.9, (("1,000",), ("1,040",))),))
+
+        def read(question, context):
+            return Answer(context[context.index("holds"):].rstrip("."), 0.5, context.index("holds"))
+        for rel_tol, expected in ((DEFAULT_CONFIG.rel_tol, ["holds 1,000 litres", "holds 1,040 litres"]),
+                                  (0.05, ["1,000", "1,040"])):
+            with self.subTest(rel_tol=rel_tol):
+                candidates = dispute_candidates("How much does the tank hold?",
+                                                [Cluster((a, b), None, (), "disputed", None)], ReadAlone(read),
+                                                report, replace(DEFAULT_CONFIG, rel_tol=rel_tol))
+                self.assertEqual([x.answer for x in candidates], expected)
 
     def test_a_span_read_across_two_documents_is_cut_where_its_document_ends(self):
         context = (Retrieved(doc("a", "The pump status is not active."), 1.0, 0),
