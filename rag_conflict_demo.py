@@ -602,7 +602,7 @@ class MemorySearch:
         kth = np.partition(best, len(best) - k)[len(best) - k]
         return np.nonzero(scores >= kth - NEAREST_MARGIN)[0]
 
-    def similar_pairs(self, index, gate, chunk=DEFAULT_CONFIG.scan_chunk, progress=None):
+    def similar_pairs(self, index, gate, chunk, progress=None):
         """exact_pairs over candidate_pairs' blocks in memory (progress: unused, the blocks report their own)."""
         return exact_pairs(index.vectors, index.starts, candidate_pairs(index.vectors, gate - NEAREST_MARGIN, chunk,
                                                                         index.starts), gate)
@@ -749,7 +749,7 @@ def reader_disagreement(x, y, cfg):
     if min(x.confidence, y.confidence) < cfg.reader_min_confidence or not x.text or not y.text:
         return None
     if extract_values(x.text) and extract_values(y.text):  # amounts: compare them normalised, not as words
-        values = value_finding([x.text], [y.text], cfg=cfg)
+        values = value_finding([x.text], [y.text], frozenset(), cfg)
         return values and Finding("reader", f"the reader answers differently: {values.reason}", values.evidence)
     a, b = (set(tokens(t)) - STOPWORDS for t in (x.text, y.text))
     if not a or not b or a <= b or b <= a or a & b:
@@ -1279,13 +1279,14 @@ def answering(question, docs, read_alone):
     return {sid: a for sid, a in readings.items() if a.fits and says_something(a.text)}
 
 
-def support(readings, texts=None, cfg=DEFAULT_CONFIG):
+def support(readings, texts, cfg):
     """[(answer, [source_id, ...])]: the readings' distinct answers, each in its fullest form ("9 February 1936" over
     "1936") with the documents that give it, most first (ties in rank order). With texts ({source_id: content}), a
     document also supports each answer its text states (holds), in its shortest form unless that is a value ("6") or
     another answer holds it ("Haydn", of Michael, in texts on Joseph Haydn): a reader's other pick takes no vote away.
 
-    >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)})
+    >>> support({"a": Answer("18,000", 1), "b": Answer("81,000", 1), "c": Answer("18,000 seats", 1)},
+    ...         None, DEFAULT_CONFIG)
     [('18,000 seats', ['a', 'c']), ('81,000', ['b'])]
     """
     groups = []
@@ -1308,7 +1309,7 @@ def support(readings, texts=None, cfg=DEFAULT_CONFIG):
     return [(text, sids) for text, sids, _ in sorted(groups, key=lambda g: -len(g[1]))]
 
 
-def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG, conflicts=None):
+def settle_by_support(cluster, readings, texts, cfg, conflicts=None):
     """A disputed cluster settled when one of its members' answers is given by cfg.outnumber_margin documents more
     than any other (readings: every answering document of the subject); else unchanged. The sides are the members'
     own answers (not one a text names in passing); a member is set aside only for another answer and, with conflicts
@@ -1323,7 +1324,7 @@ def settle_by_support(cluster, readings, texts=None, cfg=DEFAULT_CONFIG, conflic
     return outnumbered(cluster, sides, texts, cfg, own, conflicts, swapped_pairs(conflicts or ()))
 
 
-def outnumbered(cluster, sides, texts=None, cfg=DEFAULT_CONFIG, keepable=None, conflicts=None, copies=()):
+def outnumbered(cluster, sides, texts, cfg, keepable=None, conflicts=None, copies=()):
     """The cluster settled by sides ([(answer, [source_id, ...])], most given first) when the first leads the next by
     cfg.outnumber_margin documents and a member (among keepable, if given) gives it: that one is kept, the members
     giving another side (given conflicts, those in conflict with it) discarded. Else, or if none would be, unchanged.
@@ -1359,15 +1360,15 @@ def swapped_pairs(conflicts):
     return {frozenset((c.a.source_id, c.b.source_id)) for c in conflicts if c.kind == "swap"}
 
 
-def one_account(x, y, cfg=DEFAULT_CONFIG):
+def one_account(x, y, cfg):
     """Whether two texts tell of one subject: an edited copy (_shared_edits), or a paraphrase sharing at least
     cfg.same_subject_share of the two texts' content words (not STOPWORDS).
 
     >>> one_account("Lakeside Arena seats 18,000 spectators for concerts and ice hockey.",
-    ...             "For concerts and ice hockey, Lakeside Arena seats 81,000 spectators.")
+    ...             "For concerts and ice hockey, Lakeside Arena seats 81,000 spectators.", DEFAULT_CONFIG)
     True
     >>> one_account("Riverton, a city in Iowa, had a median age of 45 years.",
-    ...             "Riverton is a village in Ohio; its residents' median age was 37 years.")
+    ...             "Riverton is a village in Ohio; its residents' median age was 37 years.", DEFAULT_CONFIG)
     False
     """
     if _shared_edits(x, y, cfg.swap_min_ratio, True):
@@ -1393,7 +1394,7 @@ def evidence_sides(cluster, conflicts):
     return tuple(sorted(pair)) if stated else None
 
 
-def settle_by_evidence(cluster, conflicts, texts, cfg=DEFAULT_CONFIG):
+def settle_by_evidence(cluster, conflicts, texts, cfg):
     """A disputed cluster settled on the values in contention (evidence_sides): each of texts ({source_id: content})
     stating one side only votes for it, and outnumbered decides; readings play no part. Else the cluster unchanged.
 
@@ -1411,7 +1412,7 @@ def settle_by_evidence(cluster, conflicts, texts, cfg=DEFAULT_CONFIG):
     return outnumbered(cluster, sides, texts, cfg, copies=swapped_pairs(conflicts))
 
 
-def answer_stands(question, cluster, readings, conflicts, texts, cfg=DEFAULT_CONFIG):
+def answer_stands(question, cluster, readings, conflicts, texts, cfg):
     """A disputed cluster whose disagreement is not about what was asked: every member reads one answer its text
     states, and neither that answer's sentence nor any span of the asked type is among the member's side of its
     conflicts (one threshold-setter, two thresholds): 'aside', the answer stands. Else the cluster unchanged."""
@@ -1446,7 +1447,7 @@ def sentence_at(text, start):
     return None
 
 
-def settle_disputes(retrieved, resolution, readings, cfg=DEFAULT_CONFIG, conflicts=(), question=""):
+def settle_disputes(retrieved, resolution, readings, cfg, conflicts=(), question=""):
     """The Resolution with its disputed clusters settled where documents outnumber each other (settle_by_support,
     else settle_by_evidence), or left aside when not about what was asked (answer_stands)."""
     texts = {r.doc.source_id: r.doc.content for r in retrieved}
@@ -3261,15 +3262,17 @@ def _ymd(v: Value) -> tuple[int, int, int]:
     return n // 10000, n // 100 % 100, n % 100
 
 
-def _values_agree(a: Value, b: Value, cfg: Config = DEFAULT_CONFIG) -> bool:
+def _values_agree(a: Value, b: Value, cfg: Config) -> bool:
     """Same time (unknown parts match anything); one range inside the other (a value is a range of one point), the
     same amount within the relative tolerance; in two units, as far apart as the coarser one's rounding at most.
 
-    >>> _values_agree(*extract_values("In 1911, on Oct 23, 1911"))
+    >>> _values_agree(*extract_values("In 1911, on Oct 23, 1911"), DEFAULT_CONFIG)
     True
-    >>> [_values_agree(*extract_values(s)) for s in ("1% 2%", "3 to 5 days, 4 days", "3-5 days, 4-6 days")]
+    >>> [_values_agree(*extract_values(s), DEFAULT_CONFIG)
+    ...  for s in ("1% 2%", "3 to 5 days, 4 days", "3-5 days, 4-6 days")]
     [False, True, False]
-    >>> [_values_agree(*extract_values(s)) for s in ("10 miles, 16 km", "1 kg, 1 lb", "1,333 km, 833.9 mi")]
+    >>> [_values_agree(*extract_values(s), DEFAULT_CONFIG)
+    ...  for s in ("10 miles, 16 km", "1 kg, 1 lb", "1,333 km, 833.9 mi")]
     [True, False, False]
     """
     if a.type in TEMPORAL_TYPES:
@@ -3382,11 +3385,11 @@ def _asked_dimensions(plurals: frozenset[str]) -> frozenset[str]:
     return frozenset(_UNITS_LOWER[w] for p in plurals for w in (p, p[:-1]) if w in _UNITS_LOWER)
 
 
-def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg: Config = DEFAULT_CONFIG,
+def _side_values(sentences: list[str], qwords: frozenset[str], cfg: Config,
                  types: frozenset[str] = VALUE_TYPES, event_years: bool = False) -> list[tuple[Value, frozenset[str]]]:
     """(value, event words) for one side's values of the types (_typed_values).
 
-    >>> [v.type for v, _ in _side_values(["In 2022 revenue was $4M."], event_years=True)]
+    >>> [v.type for v, _ in _side_values(["In 2022 revenue was $4M."], frozenset(), DEFAULT_CONFIG, event_years=True)]
     ['money']
     """
     out = [(v, _event_words(s, v, qwords, cfg.event_window)) for s in sentences
@@ -3396,13 +3399,13 @@ def _side_values(sentences: list[str], qwords: frozenset[str] = frozenset(), cfg
     return asked or out  # "How many moons?": count moons, not the diameter in km that shares the sentence
 
 
-def value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                   cfg: Config = DEFAULT_CONFIG, types: frozenset[str] = VALUE_TYPES,
+def value_finding(a: list[str], b: list[str], qwords: frozenset[str],
+                   cfg: Config, types: frozenset[str] = VALUE_TYPES,
                    event_years: bool = False) -> Finding | None:
     """First key whose comparable values on the two sides share no amount. With event_years (questions that do
     not ask for a time) two years only meet when the words around them share an event ("opened", "founded").
 
-    >>> value_finding(["Opened in 1998."], ["Opened in 2001."], event_years=True).evidence
+    >>> value_finding(["Opened in 1998."], ["Opened in 2001."], frozenset(), DEFAULT_CONFIG, event_years=True).evidence
     ('1998', '2001')
     """
     va, vb = (_by_key([(v, e, ()) for v, e in _side_values(side, qwords, cfg, types, event_years)]) for side in (a, b))
@@ -3417,13 +3420,13 @@ def _by_key(rows: list[tuple]) -> dict[tuple[str, str], list[tuple]]:
     return out
 
 
-def _disagreeing(pairs: list[tuple[Value, Value]], cfg: Config = DEFAULT_CONFIG) -> list[tuple[Value, Value]]:
+def _disagreeing(pairs: list[tuple[Value, Value]], cfg: Config) -> list[tuple[Value, Value]]:
     """The pairs of one key that show a disagreement, [] when the values agree: measurements disagree when no pair
     agrees in a unit both sides write ("5 km trail, 300 m climb" vs "8 km trail") or across the units only one side
     writes (a conversion, "6 trillion miles (9 trillion km)", is the coarser reading); other values when no pair does.
 
     >>> a, b = extract_values("A 5 km trail, a 300 m climb"), extract_values("An 8 km trail, a 300 m climb")
-    >>> [(x.text, y.text) for x, y in _disagreeing([(x, y) for x in a for y in b])]
+    >>> [(x.text, y.text) for x, y in _disagreeing([(x, y) for x in a for y in b], DEFAULT_CONFIG)]
     [('5 km', '8 km')]
     """
     units_a, units_b = {_unit_factor(x) for x, _ in pairs}, {_unit_factor(y) for _, y in pairs}
@@ -3435,10 +3438,11 @@ def _disagreeing(pairs: list[tuple[Value, Value]], cfg: Config = DEFAULT_CONFIG)
     return [p for group in groups.values() if not any(_values_agree(x, y, cfg) for x, y in group) for p in group]
 
 
-def values_stated(claim: str, sentences: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
+def values_stated(claim: str, sentences: list[str], cfg: Config) -> bool:
     """True when the claim holds values and the sentences state each of them, the same (ConflictScore's SUPPORT).
 
-    >>> values_stated("$4.2M", ["Revenue was 4.2 million dollars."]), values_stated("$4.2M", ["$6.8M."])
+    >>> (values_stated("$4.2M", ["Revenue was 4.2 million dollars."], DEFAULT_CONFIG),
+    ...  values_stated("$4.2M", ["$6.8M."], DEFAULT_CONFIG))
     (True, False)
     """
     claim_values = extract_values(claim)
@@ -3580,10 +3584,10 @@ def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
     return _in_si(v, written) if written else replace(v, unit=unit)
 
 
-def _distinct_amounts(values: list[Value], cfg: Config = DEFAULT_CONFIG) -> int:
+def _distinct_amounts(values: list[Value], cfg: Config) -> int:
     """How many different amounts the values state, one written in two units ("186,000 miles (300,000 km)") being one.
 
-    >>> _distinct_amounts(extract_values("It is 186,000 miles (300,000 km), not 5 miles."))
+    >>> _distinct_amounts(extract_values("It is 186,000 miles (300,000 km), not 5 miles."), DEFAULT_CONFIG)
     2
     """
     unique = list({(round(v.amount, 6), _upper(v)): v for v in values}.values())
@@ -3616,13 +3620,13 @@ def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozense
     return keep
 
 
-def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                           cfg: Config = DEFAULT_CONFIG, types: frozenset[str] = VALUE_TYPES,
+def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str],
+                           cfg: Config, types: frozenset[str] = VALUE_TYPES,
                            event_years: bool = False) -> Finding | None:
     """Like value_finding, but each side compares only the values attached to what the question asks about.
 
     >>> anchored_value_finding(["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."],
-    ...                        frozenset({"leave"})) is None
+    ...                        frozenset({"leave"}), DEFAULT_CONFIG) is None
     True
     """
     if not all(any(v.type in types for s in side for v in extract_values(s)) for side in (a, b)):
@@ -3727,12 +3731,12 @@ def _lexicon_match(lower: list[str], i: int) -> tuple[int, tuple[str, int]] | No
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
-def polarity_hits(sentence: str, cfg: Config = DEFAULT_CONFIG) -> tuple[PolarityHit, ...]:
+def polarity_hits(sentence: str, cfg: Config) -> tuple[PolarityHit, ...]:
     """Lexicon predicates with their sign after negation directly before them (or "may/must not").
 
-    >>> polarity_hits("It is no longer required.")[0]
+    >>> polarity_hits("It is no longer required.", DEFAULT_CONFIG)[0]
     PolarityHit(group='required', sign=-1, text='no longer required')
-    >>> [hit.text for hit in polarity_hits("The Open is OPEN.")]
+    >>> [hit.text for hit in polarity_hits("The Open is OPEN.", DEFAULT_CONFIG)]
     ['OPEN']
     """
     tokens = _POLARITY_TOKEN_RE.findall(sentence)
@@ -3793,11 +3797,11 @@ def _said_one_way(items: Iterable[tuple[str, int, object]]) -> dict[str, object]
     return {key: next(iter(by.values())) for key, by in by_key.items() if len(by) == 1}
 
 
-def polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                      cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+def polarity_finding(a: list[str], b: list[str], qwords: frozenset[str],
+                      cfg: Config) -> Finding | None:
     """Same predicate group, opposite signs.
 
-    >>> polarity_finding(["It is ACTIVE."], ["It is INACTIVE."]).evidence
+    >>> polarity_finding(["It is ACTIVE."], ["It is INACTIVE."], frozenset(), DEFAULT_CONFIG).evidence
     ('ACTIVE', 'INACTIVE')
     """
     pair = _opposite(_side_polarity(a, cfg), _side_polarity(b, cfg))
@@ -3813,11 +3817,11 @@ ADJECTIVE_ENDINGS = ("ive", "ible", "able", "al", "ent", "ant", "ous", "ful", "i
 
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
-def asked_signs(sentence: str, preds: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> dict[str, int]:
+def asked_signs(sentence: str, preds: frozenset[str], cfg: Config) -> dict[str, int]:
     """Each asked predicate stem the sentence uses -> +1, or -1 when negated (a negator within negation_window
     words before it, or a negating prefix); a stem used with both signs in the sentence is left out.
 
-    >>> asked_signs("It cannot be analyzed; it is nonselective.", frozenset({"analyz", "selectiv"}))
+    >>> asked_signs("It cannot be analyzed; it is nonselective.", frozenset({"analyz", "selectiv"}), DEFAULT_CONFIG)
     {'analyz': -1, 'selectiv': -1}
     """
     lower = [t.lower() for t in _POLARITY_TOKEN_RE.findall(sentence)]
@@ -3847,12 +3851,12 @@ def _opposite(pa: dict[str, PolarityHit], pb: dict[str, PolarityHit]) -> tuple[P
     return next(((pa[k], pb[k]) for k in sorted(pa.keys() & pb.keys()) if pa[k].sign != pb[k].sign), None)
 
 
-def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                           cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str],
+                           cfg: Config) -> Finding | None:
     """The question's predicate affirmed on one side and negated on the other.
 
     >>> asked_polarity_finding(["It cannot be analyzed as a triad."], ["It may be analyzed as a triad."],
-    ...                        frozenset({"can", "it", "be", "analyzed"})).kind
+    ...                        frozenset({"can", "it", "be", "analyzed"}), DEFAULT_CONFIG).kind
     'polarity'
     """
     preds = predicate_words(a + b, qwords)
@@ -3862,11 +3866,11 @@ def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str] = 
 
 
 # A yes/no question states its own answer ("Do Tarnwick FC play at Orlo Brandt Stadium?"), a span of any length.
-def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
+def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config) -> tuple[str, str] | None:
     """The two spans of sentences alike but for one replaced run that holds an asked stem the other lacks.
 
     >>> _asked_swap("The flowers of the plant are pale pink.", "The flowers of the plant are slaty blue.",
-    ...             frozenset({"slaty", "blue"}))
+    ...             frozenset({"slaty", "blue"}), DEFAULT_CONFIG)
     ('pale pink', 'slaty blue')
     """
     ta, tb = swap_tokens(sa), swap_tokens(sb)
@@ -3890,13 +3894,14 @@ def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config = DEFAULT_C
     return None
 
 
-def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                       cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str],
+                       cfg: Config) -> Finding | None:
     """A yes/no question's asked-about span said on one side and swapped for another on the other.
 
     >>> asked_swap_finding(["Tarnwick FC play their home games at Calder Finch Sports Complex Stadium."],
     ...                    ["Tarnwick FC play their home games at Orlo Brandt Football Stadium."],
-    ...                    question_words("Do Tarnwick FC play home games at Orlo Brandt Football Stadium?")).kind
+    ...                    question_words("Do Tarnwick FC play home games at Orlo Brandt Football Stadium?"),
+    ...                    DEFAULT_CONFIG).kind
     'swap'
     """
     asked = frozenset(_stem(w) for w in qwords - SWAP_FILLER - ASKING_WORDS["auxiliary"])
@@ -4027,11 +4032,11 @@ def _tokens_meet(xs: Iterable[str], ys: Iterable[str]) -> bool:
                for x in xs for y in ys)
 
 
-def name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                  cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+def name_finding(a: list[str], b: list[str], qwords: frozenset[str],
+                  cfg: Config) -> Finding | None:
     """Both sides name someone the question does not, and no name token is shared ("Tim Cook" meets "Cook").
 
-    >>> name_finding(["Jo Li is CEO."], ["Al Roe is CEO."], frozenset({"ceo"})).kind
+    >>> name_finding(["Jo Li is CEO."], ["Al Roe is CEO."], frozenset({"ceo"}), DEFAULT_CONFIG).kind
     'name'
     """
     (na, weak_a), (nb, weak_b) = (_side_names(side, qwords) for side in (a, b))
@@ -4064,12 +4069,13 @@ PREDICATE_ALIASES = {_stem(verb): frozenset(map(_stem, aliases.split())) for ver
 PREDICATE_PREFIX_MIN = 5
 
 
-def _is_heading(words: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
+def _is_heading(words: list[str], cfg: Config) -> bool:
     """A title-case line: name_heading_words words or more, no lowercase content word (a digit makes "150th" a number).
 
-    >>> _is_heading(_WORD_RE.findall("Cameron Smith Overtakes Rory McIlroy to Win the 150th British Open"))
+    >>> _is_heading(_WORD_RE.findall("Cameron Smith Overtakes Rory McIlroy to Win the 150th British Open"),
+    ...             DEFAULT_CONFIG)
     True
-    >>> _is_heading(_WORD_RE.findall("Cameron Smith won the 150th British Open at St Andrews"))
+    >>> _is_heading(_WORD_RE.findall("Cameron Smith won the 150th British Open at St Andrews"), DEFAULT_CONFIG)
     False
     """
     return len(words) >= cfg.name_heading_words and not any(
@@ -4078,10 +4084,11 @@ def _is_heading(words: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
 
 @functools.lru_cache(maxsize=_FEATURE_CACHE)
 def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str],
-               cfg: Config = DEFAULT_CONFIG) -> frozenset[str]:
+               cfg: Config) -> frozenset[str]:
     """Names (as extract_names gives them) within `window` words of a predicate word of the question or an alias.
 
-    >>> slot_names("Tim Cook runs Apple; Jo Li plays Ann.", frozenset({"plays", "ann"}), frozenset({"play"}))
+    >>> slot_names("Tim Cook runs Apple; Jo Li plays Ann.", frozenset({"plays", "ann"}), frozenset({"play"}),
+    ...            DEFAULT_CONFIG)
     frozenset({'jo li'})
     """
     wanted = preds | {alias for p in preds for alias in PREDICATE_ALIASES.get(p, ())}
@@ -4141,12 +4148,13 @@ def _names_agree(xs: Iterable[str], ys: Iterable[str]) -> bool:
         _abbreviates(x, y) or _abbreviates(y, x) for x in xs for y in ys)
 
 
-def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                      cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str],
+                      cfg: Config) -> Finding | None:
     """Both sides put a name in the answer slot, and no slot name of one agrees with any name of the other; when a
     side has no slot, every name counts, as in name_finding, but abbreviations and groups still agree.
 
-    >>> slot_name_finding(["Jo Li plays Ann, says Al Roe."], ["Bo Yu plays Ann."], frozenset({"plays", "ann"})).evidence
+    >>> slot_name_finding(["Jo Li plays Ann, says Al Roe."], ["Bo Yu plays Ann."], frozenset({"plays", "ann"}),
+    ...                   DEFAULT_CONFIG).evidence
     ('jo li', 'bo yu')
     """
     preds = predicate_words(a + b, qwords) or frozenset(_stem(SYNONYMS.get(w, w)) for w in qwords - STOPWORDS)
@@ -4239,10 +4247,10 @@ def _within_edits(x: tuple[str, ...], y: tuple[str, ...], limit: int) -> bool:
     return False
 
 
-def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tuple[int, int, int, int] | None:
+def _slot_diff(ta: list[str], tb: list[str], cfg: Config) -> tuple[int, int, int, int] | None:
     """The single replace op of two near-identical frames, with only small inserts/deletes beside it, else None.
 
-    >>> _slot_diff(["capital", "oz", "sydney"], ["capital", "oz", "canberra"])
+    >>> _slot_diff(["capital", "oz", "sydney"], ["capital", "oz", "canberra"], DEFAULT_CONFIG)
     (2, 3, 2, 3)
     """
     if 2 * min(len(ta), len(tb)) < cfg.slot_min_ratio * (len(ta) + len(tb)):
@@ -4263,12 +4271,12 @@ def _slot_diff(ta: list[str], tb: list[str], cfg: Config = DEFAULT_CONFIG) -> tu
     return replaces[0] if len(replaces) == 1 and extra <= cfg.slot_max_extra else None
 
 
-def _slot_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
-               cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
+def _slot_pair(sa: str, sb: str, qwords: frozenset[str],
+               cfg: Config) -> tuple[str, str] | None:
     """The differing slot of two sentences, when it is short, answer-like, and either capitalised (a name or a
     status in capitals) or a single lowercase word closing both frames ("the sky is blue" vs "... green").
 
-    >>> _slot_pair("Oz's capital is Sydney.", "Oz's capital is Canberra.")
+    >>> _slot_pair("Oz's capital is Sydney.", "Oz's capital is Canberra.", frozenset(), DEFAULT_CONFIG)
     ('Sydney', 'Canberra')
     """
     ta, tb = _slot_tokens(sa), _slot_tokens(sb)
@@ -4298,22 +4306,23 @@ def _is_salient(original: str, sentence: str) -> bool:
             or original[:1].isupper() and not sentence.lstrip(" \"'“‘(").startswith(original))
 
 
-def slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                  cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+def slot_finding(a: list[str], b: list[str], qwords: frozenset[str],
+                  cfg: Config) -> Finding | None:
     """First sentence pair (in input order) whose frames match except for one answer slot.
 
-    >>> slot_finding(["Oz's capital is Sydney."], ["Oz's capital is Canberra."]).kind
+    >>> slot_finding(["Oz's capital is Sydney."], ["Oz's capital is Canberra."], frozenset(), DEFAULT_CONFIG).kind
     'slot'
     """
     pair = _first_swap(a, b, lambda sa, sb: _slot_pair(sa, sb, qwords, cfg))
     return pair and Finding("slot", f"same statement, different slot: {pair[0]} vs {pair[1]}", pair)
 
 
-def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                        cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str],
+                        cfg: Config) -> Finding | None:
     """Slot check for yes/no questions, only when no polarity lexicon word fires on either side.
 
-    >>> state_slot_finding(["Oz's capital is Sydney."], ["Oz's capital is not Sydney."]) is None
+    >>> state_slot_finding(["Oz's capital is Sydney."], ["Oz's capital is not Sydney."],
+    ...                    frozenset(), DEFAULT_CONFIG) is None
     True
     """
     return None if any(polarity_hits(s, cfg) for s in a + b) else slot_finding(a, b, qwords, cfg)
@@ -4360,14 +4369,15 @@ def _ordinal(span: str) -> str:
     return _ORDINAL_SUFFIX_RE.sub(r"\1", ORDINAL_WORDS.get(span, span))
 
 
-def _swap_is_variant(left: list[str], right: list[str], cfg: Config = DEFAULT_CONFIG) -> bool:
+def _swap_is_variant(left: list[str], right: list[str], cfg: Config) -> bool:
     """Two spans that say the same thing: one value written two ways, synonyms, an abbreviation, a misspelling.
 
-    >>> _swap_is_variant(["$4.2m"], ["4.2", "million", "dollars"])
+    >>> _swap_is_variant(["$4.2m"], ["4.2", "million", "dollars"], DEFAULT_CONFIG)
     True
-    >>> _swap_is_variant(["45.7"], ["30.2"])
+    >>> _swap_is_variant(["45.7"], ["30.2"], DEFAULT_CONFIG)
     False
-    >>> _swap_is_variant(["km", "2"], ["square", "kilometres"]), _swap_is_variant(["km"], ["miles"])
+    >>> (_swap_is_variant(["km", "2"], ["square", "kilometres"], DEFAULT_CONFIG),
+    ...  _swap_is_variant(["km"], ["miles"], DEFAULT_CONFIG))
     (True, False)
     """
     x, y = " ".join(left), " ".join(right)
@@ -4409,11 +4419,12 @@ def _common_start_end(x: list[str], y: list[str]) -> tuple[int, int]:
     return start, end
 
 
-def _swap_pair(sa: str, sb: str, qwords: frozenset[str] = frozenset(),
-               cfg: Config = DEFAULT_CONFIG) -> tuple[str, str] | None:
+def _swap_pair(sa: str, sb: str, qwords: frozenset[str],
+               cfg: Config) -> tuple[str, str] | None:
     """The swapped span of two sentences that share their frame, or None.
 
-    >>> _swap_pair("Position(s) Defender for the club.", "Position(s) Forward for the club.")
+    >>> _swap_pair("Position(s) Defender for the club.", "Position(s) Forward for the club.",
+    ...            frozenset(), DEFAULT_CONFIG)
     ('Defender', 'Forward')
     """
     ta, tb = swap_tokens(sa), swap_tokens(sb)
@@ -4657,14 +4668,15 @@ def _copy_run_text(text: str, start: int, end: int) -> str:
     return written_run(body, _copy_matches(body)[start:end])
 
 
-def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
+def edited_copy_finding(a: Document, b: Document, cfg: Config,
                         qwords: frozenset[str] | None = None) -> Finding | None:
     """The first span one copy of a text changed, when the two documents are copies of it (_shared_edits: whole, or for
     a question excerpts too), else None. qwords: None for a corpus scan, where PAIR_STEPS' subject veto has already run;
     with a question, a changed span the question names on one side is its subject against another one.
 
     >>> edited_copy_finding(Document("a", "a", None, "Gary Bennett is a former footballer. Position(s) Defender."),
-    ...                     Document("b", "b", None, "Gary Bennett is a former footballer. Position(s) Forward.")).evidence
+    ...                     Document("b", "b", None, "Gary Bennett is a former footballer. Position(s) Forward."),
+    ...                     DEFAULT_CONFIG).evidence
     ('Defender', 'Forward')
     """
     edits = _edited_text(a.content, b.content, cfg.swap_min_ratio, qwords or frozenset(), qwords is not None)
@@ -4693,11 +4705,12 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config = DEFAULT_CONFIG,
     return None
 
 
-def swap_finding(a: list[str], b: list[str], qwords: frozenset[str] = frozenset(),
-                 cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+def swap_finding(a: list[str], b: list[str], qwords: frozenset[str],
+                 cfg: Config) -> Finding | None:
     """First answer-bearing sentence pair (in input order) that shares its frame but for one swapped span.
 
-    >>> swap_finding(["The median age was 45.7 years."], ["The median age was 30.2 years."]).evidence
+    >>> swap_finding(["The median age was 45.7 years."], ["The median age was 30.2 years."],
+    ...              frozenset(), DEFAULT_CONFIG).evidence
     ('45.7', '30.2')
     """
     pair = _first_swap(a, b, lambda sa, sb: _swap_pair(sa, sb, qwords, cfg))
@@ -4914,12 +4927,13 @@ def _marks_differ(x: frozenset[str], y: frozenset[str]) -> bool:
     return bool(x and y) and not (x <= y or y <= x)
 
 
-def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] = frozenset(),
-                               cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str],
+                               cfg: Config) -> Finding | None:
     """A Finding (kind 'subjects') when two documents identify different subjects that share a name (not compared).
 
     >>> a = Document("a", "a", None, "John Sparke (died 1566) was an MP for Plymouth.")
-    >>> different_subjects_finding(a, Document("b", "b", None, "John Sparke (died 1680) was a merchant.")).kind
+    >>> different_subjects_finding(a, Document("b", "b", None, "John Sparke (died 1680) was a merchant."),
+    ...                            frozenset(), DEFAULT_CONFIG).kind
     'subjects'
 
     Two copies of one text whose body was edited too are one subject ("(Tessa Vane album) ... by Tessa Vane" edited to
@@ -4927,7 +4941,8 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str] 
     Documents with one title are one subject, whatever their texts say of it: its versions, settled by date or version.
 
     >>> b = Document("b", "Pine Inn", None, "Pine Inn is a hotel in Kent. It has 12 rooms.")
-    >>> different_subjects_finding(replace(b, source_id="a", content="Pine Inn is a hotel in Bury. It has 9 rooms."), b)
+    >>> different_subjects_finding(replace(b, source_id="a", content="Pine Inn is a hotel in Bury. It has 9 rooms."), b,
+    ...                            frozenset(), DEFAULT_CONFIG)
     """
     if same_title(a, b):
         return None
@@ -5052,7 +5067,7 @@ def subject_name(doc):
     return doc.source_id
 
 
-def subject_groups(docs, sims, relevant, qwords, cfg=DEFAULT_CONFIG):
+def subject_groups(docs, sims, relevant, qwords, cfg):
     """The relevant documents grouped by subject, () when they are about one subject (or say nothing about it).
     Documents that name their subject go, in rank order, to the group holding their title (one title, one subject),
     else to the first group with no different subject in it; each other joins the group of the naming document most
@@ -5096,10 +5111,10 @@ CHECKS = {
 
 
 def compare_answers(question: str, sents_a: list[str], sents_b: list[str],
-                    cfg: Config = DEFAULT_CONFIG) -> Finding | None:
+                    cfg: Config) -> Finding | None:
     """Do two documents' answer-bearing sentences disagree on the answer to the question? None when not.
 
-    >>> compare_answers("When did it open?", ["It opened in 1998."], ["It opened in 2001."]).kind
+    >>> compare_answers("When did it open?", ["It opened in 1998."], ["It opened in 2001."], DEFAULT_CONFIG).kind
     'value'
     """
     a, b = (list(_clean_side(tuple(side))) for side in (sents_a, sents_b))
@@ -5153,13 +5168,14 @@ COUNTED_AS = {_stem("population"): frozenset("people persons inhabitants residen
 
 
 def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
-                      cfg: Config = DEFAULT_CONFIG) -> list[tuple[int, int, dict, Value | None]]:
+                      cfg: Config) -> list[tuple[int, int, dict, Value | None]]:
     """[(start, end, features, value)]: each span of the asked-for type, with the reader's features (READER_WEIGHTS;
     "asked": the question's predicate is near): an amount or time (_value_candidates), a name the question does not
     hold, a state predicate with its negation; else the sentence and, past cfg.reading_chars, windows on question words.
 
     >>> s = "It was built in 1998 and sold in 2003."
-    >>> [(s[a:b], f["asked"]) for a, b, f, _ in answer_candidates(s, "date", frozenset({"when", "built"}))]
+    >>> [(s[a:b], f["asked"]) for a, b, f, _ in answer_candidates(s, "date", frozenset({"when", "built"}),
+    ...                                                           DEFAULT_CONFIG)]
     [('1998', 1.0), ('2003', 0.0)]
     """
     preds = asked_stems(sentence, qwords)
@@ -5259,15 +5275,15 @@ exceeds exceeding least most only just merely solely simply even of from
 _DENIAL_TOKEN_RE = re.compile(rf"{_WORD_RE.pattern}|[,;:.!?()—–]")  # numbers too: another value ends the scope
 
 
-def denied_value(sentence: str, at: int, cfg: Config = DEFAULT_CONFIG) -> bool:
+def denied_value(sentence: str, at: int, cfg: Config) -> bool:
     """Whether the sentence denies the value that starts at `at`: a negation (_is_negated) within cfg.negation_window
     words before it, not across punctuation or another number, with no NEGATION_KEEPS_VALUE word between them.
 
     >>> s = "Vela Systems was not founded in 2002; it was founded in 2005."
-    >>> denied_value(s, s.index("2002")), denied_value(s, s.index("2005"))
+    >>> denied_value(s, s.index("2002"), DEFAULT_CONFIG), denied_value(s, s.index("2005"), DEFAULT_CONFIG)
     (True, False)
     >>> s = "Vela Systems was founded not only in 2002 but also in 2005."
-    >>> denied_value(s, s.index("2002"))
+    >>> denied_value(s, s.index("2002"), DEFAULT_CONFIG)
     False
     """
     before = [t.lower() for t in _DENIAL_TOKEN_RE.findall(sentence, 0, at)]
@@ -6291,13 +6307,15 @@ def holds(text, answer):
     return bool(needle) and f" {needle} " in f" {normalise_answer(text)} "
 
 
-def answers_agree(x, y, cfg=DEFAULT_CONFIG):
+def answers_agree(x, y, cfg):
     """Two readings give one answer: one holds the other (a negation on one side only aside), or both state values
     and each value of either agrees with a value of the other (two sentences that share one number do not agree).
 
-    >>> answers_agree("$4.2M", "4.2 million dollars"), answers_agree("1750", "3 July 1750")
+    >>> (answers_agree("$4.2M", "4.2 million dollars", DEFAULT_CONFIG),
+    ...  answers_agree("1750", "3 July 1750", DEFAULT_CONFIG))
     (True, True)
-    >>> answers_agree("active", "not active"), answers_agree("12 December 1750", "3 July 1750")
+    >>> (answers_agree("active", "not active", DEFAULT_CONFIG),
+    ...  answers_agree("12 December 1750", "3 July 1750", DEFAULT_CONFIG))
     (False, False)
     """
     negated = [any(map(is_negation, normalise_answer(t).split())) for t in (x, y)]
@@ -6434,12 +6452,13 @@ def span_score(qtype, features):
     return sum(w * features.get(name, 0.0) for name, w in weights.items())
 
 
-def sentence_spans(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
+def sentence_spans(sentence, qtype, qwords, cfg):
     """answer_candidates, each with the share of the question's content words (not STOPWORDS) within
     cfg.name_slot_window words of it (near_question): a title, a subject, a predicate ("Blue Sky is an album by").
 
     >>> s = "Blue Sky is an album by Jo Li, produced by Al Bo."
-    >>> [(s[a:b], f["near_question"]) for a, b, f, _ in sentence_spans(s, "name", question_words("Who made Blue Sky?"))]
+    >>> [(s[a:b], f["near_question"]) for a, b, f, _ in sentence_spans(s, "name", question_words("Who made Blue Sky?"),
+    ...                                                                DEFAULT_CONFIG)]
     [('Jo Li', 0.6666666666666666), ('Al Bo', 0.0)]
     """
     content = {w for w in qwords if w not in STOPWORDS}
@@ -6451,10 +6470,10 @@ def sentence_spans(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
     return found
 
 
-def answer_span(sentence, qtype, qwords, cfg=DEFAULT_CONFIG):
+def answer_span(sentence, qtype, qwords, cfg):
     """(start, end) of the best span_score span of the asked-for type in a sentence; None if none, or no type asked.
 
-    >>> answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"}))
+    >>> answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"}), DEFAULT_CONFIG)
     (18, 41)
     """
     found = sentence_spans(sentence, qtype, qwords, cfg) if qtype != "other" else []
@@ -7313,7 +7332,7 @@ def distinct_texts(docs):
     return [(d, compared[id(d)]) for d in docs if id(d) in compared]
 
 
-def candidate_pairs(vectors, gate, chunk=DEFAULT_CONFIG.scan_chunk, starts=None):
+def candidate_pairs(vectors, gate, chunk, starts=None):
     """(i, j, cosine, covered) for every pair of documents i < j with cosine >= gate, a block of chunk x chunk rows at
     a time (4 MB for 1,024, never n x n); covered: the document pairs compared so far, through i's row of this block.
     Document i's passages are rows starts[i]:starts[i + 1] of vectors (starts None: one row each); two documents are as
@@ -7710,7 +7729,7 @@ def labelled_documents(questions, records):
             if raw.get("type") == "correct" and isinstance(raw.get("answer"), str) and raw["answer"].strip()]
 
 
-def fit_reader(labelled, read, cfg=DEFAULT_CONFIG, progress=None):
+def fit_reader(labelled, read, cfg, progress=None):
     """READER_WEIGHTS fitted on labelled documents ([(question, content, answer)]), each read alone by read (a
     SentenceReader): per question type, the weights that make the candidates holding the answer likeliest under a
     softmax of their scores (a conditional logit); a row no document informs keeps its weights (reader_examples).
@@ -7718,13 +7737,13 @@ def fit_reader(labelled, read, cfg=DEFAULT_CONFIG, progress=None):
     return fitted_weights(reader_examples(labelled, read, cfg, progress), cfg)
 
 
-def fitted_weights(examples, cfg=DEFAULT_CONFIG):
+def fitted_weights(examples, cfg):
     """READER_WEIGHTS with each row reader_examples informs fitted (conditional_logit); the others as they are."""
     return {qtype: dict(zip(row, conditional_logit(examples[qtype], list(row), cfg))) if qtype in examples else row
             for qtype, row in READER_WEIGHTS.items()}
 
 
-def reader_examples(labelled, read, cfg=DEFAULT_CONFIG, progress=None):
+def reader_examples(labelled, read, cfg, progress=None):
     """{question type: [(features of each candidate, whether each holds the answer)]}: what fit_reader learns from,
     the documents whose candidates some, not all, hold the answer. Every document's sentences are embedded first, in
     one batched pass, so each record then costs its own reading only."""
@@ -7745,12 +7764,12 @@ def reader_examples(labelled, read, cfg=DEFAULT_CONFIG, progress=None):
     return examples
 
 
-def conditional_logit(examples, names, cfg=DEFAULT_CONFIG):
+def conditional_logit(examples, names, cfg):
     """Weights (2 decimals) of the features named, by deterministic full-batch gradient descent from zero
     (cfg.reader_fit_steps steps of cfg.reader_fit_rate, L2 penalty cfg.reader_fit_l2) on -log of the softmax
     probability of each example's holding candidates; an example: (features of its candidates, whether each holds).
 
-    >>> conditional_logit([([{"a": 1.0}, {"a": 0.0}], [True, False])] * 3, ["a"]) > [0.0]
+    >>> conditional_logit([([{"a": 1.0}, {"a": 0.0}], [True, False])] * 3, ["a"], DEFAULT_CONFIG) > [0.0]
     True
     """
     data = [(np.array([[f.get(n, 0.0) for n in names] for f in features]), np.array(held, dtype=float))
@@ -7791,8 +7810,8 @@ LINE_WIDTH = 120  # the file's own
 CELLS = ("tp", "fp", "fn", "tn")
 
 
-def evaluate(pairs, detector, embed, batch_size=DEFAULT_CONFIG.embed_batch, progress=None,
-             passage_chars=DEFAULT_CONFIG.passage_chars, on_pair=None):
+def evaluate(pairs, detector, embed, batch_size, progress,
+             passage_chars, on_pair=None):
     """Precision, recall, F1, MCC and confusion counts of detector on pairs, overall and per type. Documents (as
     passages, like the walkthrough's index) and questions are embedded up front in batches; ms_per_pair times
     detection alone. progress(label) -> callable(done, total), or None (the CLI's Progress); on_pair((pair, report,
@@ -10049,8 +10068,10 @@ class TestPassages(unittest.TestCase):
         a, b = self.KB[0], self.KB[1]
         pair = EvalPair("x", "What is the API rate limit?", a, b, True, "quantity")
         detector = make_detector("heuristic", DEFAULT_CONFIG, window_embed)
-        self.assertEqual(evaluate([pair], detector, window_embed)["tp"], 1)
-        self.assertEqual(evaluate([pair], detector, window_embed, passage_chars=10 ** 9)["fn"], 1)  # as before
+        self.assertEqual(evaluate([pair], detector, window_embed,
+                                  DEFAULT_CONFIG.embed_batch, None, DEFAULT_CONFIG.passage_chars)["tp"], 1)
+        self.assertEqual(evaluate([pair], detector, window_embed, passage_chars=10 ** 9,
+                                  batch_size=DEFAULT_CONFIG.embed_batch, progress=None)["fn"], 1)  # as before
 
 
 class TestDetector(unittest.TestCase):
@@ -10128,7 +10149,7 @@ class TestAnswersThatDisagree(unittest.TestCase):
     """compare_answers on one case of each signal: the conflict is found, of its kind."""
 
     def check(self, question, a, b, kind=None):
-        finding = compare_answers(question, [a], [b])
+        finding = compare_answers(question, [a], [b], DEFAULT_CONFIG)
         self.assertIsNotNone(finding, f"no conflict found for {a!r} vs {b!r}")
         self.assertEqual(len(finding.evidence), 2)
         if kind:
@@ -10207,8 +10228,8 @@ class TestAnswersThatDisagree(unittest.TestCase):
 
     def test_conflict_found_in_either_order(self):
         q, a, b = "When did the museum open?", ["It opened in 2001."], ["The museum opened in 1998."]
-        self.assertIsNotNone(compare_answers(q, a, b))
-        ab, ba = compare_answers(q, a, b), compare_answers(q, b, a)
+        self.assertIsNotNone(compare_answers(q, a, b, DEFAULT_CONFIG))
+        ab, ba = compare_answers(q, a, b, DEFAULT_CONFIG), compare_answers(q, b, a, DEFAULT_CONFIG)
         self.assertEqual((ab.kind, ba.kind, ba.evidence), ("value", "value", ab.evidence[::-1]))
 
 
@@ -10216,8 +10237,8 @@ class TestAnswersThatAgree(unittest.TestCase):
     """compare_answers on pairs that must not conflict, read in both orders."""
 
     def check(self, question, a, b):
-        self.assertIsNone(compare_answers(question, [a], [b]))
-        self.assertIsNone(compare_answers(question, [b], [a]))
+        self.assertIsNone(compare_answers(question, [a], [b], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers(question, [b], [a], DEFAULT_CONFIG))
 
     def test_one_amount_in_symbols_and_in_words(self):
         self.check("How much revenue did Acme report?", "Acme reported revenue of $4.2M.",
@@ -10276,8 +10297,8 @@ class TestAnswersThatAgree(unittest.TestCase):
                    "Jane Doe started the company in 2004.")
 
     def test_empty_sides(self):
-        self.assertIsNone(compare_answers("When?", [], ["It opened in 1998."]))
-        self.assertIsNone(compare_answers("When?", ["Aug 23, 2020 ..."], ["It opened in 1998."]))
+        self.assertIsNone(compare_answers("When?", [], ["It opened in 1998."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("When?", ["Aug 23, 2020 ..."], ["It opened in 1998."], DEFAULT_CONFIG))
 
     def test_stray_negation_elsewhere(self):
         self.check("Is the museum open?", "The museum is open daily; it is not free.", "The museum is open on Sundays.")
@@ -10383,11 +10404,11 @@ class TestValues(unittest.TestCase):
     def test_numeric_dates_compared_as_dates(self):
         q = "When does the fourth season come out?"
         self.assertEqual(compare_answers(q, ["The fourth season premiered on October 10, 2017."],
-                                         ["The fourth season: Release Date 08/28/2018."]).kind, "value")
+                                         ["The fourth season: Release Date 08/28/2018."], DEFAULT_CONFIG).kind, "value")
         self.assertIsNone(compare_answers(q, ["The fourth season premiered on 28.08.2018."],
-                                          ["The fourth season premiered on August 28, 2018."]))
+                                          ["The fourth season premiered on August 28, 2018."], DEFAULT_CONFIG))
         self.assertIsNone(compare_answers(q, ["The fourth season premiered on 03/04/2018."],  # March 4 or April 3
-                                          ["The fourth season premiered on April 3, 2018."]))
+                                          ["The fourth season premiered on April 3, 2018."], DEFAULT_CONFIG))
         self.assertEqual(extract_values("It sold 13/14/2018 units."), ())  # no date, and no count of 13 either
 
     def test_a_numeric_date_with_a_two_digit_year(self):
@@ -10528,22 +10549,25 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.conflict("How many staff has Acme?", "Acme employs 500 people on its 2 ha site.",
                       "On a 2 ha site near Leeds, Acme now has a workforce of 800 people.")  # "has" asks no hectares
         self.conflict("How much sugar goes in?", "Add 25g of sugar.", "Add 30g of sugar.")
-        self.assertIsNone(compare_answers("How far?", ["It is 1" + "0" * 400 + " km away."], ["It is 5 miles away."]))
+        self.assertIsNone(compare_answers("How far?", ["It is 1" + "0" * 400 + " km away."], ["It is 5 miles away."],
+                                          DEFAULT_CONFIG))
 
     def test_a_unit_spelled_two_ways_is_no_swap(self):
         for a, b in [("The road is 12 km long and runs north.", "The road is 12 kilometres long and runs north."),
                      ("The park covers 500 km2 of forest.", "The park covers 500 square kilometres of forest.")]:
             self.control("What is it like?", a, b)
-            self.assertIsNone(edited_copy_finding(doc("a", a), doc("b", b)))
+            self.assertIsNone(edited_copy_finding(doc("a", a), doc("b", b), DEFAULT_CONFIG))
         self.assertEqual(edited_copy_finding(doc("a", "The road is 12 km long and runs north."),
-                                             doc("b", "The road is 12 miles long and runs north.")).evidence,
+                                             doc("b", "The road is 12 miles long and runs north."),
+                                             DEFAULT_CONFIG).evidence,
                          ("km", "miles"))
 
     def test_a_number_longer_than_int_reads(self):
         self.assertEqual(parse_number(" ".join(["nine hundred ninety"] * 200)), math.inf)  # no OverflowError
         huge = "9" * 5000  # int() refuses 4,300 digits or more; the value is read as a float (inf), never a crash
         self.assertEqual([v.type for v in extract_values(f"It has {huge} users and {huge} km.")], ["quantity"] * 2)
-        self.assertIsNone(compare_answers("How many?", [f"It has {huge} users."], [f"It has {huge} users."]))
+        self.assertIsNone(compare_answers("How many?", [f"It has {huge} users."], [f"It has {huge} users."],
+                                          DEFAULT_CONFIG))
 
     def test_number_formats_of_other_conventions(self):
         self.amounts(["It has 10\u202f000 staff.", "It has 10\u00a0000 staff.", "It has 10,000 staff."], "quantity",
@@ -10566,8 +10590,10 @@ class TestUnitsAndRanges(unittest.TestCase):
 
     def test_distinct_amounts(self):
         """A bag of values counts one amount in two units once, and ranges by both ends."""
-        self.assertEqual(_distinct_amounts(extract_values("It is 186,000 miles (300,000 km) or 5 miles.")), 2)
-        self.assertEqual(_distinct_amounts(extract_values("It takes 3-5 days, 3-9 days or 3-20 days.")), 3)
+        self.assertEqual(_distinct_amounts(extract_values("It is 186,000 miles (300,000 km) or 5 miles."),
+                                           DEFAULT_CONFIG), 2)
+        self.assertEqual(_distinct_amounts(extract_values("It takes 3-5 days, 3-9 days or 3-20 days."),
+                                           DEFAULT_CONFIG), 3)
 
 
 class TestSentences(unittest.TestCase):
@@ -10647,18 +10673,20 @@ class TestPolarity(unittest.TestCase):
     def test_every_change_verb_reads_alike(self):
         for verb in ("rose", "soared", "plunged", "climbs"):  # a value after a change verb is a value changed to
             with self.subTest(verb=verb):
-                found = value_finding([f"Revenue {verb} 0.5% to 5%."], ["Revenue is 3%."])
+                found = value_finding([f"Revenue {verb} 0.5% to 5%."], ["Revenue is 3%."], frozenset(), DEFAULT_CONFIG)
                 self.assertEqual(found.kind if found else None, "value")
-                self.assertIsNone(value_finding([f"Revenue {verb} 0.5% to 5%."], ["Revenue is 5%."]))
+                self.assertIsNone(value_finding([f"Revenue {verb} 0.5% to 5%."], ["Revenue is 5%."],
+                                                frozenset(), DEFAULT_CONFIG))
         for verb, sign in CHANGE_VERBS.items():
             with self.subTest(verb=verb):
                 self.assertIn(verb, CHANGE_WORDS)
                 if sign:
                     self.assertEqual(POLARITY_LEXICON[(verb,)], ("direction", sign))
                     self.assertEqual(SYNONYMS[verb], "increased" if sign > 0 else "decreased")
-        found = polarity_finding(["Revenue soared in 2023."], ["Revenue plunged in 2023."])
+        found = polarity_finding(["Revenue soared in 2023."], ["Revenue plunged in 2023."], frozenset(), DEFAULT_CONFIG)
         self.assertEqual(found.kind if found else None, "polarity")
-        self.assertIsNone(polarity_finding(["Revenue soared in 2023."], ["Revenue surged in 2023."]))
+        self.assertIsNone(polarity_finding(["Revenue soared in 2023."], ["Revenue surged in 2023."],
+                                           frozenset(), DEFAULT_CONFIG))
 
     def test_negation_flips(self):
         self.assertEqual(signs_of("Attendance is not required."), {"required": -1})
@@ -10690,46 +10718,52 @@ class TestPolarity(unittest.TestCase):
     def test_change_of_state_verbs_are_polarity(self):
         q = "Is the Harbour ferry still running?"
         self.assertEqual(compare_answers(q, ["The Harbour ferry was cancelled last spring."],
-                                         ["The Harbour ferry is in service every day."]).kind, "polarity")
+                                         ["The Harbour ferry is in service every day."],
+                                         DEFAULT_CONFIG).kind, "polarity")
         self.assertEqual(compare_answers("Does the museum take cash?", ["The museum no longer accepts cash."],
-                                         ["The museum accepts cash and cards."]).kind, "polarity")
+                                         ["The museum accepts cash and cards."], DEFAULT_CONFIG).kind, "polarity")
         self.assertEqual(compare_answers("Is the Lumo phone still sold?", ["Lumo has stopped selling the phone."],
-                                         ["The Lumo phone is still on sale."]).kind, "polarity")
+                                         ["The Lumo phone is still on sale."], DEFAULT_CONFIG).kind, "polarity")
 
     def test_one_state_said_two_ways_agrees(self):
         self.assertIsNone(compare_answers("Does the museum take cash?", ["The museum no longer accepts cash."],
-                                          ["Cash is not accepted at the museum."]))
+                                          ["Cash is not accepted at the museum."], DEFAULT_CONFIG))
         self.assertIsNone(compare_answers("Is the Harbour ferry still running?", ["The Harbour ferry was not cancelled."],
-                                          ["The Harbour ferry is in service every day."]))
+                                          ["The Harbour ferry is in service every day."], DEFAULT_CONFIG))
 
     def test_the_questions_own_predicate_negated(self):
         q = "Can any synthetic chord be analyzed as a triad?"
         self.assertEqual(compare_answers(q, ["A synthetic chord cannot be analyzed as a triad or seventh chord."],
-                                         ["Some synthetic chords may be analyzed as a triad."]).kind, "polarity")
+                                         ["Some synthetic chords may be analyzed as a triad."],
+                                         DEFAULT_CONFIG).kind, "polarity")
         q = "Is moxonidine a selective agonist?"
         self.assertEqual(compare_answers(q, ["Moxonidine is a selective agonist at I1 receptors."],
-                                         ["Moxonidine is a nonselective agonist."]).kind, "polarity")
+                                         ["Moxonidine is a nonselective agonist."], DEFAULT_CONFIG).kind, "polarity")
 
     def test_negating_prefixes_only_on_adjectives(self):
         for q, a, b in (("Do the members form a union?", "The members form a union.", "The members were informed."),
                         ("Does the policy cover flights?", "The policy does cover flights.", "They discover flights."),
                         ("Do they play music?", "They play music.", "They display music posters.")):
-            self.assertIsNone(asked_polarity_finding([a], [b], question_words(q)), (a, b))
+            self.assertIsNone(asked_polarity_finding([a], [b], question_words(q), DEFAULT_CONFIG), (a, b))
         q = "Is moxonidine a selective agonist?"
         self.assertEqual(compare_answers(q, ["Moxonidine is a selective agonist."],
-                                         ["Moxonidine is a non-selective agonist."]).kind, "polarity")  # "non-" split
+                                         ["Moxonidine is a non-selective agonist."],
+                                         DEFAULT_CONFIG).kind, "polarity")  # "non-" split
 
     def test_un_negates_any_word(self):
         self.assertEqual(compare_answers("Is the drug approved?", ["The drug is approved."],
-                                         ["The drug is unapproved."]).kind, "polarity")
+                                         ["The drug is unapproved."], DEFAULT_CONFIG).kind, "polarity")
 
     def test_negation_scopes_the_verb_not_its_object(self):
         q = "Do visitors need a visa to enter Caldoria?"
         self.assertIsNone(compare_answers(q, ["Travellers do not need a visa for stays of up to 90 days."],
-                                          ["Visitors staying longer must apply for a visa before arrival."]))
-        self.assertIsNone(compare_answers("Can the bird fly?", ["The bird can fly."], ["The bird can fly, not swim."]))
+                                          ["Visitors staying longer must apply for a visa before arrival."],
+                                          DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("Can the bird fly?", ["The bird can fly."], ["The bird can fly, not swim."],
+                                          DEFAULT_CONFIG))
         both = ["The bird can fly.", "The bird cannot fly in winter."]  # a side saying both is ambiguous: abstains
-        self.assertIsNone(asked_polarity_finding(both, ["The bird cannot fly."], question_words("Can the bird fly?")))
+        self.assertIsNone(asked_polarity_finding(both, ["The bird cannot fly."], question_words("Can the bird fly?"),
+                                                 DEFAULT_CONFIG))
 
 
 class TestNames(unittest.TestCase):
@@ -10751,14 +10785,18 @@ class TestNames(unittest.TestCase):
                          frozenset({"ludwig van beethoven"}))
 
     def test_token_overlap_agrees(self):
-        self.assertIsNone(compare_answers("Who runs Apple?", ["Tim Cook runs it."], ["It is run by CEO Cook."]))
+        self.assertIsNone(compare_answers("Who runs Apple?", ["Tim Cook runs it."], ["It is run by CEO Cook."],
+                                          DEFAULT_CONFIG))
 
     def test_a_long_predicate_stem_meets_a_word_it_begins(self):
         """A stem of PREDICATE_PREFIX_MIN letters or more meets a longer word it begins; a shorter one does not."""
-        self.assertEqual(slot_names("The production was by Jo Li.", frozenset({"produced"}), frozenset({"produc"})),
+        self.assertEqual(slot_names("The production was by Jo Li.", frozenset({"produced"}), frozenset({"produc"}),
+                                    DEFAULT_CONFIG),
                          frozenset({"jo li"}))
-        self.assertEqual(slot_names("In winter Jo Li came.", frozenset({"win"}), frozenset({"win"})), frozenset())
-        self.assertEqual(slot_names("The playground was by Jo Li.", frozenset({"play"}), frozenset({"play"})),
+        self.assertEqual(slot_names("In winter Jo Li came.", frozenset({"win"}), frozenset({"win"}),
+                                    DEFAULT_CONFIG), frozenset())
+        self.assertEqual(slot_names("The playground was by Jo Li.", frozenset({"play"}), frozenset({"play"}),
+                                    DEFAULT_CONFIG),
                          frozenset())
 
     def test_the_opening_word_is_read_from_the_first_three_tokens(self):
@@ -10792,38 +10830,42 @@ class TestNames(unittest.TestCase):
         answer, so the other side's name, which it also holds, agrees."""
         q = "Who won the last open at st andrews?"
         heading = "Cameron Smith Overtakes Rory McIlroy to Win the 150th British Open."
-        self.assertIsNone(compare_answers(q, ["Cameron Smith won the Open on the Old Course."], [heading]))
-        self.assertEqual(slot_names(heading, question_words(q), frozenset({"win"})), frozenset())
+        self.assertIsNone(compare_answers(q, ["Cameron Smith won the Open on the Old Course."], [heading],
+                                          DEFAULT_CONFIG))
+        self.assertEqual(slot_names(heading, question_words(q), frozenset({"win"}), DEFAULT_CONFIG), frozenset())
 
     def test_a_sentence_with_an_ordinal_keeps_its_answer_slot(self):
         """Near miss: a real sentence with an ordinal keeps its slot, and two different winners still conflict."""
         q = "Who won the last open at st andrews?"
         f = compare_answers(q, ["Cameron Smith won the 150th Open at St Andrews."],
-                            ["Tiger Woods won the 150th Open at St Andrews."])
+                            ["Tiger Woods won the 150th Open at St Andrews."], DEFAULT_CONFIG)
         self.assertEqual(f.kind, "name")
 
     def test_the_name_in_the_answer_slot_is_compared(self):
         q = "Who plays the chef in Kitchen Rules?"
         a = ["Marco Bell plays the head chef in Kitchen Rules, alongside Gordon Ramsay."]
-        self.assertIsNone(compare_answers(q, a, ["In Kitchen Rules the chef is played by Marco Bell."]))
-        self.assertEqual(compare_answers(q, a, ["In Kitchen Rules the chef is played by Tom Reyes."]).kind, "name")
+        self.assertIsNone(compare_answers(q, a, ["In Kitchen Rules the chef is played by Marco Bell."], DEFAULT_CONFIG))
+        self.assertEqual(compare_answers(q, a, ["In Kitchen Rules the chef is played by Tom Reyes."],
+                                         DEFAULT_CONFIG).kind, "name")
 
     def test_abbreviations_and_groups_agree(self):
         q = "Who prints currency notes in India?"
         self.assertIsNone(compare_answers(q, ["The Reserve Bank of India prints currency notes."],
-                                          ["Currency notes are printed by the RBI in four presses."]))
+                                          ["Currency notes are printed by the RBI in four presses."], DEFAULT_CONFIG))
         q = "Who sang Midnight Train first?"
         self.assertIsNone(compare_answers(q, ["Midnight Train was first sung by Gladys Knight and the Pips."],
-                                          ["Gladys Knight sang Midnight Train first in 1973."]))
+                                          ["Gladys Knight sang Midnight Train first in 1973."], DEFAULT_CONFIG))
         self.assertEqual(compare_answers(q, ["Midnight Train was first sung by Gladys Knight and the Pips."],
-                                         ["Cissy Houston sang Midnight Train first in 1972."]).kind, "name")
+                                         ["Cissy Houston sang Midnight Train first in 1972."],
+                                         DEFAULT_CONFIG).kind, "name")
 
     def test_where_questions_compare_place_names(self):
         q = "Where is the red-eared slider from?"
         self.assertEqual(compare_answers(q, ["The red-eared slider is native to the Mississippi Valley."],
-                                         ["The red-eared slider comes from Southern Brazil."]).kind, "name")
+                                         ["The red-eared slider comes from Southern Brazil."],
+                                         DEFAULT_CONFIG).kind, "name")
         self.assertIsNone(compare_answers(q, ["The red-eared slider is native to the Mississippi Valley."],
-                                          ["It comes from the Mississippi river basin."]))
+                                          ["It comes from the Mississippi river basin."], DEFAULT_CONFIG))
 
 
 class TestSwaps(unittest.TestCase):
@@ -10833,14 +10875,14 @@ class TestSwaps(unittest.TestCase):
         """swap_finding reads the one span two sentences differ in; in compare_answers a signal before it in the
         question type's row names such a pair first when it can (values for an age, a slot for a position)."""
         median = (["The median age in the city was 45.7 years."], ["The median age in the city was 30.2 years."])
-        self.assertEqual(swap_finding(*median).kind, "swap")
-        f = compare_answers("What is the median age in the city?", *median)
+        self.assertEqual(swap_finding(*median, frozenset(), DEFAULT_CONFIG).kind, "swap")
+        f = compare_answers("What is the median age in the city?", *median, DEFAULT_CONFIG)
         self.assertEqual(f.kind, "value")
         f = swap_finding(["Familiar is a 1951 British drama film directed by Alan Smith."],
-                         ["Familiar is a 1951 British drama film directed by Bob Jones."])
+                         ["Familiar is a 1951 British drama film directed by Bob Jones."], frozenset(), DEFAULT_CONFIG)
         self.assertEqual((f.kind, f.evidence), ("swap", ("Alan Smith", "Bob Jones")))
         f = compare_answers("What position did he play?", ["He played as a Defender for the club until 1990."],
-                            ["He played as a Forward for the club until 1990."])
+                            ["He played as a Forward for the club until 1990."], DEFAULT_CONFIG)
         self.assertEqual((f.kind, f.evidence), ("slot", ("Defender", "Forward")))
 
     def test_a_swapped_span_is_quoted_as_written(self):
@@ -10853,10 +10895,11 @@ class TestSwaps(unittest.TestCase):
                 ("The Porto fair is held in the north-east wing of the hall.",
                  "The Porto fair is held in the south-west wing of the hall.", ("north-east", "south-west"))):
             with self.subTest(evidence):
-                f = swap_finding([a], [b])
+                f = swap_finding([a], [b], frozenset(), DEFAULT_CONFIG)
                 self.assertEqual(f.evidence, evidence)
                 self.assertIn(f"{evidence[0]} vs {evidence[1]}", f.reason)
-                self.assertIn(f"{evidence[0]} vs {evidence[1]}", compare_answers("When is it?", [a], [b]).reason)
+                self.assertIn(f"{evidence[0]} vs {evidence[1]}", compare_answers("When is it?", [a], [b],
+                                                                                 DEFAULT_CONFIG).reason)
 
     def test_a_category_question_compares_no_amounts(self):
         a = ["Vestri is a football club in Isafjordur with 4 senior teams and 120 members."]
@@ -10864,41 +10907,46 @@ class TestSwaps(unittest.TestCase):
         for question in ("What sport is Vestri associated with?", "What is the profession of C. Mayer?",
                          "What political party is Senator Pellow a member of?"):
             self.assertEqual(read_question(question).form, "category", question)
-        self.assertIsNone(compare_answers("What sport is Vestri associated with?", a, b))
+        self.assertIsNone(compare_answers("What sport is Vestri associated with?", a, b, DEFAULT_CONFIG))
         # near misses: a question that asks no category still compares them, and a category question its categories
         self.assertNotEqual(read_question("What is the maximum firing range of the Blaster?").form, "category")
         self.assertNotEqual(read_question("What caused the oil crisis of 1974?").form, "category")
         self.assertNotEqual(read_question("What was the trade deficit in 2020?").form, "category")  # "trade" qualifies
-        self.assertEqual(compare_answers("What is Vestri known for?", a, b).kind, "value")
-        f = compare_answers("What sport is Vestri associated with?", a, [a[0].replace("football", "basketball")])
+        self.assertEqual(compare_answers("What is Vestri known for?", a, b, DEFAULT_CONFIG).kind, "value")
+        f = compare_answers("What sport is Vestri associated with?", a, [a[0].replace("football", "basketball")],
+                            DEFAULT_CONFIG)
         self.assertEqual((f.kind, f.evidence), ("swap", ("football", "basketball")))
 
     def test_what_is_no_swap(self):
         same = "Pellucid Labs raised {} in seed funding this year."
-        self.assertIsNone(swap_finding([same.format("$4.2M")], [same.format("4.2 million dollars")]))
+        self.assertIsNone(swap_finding([same.format("$4.2M")], [same.format("4.2 million dollars")],
+                                       frozenset(), DEFAULT_CONFIG))
         self.assertIsNone(swap_finding(["Its warranty lasts 12 months from purchase."],
-                                       ["Its warranty lasts one year from purchase."]))
+                                       ["Its warranty lasts one year from purchase."], frozenset(), DEFAULT_CONFIG))
         self.assertIsNone(swap_finding(["The Reserve Bank of India prints all currency notes."],
-                                       ["The RBI prints all currency notes."]))
-        self.assertIsNone(swap_finding(["Ixmo employs 850 people in the city."], ["Tormo employs 850 people in the city."]))
-        self.assertIsNone(swap_finding(["The median age was 45.7 years."], ["The median income was $45,700 a year."]))
+                                       ["The RBI prints all currency notes."], frozenset(), DEFAULT_CONFIG))
+        self.assertIsNone(swap_finding(["Ixmo employs 850 people in the city."],
+                                       ["Tormo employs 850 people in the city."], frozenset(), DEFAULT_CONFIG))
+        self.assertIsNone(swap_finding(["The median age was 45.7 years."], ["The median income was $45,700 a year."],
+                                       frozenset(), DEFAULT_CONFIG))
 
     def test_a_yes_no_questions_asked_span_swapped(self):
         q = "Do Tarnwick FC play their home games at Orlo Brandt Football Stadium?"
         home = "Tarnwick FC play their home games at {}."
         a, b = [home.format("Calder Finch Sports Complex Stadium")], [home.format("Orlo Brandt Football Stadium")]
-        f = compare_answers(q, a, b)
+        f = compare_answers(q, a, b, DEFAULT_CONFIG)
         self.assertEqual((f.kind, f.evidence), ("swap", ("Calder Finch Sports Complex", "Orlo Brandt Football")))
-        self.assertIsNone(swap_finding(a, b))  # four words against three: too long for a plain swap
+        self.assertIsNone(swap_finding(a, b, frozenset(), DEFAULT_CONFIG))  # four words against three: no plain swap
 
     def test_what_is_no_asked_swap(self):
         q = "Can developers still use the Fernway v1 API?"  # "still" is filler, not what is asked
         self.assertIsNone(compare_answers(q, ["The Fernway v1 API is not recommended for new projects."],
-                                          ["The Fernway v1 API is still available to existing clients."]))
+                                          ["The Fernway v1 API is still available to existing clients."],
+                                          DEFAULT_CONFIG))
         q = "Do Tarnwick FC play their home games at Orlo Brandt Football Stadium?"
         a = ["Tarnwick FC play their home games at the Orlo Brandt Football Stadium."]
         b = ["Tarnwick FC play their home games at Orlo Brandt Stadium, Daleford."]
-        self.assertIsNone(asked_swap_finding(a, b, question_words(q)))  # both say the asked stadium
+        self.assertIsNone(asked_swap_finding(a, b, question_words(q), DEFAULT_CONFIG))  # both say the asked stadium
 
 
 class TestEditedCopies(unittest.TestCase):
@@ -10911,7 +10959,7 @@ class TestEditedCopies(unittest.TestCase):
                 "350 appearances for the club. He later managed Darlington. Position(s) {}. The parish chu{}ch "
                 "records his baptism.")
         a, b = doc("a", text.format("Defender", "")), doc("b", text.format("Forward", "r"))
-        self.assertEqual(edited_copy_finding(a, b).evidence, ("Defender", "Forward"))
+        self.assertEqual(edited_copy_finding(a, b, DEFAULT_CONFIG).evidence, ("Defender", "Forward"))
         detector = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed)
         answer = ("In 1984 he joined Sunderland and made over 350 appearances for the club.",)
         views = [AnswerView(answer, 1.0, doc=d) for d in (a, b)]  # the answer sentences agree word for word
@@ -10920,8 +10968,8 @@ class TestEditedCopies(unittest.TestCase):
         # an edit of the disambiguating title is the edit, not two namesakes
         title = "Paper Lanterns ({} album) Paper Lanterns is the fourth studio album by singer {}. It was released in 2010."
         x, y = doc("x", title.format("Tessa Vane", "Tessa Vane")), doc("y", title.format("Rufus Kell", "Rufus Kell"))
-        self.assertIsNone(different_subjects_finding(x, y))
-        self.assertEqual(edited_copy_finding(x, y).evidence, ("Tessa Vane", "Rufus Kell"))
+        self.assertIsNone(different_subjects_finding(x, y, frozenset(), DEFAULT_CONFIG))
+        self.assertEqual(edited_copy_finding(x, y, DEFAULT_CONFIG).evidence, ("Tessa Vane", "Rufus Kell"))
 
     def test_excerpts_of_one_text_that_share_an_edited_passage(self):
         """Two windows of one article, one of them edited inside the passage both hold: compared as copies."""
@@ -10934,19 +10982,20 @@ class TestEditedCopies(unittest.TestCase):
         b = doc("b", shared.format("university") + boston)
         asked = question_words("What type of institution is Fontbonne?")
         self.assertIsNone(_copy_edits(a.content, b.content, DEFAULT_CONFIG.swap_min_ratio))  # not copies whole
-        self.assertEqual(edited_copy_finding(a, b, qwords=asked).evidence, ("academy", "university"))
-        self.assertIsNone(edited_copy_finding(a, b))  # a corpus scan compares whole copies only
+        self.assertEqual(edited_copy_finding(a, b, qwords=asked,
+                                             cfg=DEFAULT_CONFIG).evidence, ("academy", "university"))
+        self.assertIsNone(edited_copy_finding(a, b, DEFAULT_CONFIG))  # a corpus scan compares whole copies only
         # near misses: the passage unedited, too short a passage to say the texts are one, or two texts that part
         # after the passage they quote and happen to share a function word
         self.assertIsNone(edited_copy_finding(a, replace(b, content=b.content.replace("university", "academy")),
-                                              qwords=asked))
+                                              qwords=asked, cfg=DEFAULT_CONFIG))
         short = "Founded in 1954, the {} grew quickly."
         self.assertIsNone(edited_copy_finding(doc("x", "The campus has labs. " + short.format("academy")),
                                               doc("y", short.format("university") + " It taught in Boston."),
-                                              qwords=asked))
+                                              qwords=asked, cfg=DEFAULT_CONFIG))
         parted = (replace(a, content=a.content + " Sister Anne ran the school."),
                   replace(b, content=shared.format("academy") + " Bishop Cheverus sold the land." + boston))
-        self.assertIsNone(edited_copy_finding(*parted, qwords=asked))
+        self.assertIsNone(edited_copy_finding(*parted, qwords=asked, cfg=DEFAULT_CONFIG))
         # namesakes whose articles share a passage keep the subject veto: the passage cannot say which is which
         sparke = ("He sat for Plymouth in {} and served as mayor of the town twice, and he was a merchant trading with "
                   "Spain and France through the port for many years before he retired to his estate in Devon.")
@@ -10955,29 +11004,36 @@ class TestEditedCopies(unittest.TestCase):
         y = doc("y", "John Sparke (died 1680) was an English landowner. " + sparke.format("1654") + " His son sold "
                      "the estate in 1702 and the family papers went to the county record office, where they remain.")
         self.assertIsNone(_copy_edits(x.content, y.content, DEFAULT_CONFIG.swap_min_ratio))
-        self.assertIsNotNone(different_subjects_finding(x, y, question_words("Who was John Sparke?")))
+        self.assertIsNotNone(different_subjects_finding(x, y, question_words("Who was John Sparke?"), DEFAULT_CONFIG))
 
     def test_one_value_written_two_ways_is_no_edit(self):
         text = "Alder Mills is a city in Marrow County, Iowa. The revenue was {} at the 2010 census, up from 2000."
         fmt = lambda x, y: (doc("a", text.format(x)), doc("b", text.format(y)))  # noqa: E731
-        self.assertIsNone(edited_copy_finding(*fmt("$4.2M", "4.2 million dollars")))  # one value written two ways
-        self.assertIsNone(edited_copy_finding(*fmt("3rd", "third")))
-        self.assertEqual(edited_copy_finding(*fmt("$6.8M", "4.2 million dollars")).evidence, ("$6.8M", "4.2 million dollars"))
-        self.assertEqual(edited_copy_finding(*fmt("3rd", "fourth")).evidence, ("3rd", "fourth"))
-        self.assertIsNone(edited_copy_finding(*fmt("$4.2M", "$4.2M")))
+        self.assertIsNone(edited_copy_finding(*fmt("$4.2M", "4.2 million dollars"), DEFAULT_CONFIG))  # one value
+        self.assertIsNone(edited_copy_finding(*fmt("3rd", "third"), DEFAULT_CONFIG))
+        self.assertEqual(edited_copy_finding(*fmt("$6.8M", "4.2 million dollars"), DEFAULT_CONFIG).evidence,
+                         ("$6.8M", "4.2 million dollars"))
+        self.assertEqual(edited_copy_finding(*fmt("3rd", "fourth"), DEFAULT_CONFIG).evidence, ("3rd", "fourth"))
+        self.assertIsNone(edited_copy_finding(*fmt("$4.2M", "$4.2M"), DEFAULT_CONFIG))
 
     def test_a_swapped_subject_a_snippet_date_or_a_circa_mark_is_no_edit(self):
         # the subject itself swapped (at the start, or after "The"), snippet dates, a circa mark: no edit of a fact
         self.assertIsNone(edited_copy_finding(doc("a", "Acme's free-tier API limit is 100 requests per minute."),
-                                              doc("b", "Globex's free-tier API limit is 500 requests per minute.")))
+                                              doc("b", "Globex's free-tier API limit is 500 requests per minute."),
+                                              DEFAULT_CONFIG))
         self.assertIsNone(edited_copy_finding(doc("a", "The Acme free-tier API limit is 100 requests per minute."),
-                                              doc("b", "The Globex free-tier API limit is 500 requests per minute.")))
+                                              doc("b", "The Globex free-tier API limit is 500 requests per minute."),
+                                              DEFAULT_CONFIG))
         quote = "{} ... Mel Gibson was the first to receive the title in 1985. Chris Evans currently holds the crown."
-        self.assertIsNone(edited_copy_finding(doc("a", quote.format("Jun 11, 2023")), doc("b", quote.format("Jun 7, 2023"))))
+        self.assertIsNone(edited_copy_finding(doc("a", quote.format("Jun 11, 2023")),
+                                              doc("b", quote.format("Jun 7, 2023")), DEFAULT_CONFIG))
         built = "The chapel of Saint Brannoc was built {} by the parish and restored in 1990."
-        self.assertIsNone(edited_copy_finding(doc("a", built.format("c. 1954")), doc("b", built.format("ca. 1954"))))
-        self.assertIsNone(edited_copy_finding(doc("a", built.format("in 1954")), doc("b", built.format("in c. 1954"))))
-        self.assertEqual(edited_copy_finding(doc("a", built.format("c. 1954")), doc("b", built.format("c. 1964"))).evidence,
+        self.assertIsNone(edited_copy_finding(doc("a", built.format("c. 1954")), doc("b", built.format("ca. 1954")),
+                                              DEFAULT_CONFIG))
+        self.assertIsNone(edited_copy_finding(doc("a", built.format("in 1954")), doc("b", built.format("in c. 1954")),
+                                              DEFAULT_CONFIG))
+        self.assertEqual(edited_copy_finding(doc("a", built.format("c. 1954")), doc("b", built.format("c. 1964")),
+                                             DEFAULT_CONFIG).evidence,
                          ("1954", "1964"))
 
     def test_page_metadata_is_no_edit(self):
@@ -10986,22 +11042,25 @@ class TestEditedCopies(unittest.TestCase):
         for x, y in (("Retrieved 12 March 2021.", "Retrieved 9 January 2024."),
                      ("This page was last modified on 3 May 2023.", "This page was last modified on 14 June 2024."),
                      ("Page 1 of 3.", "Page 2 of 3."), ("1,204 views.", "1,377 views."), ("[12]", "[14]")):
-            self.assertIsNone(edited_copy_finding(doc("a", page.format(x)), doc("b", page.format(y))), y)
+            self.assertIsNone(edited_copy_finding(doc("a", page.format(x)), doc("b", page.format(y)),
+                                                  DEFAULT_CONFIG), y)
         self.assertIsNotNone(edited_copy_finding(doc("a", page.format("Opened 12 March 2021.")),
-                                                 doc("b", page.format("Opened 9 January 2024."))))
+                                                 doc("b", page.format("Opened 9 January 2024.")), DEFAULT_CONFIG))
 
     def test_two_subjects_named_in_one_template(self):
         # two subjects named in one template, first thing in it: two statements, whatever the question
         beacons = (doc("a", "The Dunlodun quazen beacon status is INACTIVE."),
                    doc("b", "The Dunmidun quazen beacon status is INACTIVE."))
         for question in (None, question_words("Is the Dunlodun beacon active?"), question_words("Which beacon?")):
-            self.assertIsNone(edited_copy_finding(*beacons, qwords=question), question)
+            self.assertIsNone(edited_copy_finding(*beacons, qwords=question, cfg=DEFAULT_CONFIG), question)
         # further in: a question naming one of them reads two subjects; a question that names neither reads one
         # text with the name edited (RAMDocs: "directed by A" / "directed by B")
         beacons = (doc("a", "Weekly status. The Dunlodun quazen beacon is INACTIVE."),
                    doc("b", "Weekly status. The Dunmidun quazen beacon is INACTIVE."))
-        self.assertIsNone(edited_copy_finding(*beacons, qwords=question_words("Is the Dunlodun beacon active?")))
-        self.assertIsNotNone(edited_copy_finding(*beacons, qwords=question_words("Which beacon is inactive?")))
+        self.assertIsNone(edited_copy_finding(*beacons, qwords=question_words("Is the Dunlodun beacon active?"),
+                                              cfg=DEFAULT_CONFIG))
+        self.assertIsNotNone(edited_copy_finding(*beacons, qwords=question_words("Which beacon is inactive?"),
+                                                 cfg=DEFAULT_CONFIG))
 
     def test_one_template_filled_in_for_two_namesakes(self):
         # one template filled in for two namesakes: only the disambiguator differs (or the acronym's expansion)
@@ -11011,33 +11070,38 @@ class TestEditedCopies(unittest.TestCase):
                       "John Smith (footballer, born 1985) John Smith is an English footballer who plays for Hull."),
                      ("Lake County Library System (LCLS) has 8 branches and serves the county's residents.",
                       "Lee County Library System (LCLS) has 8 branches and serves the county's residents.")):
-            self.assertIsNone(edited_copy_finding(doc("a", x), doc("b", y)), x)
-            self.assertEqual(different_subjects_finding(doc("a", x), doc("b", y)).kind, "subjects", x)
+            self.assertIsNone(edited_copy_finding(doc("a", x), doc("b", y), DEFAULT_CONFIG), x)
+            self.assertEqual(different_subjects_finding(doc("a", x), doc("b", y),
+                                                        frozenset(), DEFAULT_CONFIG).kind, "subjects", x)
         # ... but a question about the date or age asks for what the disambiguator says: "When was Porush born?",
         # and one naming the acronym for its expansion; "c." marks no other subject
         born = "Meir Porush (born 11 June {}) is an Israeli politician who has served as a member of the Knesset."
         for question in ("When was Porush born?", "How old is Meir Porush?"):
             when = question_words(question)
-            self.assertIsNone(different_subjects_finding(doc("a", born.format(1955)), doc("b", born.format(1975)), when))
+            self.assertIsNone(different_subjects_finding(doc("a", born.format(1955)), doc("b", born.format(1975)), when,
+                                                         DEFAULT_CONFIG))
             self.assertEqual(edited_copy_finding(doc("a", born.format(1955)), doc("b", born.format(1975)),
-                                                 qwords=when).evidence, ("1955", "1975"))
+                                                 qwords=when, cfg=DEFAULT_CONFIG).evidence, ("1955", "1975"))
         died = "John Sparke (died {}) was an English politician, MP for Plymouth in several parliaments."
         self.assertIsNotNone(edited_copy_finding(doc("a", died.format("1566")), doc("b", died.format("c. 1580")),
-                                                 qwords=question_words("When did John Sparke die?")))
+                                                 qwords=question_words("When did John Sparke die?"),
+                                                 cfg=DEFAULT_CONFIG))
         bank = "The {} Bank of India (RBI) is the central bank of India and regulates the Indian banking system."
         stand = question_words("What does RBI stand for?")
-        self.assertIsNone(different_subjects_finding(doc("a", bank.format("Reserve")), doc("b", bank.format("Royal")), stand))
+        self.assertIsNone(different_subjects_finding(doc("a", bank.format("Reserve")), doc("b", bank.format("Royal")),
+                                                     stand, DEFAULT_CONFIG))
         self.assertEqual(edited_copy_finding(doc("a", bank.format("Reserve")), doc("b", bank.format("Royal")),
-                                             qwords=stand).evidence, ("Reserve", "Royal"))
+                                             qwords=stand, cfg=DEFAULT_CONFIG).evidence, ("Reserve", "Royal"))
 
     def test_an_opening_preposition_or_an_editor_is_an_edit(self):
         # an opening preposition is no subject, and a name after "edited by" no page metadata
         treaty = "In {}, the treaty was signed by Britain and the United States, ending the war of independence."
-        self.assertEqual(edited_copy_finding(doc("a", treaty.format("Paris")), doc("b", treaty.format("London"))).evidence,
+        self.assertEqual(edited_copy_finding(doc("a", treaty.format("Paris")), doc("b", treaty.format("London")),
+                                             DEFAULT_CONFIG).evidence,
                          ("Paris", "London"))
         film = "Raging Bull is a 1980 American film directed by Martin Scorsese. It was edited by {}. It stars De Niro."
         self.assertEqual(edited_copy_finding(doc("a", film.format("Thelma Schoonmaker")),
-                                             doc("b", film.format("Michael Kahn"))).evidence,
+                                             doc("b", film.format("Michael Kahn")), DEFAULT_CONFIG).evidence,
                          ("Thelma Schoonmaker", "Michael Kahn"))
 
     def test_texts_that_share_only_a_frame_are_no_copies(self):
@@ -11051,39 +11115,45 @@ class TestAnchoredValues(unittest.TestCase):
 
     def test_the_value_attached_to_the_question_is_compared(self):
         q = "How many days of sick leave do staff get?"
-        self.assertIsNone(compare_answers(q, ["Staff get 14 days of sick leave."], ["Staff get 30 days of annual leave."]))
+        self.assertIsNone(compare_answers(q, ["Staff get 14 days of sick leave."],
+                                          ["Staff get 30 days of annual leave."], DEFAULT_CONFIG))
         self.assertEqual(compare_answers(q, ["Staff get 14 days of sick leave."],
-                                         ["Staff get 10 days of sick leave."]).kind, "value")
+                                         ["Staff get 10 days of sick leave."], DEFAULT_CONFIG).kind, "value")
         q = "When was the Orrin bridge built?"
         bag = ["The Orrin bridge has stood through floods; repairs followed in 1985, 1912, 1959 and 1976."]
-        self.assertIsNone(compare_answers(q, bag, ["Floods hit the Orrin valley in 1874 and 1906."]))
+        self.assertIsNone(compare_answers(q, bag, ["Floods hit the Orrin valley in 1874 and 1906."], DEFAULT_CONFIG))
         self.assertEqual(compare_answers(q, ["The Orrin bridge was built in 1874."],
-                                         ["Work on the Orrin bridge was finished and it was built in 1906."]).kind,
+                                         ["Work on the Orrin bridge was finished and it was built in 1906."],
+                                         DEFAULT_CONFIG).kind,
                          "value")
 
     def test_a_bag_keeps_its_anchored_value(self):
         q = "When was the Orrin bridge built?"
         a = ["The Orrin bridge was built in 1874; it was repaired in 1912, 1959 and 1976."]
-        self.assertIsNone(compare_answers(q, a, ["The Orrin bridge was built in 1874."]))
-        self.assertEqual(compare_answers(q, a, ["The Orrin bridge was built in 1881."]).kind, "value")
+        self.assertIsNone(compare_answers(q, a, ["The Orrin bridge was built in 1874."], DEFAULT_CONFIG))
+        self.assertEqual(compare_answers(q, a, ["The Orrin bridge was built in 1881."], DEFAULT_CONFIG).kind, "value")
 
     def test_a_bare_number_counts_the_asked_noun_its_sentence_names(self):
         q = "How many moons does Jupiter have?"
-        f = compare_answers(q, ["The number of moons of Jupiter is 95."], ["Jupiter has 80 moons."])
+        f = compare_answers(q, ["The number of moons of Jupiter is 95."], ["Jupiter has 80 moons."], DEFAULT_CONFIG)
         self.assertIsNotNone(f)
         self.assertEqual((f.kind, f.evidence), ("value", ("95", "80 moons")))
-        self.assertEqual(compare_answers(q, ["Moons: 95"], ["Jupiter has 80 moons."]).kind, "value")  # an infobox line
-        self.assertIsNone(compare_answers(q, ["The number of moons of Jupiter is 95."], ["Jupiter has 95 moons."]))
+        self.assertEqual(compare_answers(q, ["Moons: 95"], ["Jupiter has 80 moons."],
+                                         DEFAULT_CONFIG).kind, "value")  # an infobox line
+        self.assertIsNone(compare_answers(q, ["The number of moons of Jupiter is 95."], ["Jupiter has 95 moons."],
+                                          DEFAULT_CONFIG))
         # near misses: a number a word labels is no count of the asked noun ("Apollo 11", a subset "Of the moons, 57")
         self.assertIsNone(compare_answers("How many astronauts flew on Apollo 11?", ["Apollo 11 carried 3 astronauts."],
-                                          ["Apollo 11's astronauts were Armstrong, Aldrin and Collins."]))
-        self.assertIsNone(compare_answers(q, ["Jupiter has 95 moons."], ["Of the moons, 57 have names."]))
+                                          ["Apollo 11's astronauts were Armstrong, Aldrin and Collins."],
+                                          DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers(q, ["Jupiter has 95 moons."], ["Of the moons, 57 have names."],
+                                          DEFAULT_CONFIG))
         # near misses: a sentence naming two of the asked nouns leaves its number bare, and so does one naming none
         q = "How many moons and rings does Jupiter have?"
         self.assertIsNone(compare_answers(q, ["Its tally of moons and rings is 99."],
-                                          ["Jupiter has 95 moons and 4 rings."]))
+                                          ["Jupiter has 95 moons and 4 rings."], DEFAULT_CONFIG))
         self.assertIsNone(compare_answers("How many moons does Jupiter have?", ["Jupiter's score was 95."],
-                                          ["Jupiter has 80 moons."]))
+                                          ["Jupiter has 80 moons."], DEFAULT_CONFIG))
 
 
 class TestFeatureProperties(unittest.TestCase):
@@ -11096,9 +11166,9 @@ class TestFeatureProperties(unittest.TestCase):
 
     def test_deterministic_and_frozen(self):
         args = ("What was Acme's revenue?", ["Acme's revenue was $4.2M."], ["Acme's revenue was $6.8M."])
-        self.assertEqual(compare_answers(*args), compare_answers(*args))
+        self.assertEqual(compare_answers(*args, DEFAULT_CONFIG), compare_answers(*args, DEFAULT_CONFIG))
         with self.assertRaises(dataclasses.FrozenInstanceError):
-            compare_answers(*args).kind = "x"
+            compare_answers(*args, DEFAULT_CONFIG).kind = "x"
 
     def test_bag_ratio_is_difflibs_quick_ratio(self):
         """The hot path's pre-check drops exactly the pairs difflib's own quick_ratio would."""
@@ -11156,7 +11226,8 @@ class TestFeatureProperties(unittest.TestCase):
             self.assertEqual(_within_edits(x, y, limit), distance <= limit, (x, y, limit))
             unbounded = _slot_diff(x, y, replace(DEFAULT_CONFIG, slot_max_span=20))  # the check never binds
             if unbounded and max(unbounded[1] - unbounded[0], unbounded[3] - unbounded[2]) <= 3:
-                self.assertEqual(_slot_diff(x, y), unbounded, (x, y))  # a slot _slot_pair keeps: the same
+                self.assertEqual(_slot_diff(x, y,
+                                            DEFAULT_CONFIG), unbounded, (x, y))  # a slot _slot_pair keeps: the same
 
     def test_identical_sides_are_not_compared(self):
         """Two sides word for word the same cannot contradict each other: compare_answers returns at once. Run on one
@@ -11164,13 +11235,13 @@ class TestFeatureProperties(unittest.TestCase):
         short cut drops that within-side finding (3 of 8,322 self-pair windows of the data files; no score moved)."""
         within = ["U.S. President", "U.S. Congress"]
         self.assertIsNotNone(slot_finding(within, list(within), question_words(""), DEFAULT_CONFIG))
-        self.assertIsNone(compare_answers("", within, list(within)))
+        self.assertIsNone(compare_answers("", within, list(within), DEFAULT_CONFIG))
         for side in ([["Acme's revenue was $4.2M in 2023 and it is active."], ["Position(s) Defender for Leeds."],
                       ["It is not required; it is required."], ["Jo Li plays Ann. Bo Yu plays Ann."]]):
-            self.assertIsNone(compare_answers("What is it?", side, list(side)), side)
+            self.assertIsNone(compare_answers("What is it?", side, list(side), DEFAULT_CONFIG), side)
         # one word apart is compared again
         self.assertIsNotNone(compare_answers("What position?", ["Position(s) Defender for Leeds."],
-                                             ["Position(s) Forward for Leeds."]))
+                                             ["Position(s) Forward for Leeds."], DEFAULT_CONFIG))
 
 
 def retrieved_of(*docs):
@@ -11277,12 +11348,14 @@ class TestSentenceReader(unittest.TestCase):
         self.assertEqual((alone.text, alone.fits), ("Vela Systems was not founded in 2002.", False))
 
     def test_answer_span_examples(self):
-        self.assertEqual(answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"})),
+        self.assertEqual(answer_span("The limit rose to 500 requests per minute.", "quantity", frozenset({"limit"}),
+                                     DEFAULT_CONFIG),
                          (18, 41))
-        self.assertEqual(answer_span("Staff are no longer required to attend.", "state", frozenset({"required"})),
+        self.assertEqual(answer_span("Staff are no longer required to attend.", "state", frozenset({"required"}),
+                                     DEFAULT_CONFIG),
                          (10, 28))
-        self.assertIsNone(answer_span("The office is in Denver.", "quantity", frozenset()))
-        self.assertIsNone(answer_span("The office is in Denver.", "other", frozenset()))
+        self.assertIsNone(answer_span("The office is in Denver.", "quantity", frozenset(), DEFAULT_CONFIG))
+        self.assertIsNone(answer_span("The office is in Denver.", "other", frozenset(), DEFAULT_CONFIG))
 
     def test_cites_the_document_it_read_and_never_crosses_a_boundary(self):
         docs = (doc("a", "Beacon HB-7 sits on the north pier."), doc("b", "The beacon status is ACTIVE."))
@@ -11576,7 +11649,8 @@ class TestSupport(unittest.TestCase):
 
     def test_outnumbered_answer_is_set_aside(self):
         a, b, c = self.ARENA
-        settled = settle_by_support(self.disputed(a, b, c), readings_of(a="18,000", b="81,000", c="18,000 people"))
+        settled = settle_by_support(self.disputed(a, b, c), readings_of(a="18,000", b="81,000", c="18,000 people"),
+                                    None, DEFAULT_CONFIG)
         self.assertEqual((settled.outcome, settled.basis, settled.kept, settled.discarded),
                          ("outnumbered", "support", a, (b,)))
         self.assertEqual(settled.support, (("18,000 people", ("a", "c")), ("81,000", ("b",))))
@@ -11584,53 +11658,58 @@ class TestSupport(unittest.TestCase):
     def test_one_against_one_stays_disputed(self):
         a, b, _ = self.ARENA
         cluster = self.disputed(a, b)
-        self.assertIs(settle_by_support(cluster, readings_of(a="18,000", b="81,000")), cluster)
+        self.assertIs(settle_by_support(cluster, readings_of(a="18,000", b="81,000"), None, DEFAULT_CONFIG), cluster)
 
     def test_support_from_outside_the_cluster_counts(self):
         a, b, c = self.ARENA  # c agrees with a without being in conflict with anyone
-        settled = settle_by_support(self.disputed(a, b), readings_of(a="18,000", b="81,000", c="18,000"))
+        settled = settle_by_support(self.disputed(a, b), readings_of(a="18,000", b="81,000", c="18,000"),
+                                    None, DEFAULT_CONFIG)
         self.assertEqual((settled.outcome, settled.discarded), ("outnumbered", (b,)))
 
     def test_margin_is_configurable(self):
         a, b, c = self.ARENA
         cluster = self.disputed(a, b, c)
         strict = replace(DEFAULT_CONFIG, outnumber_margin=2)
-        self.assertIs(settle_by_support(cluster, readings_of(a="18,000", b="81,000", c="18,000"), cfg=strict), cluster)
+        self.assertIs(settle_by_support(cluster, readings_of(a="18,000", b="81,000", c="18,000"), cfg=strict,
+                                        texts=None), cluster)
 
     def test_documents_that_do_not_answer_add_nothing(self):
         a, b, c = self.ARENA  # b's reading does not fit: it is left out of the readings, so a stands alone
         self.assertEqual(answering("q", [a], lambda q, t: Answer("x", 0.5, fits=False)), {})
         cluster = self.disputed(a, b)
-        self.assertIs(settle_by_support(cluster, readings_of(a="18,000")), cluster)  # nothing to set aside
+        self.assertIs(settle_by_support(cluster, readings_of(a="18,000"),
+                                        None, DEFAULT_CONFIG), cluster)  # nothing to set aside
 
     def test_a_settlement_always_sets_a_document_aside(self):
         a, b, c = self.ARENA
         cluster = self.disputed(a, b)
         # both read one span: no side outnumbers another, whatever the count
-        self.assertIs(settle_by_support(cluster, readings_of(a="Celsius", b="Celsius")), cluster)
+        self.assertIs(settle_by_support(cluster, readings_of(a="Celsius", b="Celsius"), None, DEFAULT_CONFIG), cluster)
         # the detector found a and c agreeing (no conflict between them): c is not set aside for its reading
         conflicts = (Conflict(a, b, "value", "", 1.0, (("18,000",), ("81,000",))),
                      Conflict(b, c, "value", "", 1.0, (("81,000",), ("18,000",))))
         three = self.disputed(a, b, c)
         readings = readings_of(a="concerts and ice", b="concerts and ice", c="18,000")
-        self.assertIs(settle_by_support(three, readings, conflicts=conflicts), three)
+        self.assertIs(settle_by_support(three, readings, conflicts=conflicts, texts=None, cfg=DEFAULT_CONFIG), three)
 
     def test_the_values_in_contention_decide(self):
         a, b, c = self.ARENA
         conflicts = (Conflict(a, b, "value", "", 1.0, (("18,000",), ("81,000",))),
                      Conflict(b, c, "value", "", 1.0, (("81,000",), ("18,000",))))
         texts = {d.source_id: d.content for d in self.ARENA}
-        settled = settle_by_evidence(self.disputed(a, b, c), conflicts, texts)
+        settled = settle_by_evidence(self.disputed(a, b, c), conflicts, texts, DEFAULT_CONFIG)
         self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
         self.assertEqual(settled.support, (("18,000", ("a", "c")), ("81,000", ("b",))))
         # one against one never settles; nor do conflicts that name several pairs of values
         pair = {sid: texts[sid] for sid in "ab"}
-        self.assertEqual(settle_by_evidence(self.disputed(a, b), conflicts[:1], pair).outcome, "disputed")
+        self.assertEqual(settle_by_evidence(self.disputed(a, b), conflicts[:1], pair,
+                                            DEFAULT_CONFIG).outcome, "disputed")
         other = (conflicts[0], Conflict(b, c, "value", "", 1.0, (("81,000",), ("9,000",))))
-        self.assertEqual(settle_by_evidence(self.disputed(a, b, c), other, texts).outcome, "disputed")
+        self.assertEqual(settle_by_evidence(self.disputed(a, b, c), other, texts, DEFAULT_CONFIG).outcome, "disputed")
         # a text that states both sides votes for neither
         texts["c"] = "It seats 18,000, not 81,000."
-        self.assertEqual(settle_by_evidence(self.disputed(a, b, c), conflicts, texts).outcome, "disputed")
+        self.assertEqual(settle_by_evidence(self.disputed(a, b, c), conflicts, texts,
+                                            DEFAULT_CONFIG).outcome, "disputed")
 
     def test_an_answer_the_dispute_is_not_about_stands(self):
         a = doc("a", "The alarm threshold was set by the facilities team. It is 27 degrees.", None)
@@ -11639,32 +11718,37 @@ class TestSupport(unittest.TestCase):
         readings = {d.source_id: Answer("the facilities team", 0.9, d.content.index("the facilities")) for d in (a, b)}
         texts = {d.source_id: d.content for d in (a, b)}
         question = "Who set the alarm threshold?"
-        self.assertEqual(answer_stands(question, self.disputed(a, b), readings, conflicts, texts).outcome, "aside")
+        self.assertEqual(answer_stands(question, self.disputed(a, b), readings, conflicts, texts,
+                                       DEFAULT_CONFIG).outcome, "aside")
         # near misses: the answer's own sentence holds the disputed value; the answers differ; the question asks
         # the disputed type of value
         said = {sid: Answer("27 degrees" if sid == "a" else "32 degrees", 0.9, texts[sid].index("It is") + 6)
                 for sid in texts}
-        self.assertEqual(answer_stands(question, self.disputed(a, b), said, conflicts, texts).outcome, "disputed")
+        self.assertEqual(answer_stands(question, self.disputed(a, b), said, conflicts, texts,
+                                       DEFAULT_CONFIG).outcome, "disputed")
         inside = {sid: Answer("It", 0.9, texts[sid].index("It is")) for sid in texts}
-        self.assertEqual(answer_stands(question, self.disputed(a, b), inside, conflicts, texts).outcome, "disputed")
+        self.assertEqual(answer_stands(question, self.disputed(a, b), inside, conflicts, texts,
+                                       DEFAULT_CONFIG).outcome, "disputed")
         asked = "How many degrees is the alarm threshold?"
-        self.assertEqual(answer_stands(asked, self.disputed(a, b), readings, conflicts, texts).outcome, "disputed")
+        self.assertEqual(answer_stands(asked, self.disputed(a, b), readings, conflicts, texts,
+                                       DEFAULT_CONFIG).outcome, "disputed")
 
     def test_a_document_supports_what_its_text_states(self):
         readings = readings_of(a="Blitzen Trapper", b="Horseshack", c="The Beatles")
         texts = {"a": "VII is an album by Blitzen Trapper.", "b": "Blitzen Trapper recorded at Horseshack.",
                  "c": "VII is an album by The Beatles."}
-        self.assertEqual(support(readings, texts)[0], ("Blitzen Trapper", ["a", "b"]))
-        self.assertEqual(support(readings)[0], ("Blitzen Trapper", ["a"]))  # without the texts: readings only
+        self.assertEqual(support(readings, texts, DEFAULT_CONFIG)[0], ("Blitzen Trapper", ["a", "b"]))
+        self.assertEqual(support(readings, None, DEFAULT_CONFIG)[0], ("Blitzen Trapper", ["a"]))  # readings only
 
     def test_a_document_that_answers_nothing_still_supports_what_its_text_states(self):
         a, b, c = (doc(s, f"The arena seats {n} people.") for s, n in (("a", "18,000"), ("b", "81,000"), ("c", "18,000")))
         texts = {d.source_id: d.content for d in (a, b, c)}
         readings = readings_of(a="18,000", b="81,000")  # c's reader found no sentence that answers
-        self.assertEqual(support(readings, texts), [("18,000", ["a", "c"]), ("81,000", ["b"])])
-        settled = settle_by_support(self.disputed(a, b), readings, texts)
+        self.assertEqual(support(readings, texts, DEFAULT_CONFIG), [("18,000", ["a", "c"]), ("81,000", ["b"])])
+        settled = settle_by_support(self.disputed(a, b), readings, texts, DEFAULT_CONFIG)
         self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
-        self.assertEqual(settle_by_support(self.disputed(a, b), readings, {"a": a.content, "b": b.content}).outcome,
+        self.assertEqual(settle_by_support(self.disputed(a, b), readings, {"a": a.content, "b": b.content},
+                                           DEFAULT_CONFIG).outcome,
                       "disputed")  # one against one never settles
 
     def test_the_sides_are_the_members_own_answers(self):
@@ -11674,40 +11758,45 @@ class TestSupport(unittest.TestCase):
         b = doc("b", "In 1993-94 Fitzgerald, born in 1975, played.")
         texts = {"a": a.content, "b": b.content, "c": "He played 20 games in 1993-94."}
         cluster = self.disputed(b, a)
-        self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1993-94"), texts), cluster)
+        self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1993-94"), texts,
+                                        DEFAULT_CONFIG), cluster)
         # a third document giving b's own answer outnumbers a only where a tells of b's subject: a text unlike b's
         # may be about a namesake, and a count across subjects settles nothing; a paraphrase of b is set aside
-        self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1975"), texts), cluster)
+        self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", b="1975", c="1975"), texts,
+                                        DEFAULT_CONFIG), cluster)
         told = doc("a", "In 1993-94 Fitzgerald, born on 28 April 1948, played.")
         settled = settle_by_support(self.disputed(b, told), readings_of(a="28 April 1948", b="1975", c="1975"),
-                                    {**texts, "a": told.content})
+                                    {**texts, "a": told.content}, DEFAULT_CONFIG)
         self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", b, (told,)))
         # c's text states the winning answer too: c is no loser, nothing is set aside, and the dispute stands
         c = doc("c", "Some say 28 April 1948; Fitzgerald was born in 1975.")
         texts = {"a": a.content, "c": c.content, "d": "He was born on 28 April 1948."}
         cluster = self.disputed(c, a)
-        self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", c="1975", d="28 April 1948"), texts),
+        self.assertIs(settle_by_support(cluster, readings_of(a="28 April 1948", c="1975", d="28 April 1948"), texts,
+                                        DEFAULT_CONFIG),
                       cluster)
         # nor does an answer no member gives outnumber the members' own: "Main Street" is no side of this dispute
         x, y = doc("x", "The arena on Main Street seats 18,000."), doc("y", "The arena seats 81,000.")
         texts = {"x": x.content, "y": y.content, "z": "It seats 18,000.", "m": "Main Street"}
         readings = readings_of(x="18,000", y="81,000", z="18,000", m="Main Street")
-        settled = settle_by_support(self.disputed(x, y), readings, texts)
+        settled = settle_by_support(self.disputed(x, y), readings, texts, DEFAULT_CONFIG)
         self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", x, (y,)))
 
     def test_a_document_supports_the_shortest_reading_of_an_answer(self):
         readings = readings_of(a="Blitzen Trapper", b="Blitzen Trapper Eric Earley Brian Koch", c="Horseshack")
         texts = {"a": "VII is an album by Blitzen Trapper.", "b": "Blitzen Trapper Eric Earley Brian Koch",
                  "c": "Blitzen Trapper recorded at Horseshack."}
-        self.assertEqual(support(readings, texts)[0], ("Blitzen Trapper Eric Earley Brian Koch", ["a", "b", "c"]))
+        self.assertEqual(support(readings, texts,
+                                 DEFAULT_CONFIG)[0], ("Blitzen Trapper Eric Earley Brian Koch", ["a", "b", "c"]))
         # near miss: a value is no such core: "6" said in a text does not support "1,415.6 people"
         readings = readings_of(a="1,415.6 people", b="6", c="Main Street")
         texts = {"a": "Density 1,415.6 people.", "b": "6", "c": "Main Street runs 6 miles."}
-        self.assertEqual(support(readings, texts)[0], ("1,415.6 people", ["a", "b"]))
+        self.assertEqual(support(readings, texts, DEFAULT_CONFIG)[0], ("1,415.6 people", ["a", "b"]))
         # nor is a form another answer holds: "Haydn" said of Michael is also in every text on Joseph Haydn
         readings = readings_of(a="Michael Haydn", b="Haydn", c="Joseph Haydn", d="Joseph Haydn")
         texts = {sid: f"It is by {a.text}." for sid, a in readings.items()}
-        self.assertEqual(support(readings, texts), [("Michael Haydn", ["a", "b"]), ("Joseph Haydn", ["c", "d"])])
+        self.assertEqual(support(readings, texts,
+                                 DEFAULT_CONFIG), [("Michael Haydn", ["a", "b"]), ("Joseph Haydn", ["c", "d"])])
 
     def test_a_count_across_subjects_settles_nothing(self):
         # two documents on a town outnumber one on a namesake village: different texts, so no side is set aside
@@ -11717,12 +11806,12 @@ class TestSupport(unittest.TestCase):
         cluster = self.disputed(a, c)
         readings = readings_of(a="45.7 years", b="45.7 years", c="37 years")
         texts = {d.source_id: d.content for d in (a, b, c)}
-        self.assertIs(settle_by_support(cluster, readings, texts), cluster)
+        self.assertIs(settle_by_support(cluster, readings, texts, DEFAULT_CONFIG), cluster)
         # near miss: the third is the town's text with its value edited, one subject told twice: it is set aside
         edited = doc("c", "Riverton is a city in Iowa. The median age in the city was 30.2 years.")
         settled = settle_by_support(self.disputed(a, edited), readings_of(a="45.7 years", b="45.7 years",
                                                                          c="30.2 years"),
-                                    {**texts, "c": edited.content})
+                                    {**texts, "c": edited.content}, DEFAULT_CONFIG)
         self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", a, (edited,)))
 
     def test_the_two_sides_of_a_swap_are_counted(self):
@@ -11736,26 +11825,27 @@ class TestSupport(unittest.TestCase):
                                c="Fontbonne College as the academy name referred to the high school.")
         texts = {d.source_id: d.content for d in (a, b, c)}
         cluster = Cluster((a, b), None, (), "disputed", None)
-        self.assertIs(settle_by_support(cluster, readings, texts), cluster)  # three readings, none agrees
-        settled = settle_by_evidence(cluster, (swap,), texts)
+        self.assertIs(settle_by_support(cluster, readings, texts,
+                                        DEFAULT_CONFIG), cluster)  # three readings, none agrees
+        settled = settle_by_evidence(cluster, (swap,), texts, DEFAULT_CONFIG)
         self.assertEqual((settled.outcome, settled.kept, settled.discarded), ("outnumbered", a, (b,)))
         self.assertEqual(settled.support, (("academy", ("a", "c")), ("university", ("b",))))
         resolution = settle_disputes([Retrieved(d, 1.0, i) for i, d in enumerate((a, b, c))],
-                                     Resolution((), (cluster,)), readings, conflicts=(swap,))
+                                     Resolution((), (cluster,)), readings, conflicts=(swap,), cfg=DEFAULT_CONFIG)
         self.assertEqual([d.source_id for d in resolution.clusters[0].discarded], ["b"])
         # near misses: one against one stays disputed; so does a cluster of two different swaps
         del texts["c"]
-        self.assertIs(settle_by_evidence(cluster, (swap,), texts), cluster)
+        self.assertIs(settle_by_evidence(cluster, (swap,), texts, DEFAULT_CONFIG), cluster)
         texts["c"] = c.content
         other = replace(swap, evidence=(("1954",), ("1955",)))
-        self.assertIs(settle_by_evidence(cluster, (swap, other), texts), cluster)
+        self.assertIs(settle_by_evidence(cluster, (swap, other), texts, DEFAULT_CONFIG), cluster)
 
     def test_answers_agree(self):
-        self.assertTrue(answers_agree("$4.2M", "4.2 million dollars"))
-        self.assertTrue(answers_agree("18,000", "18,000 spectators"))
-        self.assertFalse(answers_agree("ACTIVE", "INACTIVE"))
-        self.assertFalse(answers_agree("active", "not active"))
-        self.assertFalse(answers_agree("18,000", "81,000"))
+        self.assertTrue(answers_agree("$4.2M", "4.2 million dollars", DEFAULT_CONFIG))
+        self.assertTrue(answers_agree("18,000", "18,000 spectators", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("ACTIVE", "INACTIVE", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("active", "not active", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("18,000", "81,000", DEFAULT_CONFIG))
 
     def test_beacon_stays_uncertain_and_arena_resolves(self):
         beacon = [d for d in KNOWLEDGE_BASE if d.source_id.startswith("ops-")]
@@ -11778,7 +11868,8 @@ class TestSubjects(unittest.TestCase):
 
     def groups(self, docs, relevant=None):
         sims = overlap_embed([d.content for d in docs]) @ overlap_embed([d.content for d in docs]).T
-        return subject_groups(docs, sims, relevant or [True] * len(docs), question_words("How many rooms?"))
+        return subject_groups(docs, sims, relevant or [True] * len(docs), question_words("How many rooms?"),
+                              DEFAULT_CONFIG)
 
     def test_namesakes_are_grouped_apart(self):
         groups = self.groups(self.INNS)
@@ -11936,10 +12027,11 @@ class TestSubjects(unittest.TestCase):
                  ("The Lake County Library System (LCLS) has 8 branches.",
                   "The Lakeland Cooperative Library System (LCLS) has 12 branches."))
         for a, b in cases:
-            self.assertEqual(different_subjects_finding(doc("a", a), doc("b", b)).kind, "subjects", a)
+            self.assertEqual(different_subjects_finding(doc("a", a), doc("b", b),
+                                                        frozenset(), DEFAULT_CONFIG).kind, "subjects", a)
         titled = (doc("a", "Glass Orchard is the album's title track.", title="Glass Orchard (Nell Ashby album)"),
                   doc("b", "Glass Orchard is the album's title track.", title="Glass Orchard (Corin Dale album)"))
-        self.assertEqual(different_subjects_finding(*titled).kind, "subjects")
+        self.assertEqual(different_subjects_finding(*titled, frozenset(), DEFAULT_CONFIG).kind, "subjects")
         detector = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed)
         a, b = doc("a", cases[1][0]), doc("b", cases[1][1])
         views = [AnswerView(tuple(sentences_of(d.content)), 1.0, doc=d) for d in (a, b)]
@@ -11950,39 +12042,41 @@ class TestSubjects(unittest.TestCase):
     def test_one_subject_is_still_compared(self):
         a = doc("a", "Broken Bow is a city in Nebraska. Its population was 3,559 at the 2010 census.")
         b = doc("b", "Broken Bow is a city in Custer County, Nebraska. Its population was 4,120 at the 2010 census.")
-        self.assertIsNone(different_subjects_finding(a, b))
+        self.assertIsNone(different_subjects_finding(a, b, frozenset(), DEFAULT_CONFIG))
         self.assertIsNone(different_subjects_finding(doc("a", "John Sparke (died 1566) was an MP."),
-                                                     doc("b", "John Sparke was an English MP.")))
+                                                     doc("b", "John Sparke was an English MP."),
+                                                     frozenset(), DEFAULT_CONFIG))
         where = different_subjects_finding(doc("a", "Oakdale is a town in Kent County, Delaware."),
                                            doc("b", "Oakdale is a town in Sussex County, Delaware."),
-                                           question_words("Where is Oakdale located?"))
+                                           question_words("Where is Oakdale located?"), DEFAULT_CONFIG)
         self.assertIsNone(where)  # the place is what the question asks: a conflict to find, not an identity
 
     def test_title_lines_say_which_subject(self):
         lyon = doc("a", "1st arrondissement of Lyon The 1st arrondissement of Lyon is one of nine. It opened in 1852.")
         paris = doc("b", "1st arrondissement of Paris The 1st arrondissement of Paris is one of 20. It opened in 1860.")
-        self.assertEqual(different_subjects_finding(lyon, paris).kind, "subjects")
+        self.assertEqual(different_subjects_finding(lyon, paris, frozenset(), DEFAULT_CONFIG).kind, "subjects")
         village = doc("c", "Sherbourne, Warwickshire Sherbourne is a village. The population was 174.")
         town = doc("d", "Sherborne Sherborne is a market town. The population was 9,523.")
-        self.assertEqual(different_subjects_finding(village, town).kind, "subjects")
+        self.assertEqual(different_subjects_finding(village, town, frozenset(), DEFAULT_CONFIG).kind, "subjects")
         edited = doc("e", lyon.content.replace("1852", "1871"))  # an edited copy: one title, one subject
-        self.assertIsNone(different_subjects_finding(lyon, edited))
+        self.assertIsNone(different_subjects_finding(lyon, edited, frozenset(), DEFAULT_CONFIG))
         fuller = doc("f", "Arthur P. Quill House The Arthur P. Quill House was built in 1912.")
         plain = doc("g", "Arthur Quill House The house was built in 1913.")
-        self.assertIsNone(different_subjects_finding(fuller, plain))  # initials aside, one title
+        self.assertIsNone(different_subjects_finding(fuller, plain,
+                                                     frozenset(), DEFAULT_CONFIG))  # initials aside, one title
         # a title within a longer one names another subject: a reference work gives each subject a title of its own
         station = doc("h", "Shoreditch railway station Shoreditch was a station. It opened in 1865.")
         street = doc("i", "Shoreditch High Street railway station Shoreditch High Street is a station opened in 2010.")
-        self.assertEqual(different_subjects_finding(station, street).kind, "subjects")
+        self.assertEqual(different_subjects_finding(station, street, frozenset(), DEFAULT_CONFIG).kind, "subjects")
 
     def test_a_state_title_by_its_postal_code_is_one_subject(self):
         named = doc("a", "Keyes, California Keyes is a census-designated place. The population was 5,601 in 2010.")
         coded = doc("b", "Keyes, CA Keyes is a census-designated place in Stanislaus County. It has 5,601 people.")
         self.assertEqual(title_line(coded.content), title_line(named.content))
-        self.assertIsNone(different_subjects_finding(named, coded))
+        self.assertIsNone(different_subjects_finding(named, coded, frozenset(), DEFAULT_CONFIG))
         # near misses: another state's code is another subject; capitals that are no state's code stay as written
         other = doc("c", "Keyes, OK Keyes is a town in Cimarron County. The population was 324 in 2010.")
-        self.assertEqual(different_subjects_finding(named, other).kind, "subjects")
+        self.assertEqual(different_subjects_finding(named, other, frozenset(), DEFAULT_CONFIG).kind, "subjects")
         self.assertEqual(title_line("Kingston, QX Kingston is a town."), {"kingston", "qx"})
         self.assertEqual(title_line("Albany, NY Albany lies on the Hudson River."), {"albany", "new", "york"})
         self.assertEqual(title_line("Love, IN Bloom Love, IN Bloom is a 1999 film."), {"love", "bloom"})
@@ -11997,12 +12091,12 @@ class TestSubjects(unittest.TestCase):
         question = question_words("What is the profession of C. Mayer?")
         singer = doc("a", "Christa Mayer is a German operatic mezzo-soprano who sings at Bayreuth.")
         painter = doc("b", "Constant Mayer was a French painter of genre scenes who worked in New York.")
-        self.assertEqual(different_subjects_finding(singer, painter, question).kind, "subjects")
+        self.assertEqual(different_subjects_finding(singer, painter, question, DEFAULT_CONFIG).kind, "subjects")
         # near misses: a name within the other may be one subject; an edited copy is one subject, its name edited too
         surname = doc("c", "Mayer is a German operatic mezzo-soprano who has sung at Bayreuth since 2008.")
-        self.assertIsNone(different_subjects_finding(singer, surname, question))
+        self.assertIsNone(different_subjects_finding(singer, surname, question, DEFAULT_CONFIG))
         copy = doc("d", singer.content.replace("Christa", "Clara"))
-        self.assertIsNone(different_subjects_finding(singer, copy, question))
+        self.assertIsNone(different_subjects_finding(singer, copy, question, DEFAULT_CONFIG))
 
     def test_a_scan_reads_common_opening_words_as_no_subject(self):
         a = "Customers may return items within 30 days of purchase."
@@ -12041,7 +12135,7 @@ class TestSubjects(unittest.TestCase):
         q = "What was Acme's revenue in 2023?"
         a, b = (doc(n, f"Acme revenue was {v} in 2023. Acme restated it later.") for n, v in (("a", "$4.2M"),
                                                                                               ("b", "$6.8M")))
-        self.assertIsNone(different_subjects_finding(a, b))
+        self.assertIsNone(different_subjects_finding(a, b, frozenset(), DEFAULT_CONFIG))
         detector = QuestionAwareDetector(DEFAULT_CONFIG, fake_embed)
         views = [AnswerView(tuple(sentences_of(d.content)), 1.0, doc=d) for d in (a, b)]
         self.assertEqual(detector.check_pair(*views, q).kind, "value")  # an edited copy is still compared
@@ -12049,7 +12143,7 @@ class TestSubjects(unittest.TestCase):
         self.assertEqual(title_line("I Will Follow \"I Will Follow\" is a song by U2."), frozenset({"follow"}))
         opening = "Acme reported revenue of {} in 2023, and Acme is profitable."
         a, b = (doc(n, opening.format(v)) for n, v in (("a", "$4.2M"), ("b", "$6.8M")))
-        self.assertIsNone(different_subjects_finding(a, b))  # an edited opening sentence is no title
+        self.assertIsNone(different_subjects_finding(a, b, frozenset(), DEFAULT_CONFIG))  # an edited opening: no title
         self.assertEqual(title_line("What Is Love What Is Love is a song by Haddaway."), frozenset({"love"}))
         self.assertTrue(title_line("John Smith (footballer, born 1990) John Smith plays for Leeds."))
 
@@ -12062,7 +12156,7 @@ class TestSubjects(unittest.TestCase):
 
 class TestAnswerSpans(unittest.TestCase):
     def span(self, sentence, question):
-        found = answer_span(sentence, read_question(question).type, question_words(question))
+        found = answer_span(sentence, read_question(question).type, question_words(question), DEFAULT_CONFIG)
         return found and sentence[found[0]:found[1]]
 
     def test_the_name_next_to_the_predicate(self):
@@ -12086,7 +12180,8 @@ class TestAnswerSpans(unittest.TestCase):
 
         def asked(text, question):
             return [(text[a:b], f["asked"]) for a, b, f, _ in answer_candidates(text, "quantity",
-                                                                               question_words(question))]
+                                                                               question_words(question),
+                                                                                DEFAULT_CONFIG)]
         self.assertEqual(asked(sentence, question), [("3,559 people", 1.0), ("1,575 households", 0.0)])
         # near misses: a question about another measure, or a count of something else, is not what is asked
         self.assertEqual(asked(sentence, "What is the area of Broken Bow?"),
@@ -12273,13 +12368,13 @@ class TestVersionsAndPeriods(unittest.TestCase):
         question = "How many stores does Acme operate?"
         a = Document("a", "Store guide (2021)", None, "Acme operates 40 stores across the state and sells tools.")
         b = Document("b", "Store guide (2023)", None, "Acme now operates 55 stores across the state and sells tools.")
-        self.assertIsNone(different_subjects_finding(a, b, question_words(question)))
+        self.assertIsNone(different_subjects_finding(a, b, question_words(question), DEFAULT_CONFIG))
         self.assertEqual([c.kind for c in self.detect(question, a, b).conflicts], ["value"])
 
     def test_a_title_said_again_after_an_article_marks_its_subject(self):
         nevada = Document("a", "a", None, "Corval City Hall (Corval, Nevada) The Corval City Hall was built in 1866.")
         texas = Document("b", "b", None, "Corval City Hall (Corval, Texas) Corval City Hall was completed in 2004.")
-        self.assertEqual(different_subjects_finding(nevada, texas).kind, "subjects")
+        self.assertEqual(different_subjects_finding(nevada, texas, frozenset(), DEFAULT_CONFIG).kind, "subjects")
         # near miss: a parenthetical inside a sentence (a translation, a pronunciation) marks no subject
         aside = "Corval City Hall (with a copper roof) was built in 1866."
         self.assertEqual(document_subject(None, aside).marks, frozenset())
@@ -12287,7 +12382,7 @@ class TestVersionsAndPeriods(unittest.TestCase):
     def test_a_year_beside_a_kind_still_tells_subjects_apart(self):
         a = Document("a", "Lahu (1979 film)", None, "Lahu is a film directed by Ana Ruiz.")
         b = Document("b", "Lahu (1997 film)", None, "Lahu is a film directed by Ben Cole.")
-        self.assertEqual(different_subjects_finding(a, b).kind, "subjects")
+        self.assertEqual(different_subjects_finding(a, b, frozenset(), DEFAULT_CONFIG).kind, "subjects")
 
     def test_another_period_answers_another_question(self):
         question = "What was Acme's revenue in the first half of 2022?"
@@ -12411,7 +12506,8 @@ class TestAnswerEval(unittest.TestCase):
         lines = [json.loads(x) for x in out.splitlines()]
         self.assertEqual([x.get("id") for x in lines[:2]], ["q1", "q2"])
         self.assertEqual(lines[0]["resolved"]["label"], "RESOLVED")
-        self.assertEqual([answers_agree(a["text"], "18,000") for a in lines[0]["resolved"]["answers"]], [True])
+        self.assertEqual([answers_agree(a["text"], "18,000",
+                                        DEFAULT_CONFIG) for a in lines[0]["resolved"]["answers"]], [True])
         self.assertTrue(lines[0]["resolved"]["exact_match"])
         summary = lines[-1]
         self.assertEqual((summary["questions"], summary["resolved"]["exact_match"]), (2, 1.0))
@@ -13012,7 +13108,7 @@ class TestEveryLabelMatchesItsOutput(unittest.TestCase):
             self.assertTrue(discarded)
         if resp.label == "UNCERTAIN":
             texts = [c.answer for c in resp.candidates]
-            self.assertTrue(any(not answers_agree(x, y) for x in texts for y in texts), texts)
+            self.assertTrue(any(not answers_agree(x, y, DEFAULT_CONFIG) for x in texts for y in texts), texts)
         if resp.label == "AMBIGUOUS":
             self.assertGreater(len({a.subject for a in resp.answers}), 1, resp.answers)
         for c in resp.candidates:
@@ -13078,10 +13174,10 @@ class TestWhatTheOutputShows(unittest.TestCase):
                 ("What is the rate limit?", "The limit is 100 requests per minute.", "The limit is 500 req/min.",
                  "different quantity values in requests/minute: 100 requests per minute vs 500 req/min")):
             with self.subTest(reason):
-                self.assertEqual(compare_answers(question, [a], [b]).reason, reason)
+                self.assertEqual(compare_answers(question, [a], [b], DEFAULT_CONFIG).reason, reason)
         # a business day is not a day: no conflict claimed between 9 business days and 14 (calendar) days
         self.assertIsNone(compare_answers("How fast do orders ship?", ["Orders ship within 9 business days."],
-                                          ["Orders ship within 14 days."]))
+                                          ["Orders ship within 14 days."], DEFAULT_CONFIG))
 
     def test_control_characters_never_reach_the_terminal(self):
         documents = [{"source_id": "a\x07", "title": "T\x1b[2J", "content": "The beacon status is ACTIVE. \x1b[31mRed."},
@@ -13564,7 +13660,8 @@ class TestAsALibrary(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "build_index: no documents to index"):
             build_index([], fake_embed)
         with self.assertRaisesRegex(ValueError, "evaluate: no pairs to score"):
-            evaluate([], make_detector("heuristic", DEFAULT_CONFIG, fake_embed), fake_embed)
+            evaluate([], make_detector("heuristic", DEFAULT_CONFIG, fake_embed), fake_embed,
+                     DEFAULT_CONFIG.embed_batch, None, DEFAULT_CONFIG.passage_chars)
         one = build_index([Document("kb-1", "Policy", "2024-01-01", "Refunds within 14 days.")], fake_embed)
         self.assertEqual(one.passages, 1)
 
@@ -14550,8 +14647,10 @@ class TestVectorDb(unittest.TestCase):
             for k in range(1, len(index.docs) + 1):
                 self.assertEqual(retrieve(index, q, k, 3), retrieve(memory, q, k, 3))
         for gate in (0.2, 0.68, 0.99):
-            pairs = [pair[:3] for pair in index.search.similar_pairs(index, gate)]  # (i, j, cosine), not the progress
-            self.assertEqual(pairs, [pair[:3] for pair in MEMORY.similar_pairs(memory, gate)])
+            # (i, j, cosine), not the progress
+            pairs = [pair[:3] for pair in index.search.similar_pairs(index, gate, DEFAULT_CONFIG.scan_chunk)]
+            self.assertEqual(pairs, [pair[:3] for pair in MEMORY.similar_pairs(memory, gate,
+                                                                               DEFAULT_CONFIG.scan_chunk)])
             self.assertTrue(pairs)
 
     def test_rows_unused_for_more_than_the_kept_days_go(self):
@@ -16176,7 +16275,8 @@ class TestIntegration(unittest.TestCase):
 
     def test_question_aware_detector_beats_the_article_on_the_builtin_set(self):
         pairs = load_eval(BUILTIN, BUILTIN_PAIRS)
-        scores = {name: evaluate(pairs, make_detector(name, self.cfg, self.embed), self.embed)
+        scores = {name: evaluate(pairs, make_detector(name, self.cfg, self.embed), self.embed,
+                                 DEFAULT_CONFIG.embed_batch, None, DEFAULT_CONFIG.passage_chars)
                   for name in ("article", "heuristic")}
         self.assertGreaterEqual(len(pairs), 100)
         self.assertGreater(scores["heuristic"]["mcc"], scores["article"]["mcc"] + 0.3)
