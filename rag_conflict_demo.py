@@ -980,18 +980,18 @@ def make_pipeline(cfg, embed, read, nli=None):
 STRATEGIES = {"kind": resolve_by_kind, "recency": resolve_by_recency}
 
 
-def retrieve_and_detect(query, index, pipe, timings=None):
+def retrieve_and_detect(question, index, pipe, timings=None):
     """(retrieved, report): the top-k and its conflicts, once for both phases; timings (a dict): seconds per stage."""
     with timed(timings, "retrieval"):
-        query_vector = pipe.embed([query])[0]
+        query_vector = pipe.embed([question])[0]
         retrieved = retrieve(index, query_vector, pipe.cfg.top_k, pipe.cfg.read_passages)
     with timed(timings, "detection"):
-        report = pipe.detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], query,
+        report = pipe.detector.detect([r.doc for r in retrieved], index.vectors[[r.row for r in retrieved]], question,
                                       query_vector)
     return retrieved, report
 
 
-def run_query(query, found, pipe, resolved, timings=None, announce=True):
+def run_query(question, found, pipe, resolved, timings=None, announce=True):
     """One phase on retrieve_and_detect's result, one RAGResponse. Resolved: namesakes answered subject by subject
     (AMBIGUOUS), in each superseded and outnumbered documents dropped, and a dispute nothing settles answered with
     every candidate (UNCERTAIN), none picked silently. A question no retrieved document bears on (unanswered) is
@@ -1002,16 +1002,16 @@ def run_query(query, found, pipe, resolved, timings=None, announce=True):
                     printable(c.a.source_id), printable(c.b.source_id), printable(c.reason), c.topic_sim)
     why = unanswered(retrieved, pipe.cfg)
     if why:  # both phases ask it of one retrieval, so both say so alike: neither answers from what bears on nothing
-        return RAGResponse(query=query, phase="resolved" if resolved else "naive", answer="", confidence=0.0,
+        return RAGResponse(query=question, phase="resolved" if resolved else "naive", answer="", confidence=0.0,
                            sources=tuple(retrieved), context=tuple(retrieved), report=report, warning=why,
                            label="UNANSWERED", reader=reader_name(pipe.read))
     if resolved and pipe.cfg.strategy == "kind" and report.subjects:  # the subjects some document answers for
-        readings = answering(query, [r.doc for r in retrieved], pipe.read_alone)
+        readings = answering(question, [r.doc for r in retrieved], pipe.read_alone)
         parts = [(group, [r for r in retrieved if r.doc.source_id in group.members]) for group in report.subjects]
         parts = [(group, members) for group, members in parts if any(r.doc.source_id in readings for r in members)]
         if len(parts) > 1:
-            return answer_per_subject(query, retrieved, report, parts, pipe)
-    return answer_once(query, retrieved, report, pipe, resolved, timings)
+            return answer_per_subject(question, retrieved, report, parts, pipe)
+    return answer_once(question, retrieved, report, pipe, resolved, timings)
 
 
 def unanswered(retrieved, cfg):
@@ -1082,47 +1082,47 @@ def default_embedder(cfg):
     return load_models(cfg, False, ("embedding",))[0]["embedding"]
 
 
-def answer_once(query, retrieved, report, pipe, resolved, timings=None):
+def answer_once(question, retrieved, report, pipe, resolved, timings=None):
     """One answer from the whole retrieval or, resolved, from what resolution keeps (subject_answer)."""
     context, clusters = tuple(retrieved), ()
     if resolved and report.has_conflict:
-        resolution = settled(query, retrieved, report, pipe)
+        resolution = settled(question, retrieved, report, pipe)
         context, clusters = resolution.kept, resolution.clusters
     warning = describe(report, clusters, resolved, same_titles(r.doc for r in retrieved))
     disputed = [d for c in clusters if c.outcome == "disputed" for d in c.members]
-    common = dict(query=query, phase="resolved" if resolved else "naive", sources=tuple(retrieved), context=context,
+    common = dict(query=question, phase="resolved" if resolved else "naive", sources=tuple(retrieved), context=context,
                   report=report, clusters=clusters, warning=warning, reader=reader_name(pipe.read))
     # resolved, documents whose own readings give different values of one measure are a dispute the detector missed
-    rivals = () if disputed or not resolved else rival_readings(query, context, pipe)
+    rivals = () if disputed or not resolved else rival_readings(question, context, pipe)
     if rivals:
         why = " vs ".join(f"{c.answer} ({doc_label(c.doc, same_titles(r.doc for r in retrieved))})" for c in rivals)
         common["warning"] = " ".join(filter(None, (warning, f"The documents read differently: {why}; nothing says "
                                                              f"which is right, so no answer is picked.")))
     if disputed or rivals:
-        candidates = rivals or tuple(dispute_candidates(query, clusters, pipe.read_alone, report, pipe.cfg))
+        candidates = rivals or tuple(dispute_candidates(question, clusters, pipe.read_alone, report, pipe.cfg))
         cited = tuple(d.source_id for d in disputed) or tuple(c.doc.source_id for c in rivals)
         return RAGResponse(answer="", confidence=0.0, cited=cited, label="UNCERTAIN",
                            candidates=candidates, answers=tuple(Reply(c.answer, c.confidence, (c.doc.source_id,),
                                                                       disputed=True) for c in candidates), **common)
     with timed(timings, "reading"):
-        answer, cited = subject_answer(query, context, pipe) if clusters else read_all(query, context, pipe.read)
-    score = conflict_score(query, answer.text, [r.doc for r in context], pipe.cfg, pipe.nli, report, cited)
+        answer, cited = subject_answer(question, context, pipe) if clusters else read_all(question, context, pipe.read)
+    score = conflict_score(question, answer.text, [r.doc for r in context], pipe.cfg, pipe.nli, report, cited)
     return RAGResponse(answer=answer.text, confidence=answer.confidence, cited=cited,
                        label="RESOLVED" if any(c.discarded for c in clusters) else "ANSWERED", score=score,
                        answers=(Reply(answer.text, answer.confidence, cited),) if answer.text else (), **common)
 
 
-def rival_readings(query, context, pipe):
+def rival_readings(question, context, pipe):
     """(Candidate, ...) of the context's documents whose own readings of a typed question give different values of one
     measure (same_measure as the answer most documents read), one per value, most supported first; () when they
     agree, or differ only in what they measure ("$6.8M" and "140 employees" answer different questions).
 
     readings "45.7 years" / "37 years" -> both; "$6.8M" / "140 employees" -> ()
     """
-    if pipe.read_alone is None or read_question(query).type not in ("date", "quantity", "name"):
+    if pipe.read_alone is None or read_question(question).type not in ("date", "quantity", "name"):
         return ()
     docs = {r.doc.source_id: r.doc for r in context}
-    readings = answering(query, list(docs.values()), pipe.read_alone)
+    readings = answering(question, list(docs.values()), pipe.read_alone)
     groups = support(readings, None, pipe.cfg)
     rivals = [(text, ids) for text, ids in groups if same_measure(groups[0][0], text)] if groups else []
     # each candidate as its own document reads it (a group's text may be another member's fuller form)
@@ -1145,7 +1145,7 @@ def same_measure(x, y):
     return _value_key(vx[0]) == _value_key(vy[0])
 
 
-def dispute_candidates(query, clusters, read_alone, report, cfg):
+def dispute_candidates(question, clusters, read_alone, report, cfg):
     """[Candidate], at most one per member of each disputed cluster: its own reading, or its side of its conflicts in
     the dispute (said, as its text writes it: side_span) when it has no reading (a yes/no question) or its answer
     agrees with a rival's (a member it is in conflict with): then the answer does not tell the two apart.
@@ -1155,7 +1155,7 @@ def dispute_candidates(query, clusters, read_alone, report, cfg):
     """
     candidates = []
     for members in [c.members for c in clusters if c.outcome == "disputed"]:
-        readings = answering(query, members, read_alone) if read_alone else {}
+        readings = answering(question, members, read_alone) if read_alone else {}
         ids = {d.source_id for d in members}
         inside = ConflictReport(tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= ids))
         sides = {d.source_id: side_span(d.content, said(d, inside)) for d in members}
@@ -1191,10 +1191,10 @@ def side_span(text, side):
     return text[slice(*min(found))] if found else None
 
 
-def read_all(query, context, read):
+def read_all(question, context, read):
     """(Answer, cited source_ids): the reader on the context at once; a span with no letter or digit answers nothing.
     A span is read from one document: one that runs on into the next is cut where its own document ends."""
-    answer = read(query, context_text([r.doc for r in context]))
+    answer = read(question, context_text([r.doc for r in context]))
     if CONTEXT_SEPARATOR in answer.text:  # a blank line marks only a boundary between documents (as_context)
         answer = replace(answer, text=answer.text[:answer.text.index(CONTEXT_SEPARATOR)].rstrip())
     if not says_something(answer.text):
@@ -1211,54 +1211,54 @@ def says_something(text):
     return any(ch.isalnum() for ch in text)
 
 
-def settled(query, retrieved, report, pipe):
+def settled(question, retrieved, report, pipe):
     """The Resolution of the strategy; with 'kind', its disputed clusters settled by support where they can be."""
     resolution, cfg = STRATEGIES[pipe.cfg.strategy](retrieved, report), pipe.cfg
     if cfg.strategy != "kind" or pipe.read_alone is None or all(c.outcome != "disputed" for c in resolution.clusters):
         return resolution
-    readings = answering(query, [r.doc for r in retrieved], pipe.read_alone)
-    return settle_disputes(retrieved, resolution, readings, cfg, report.conflicts, query)
+    readings = answering(question, [r.doc for r in retrieved], pipe.read_alone)
+    return settle_disputes(retrieved, resolution, readings, cfg, report.conflicts, question)
 
 
-def answer_per_subject(query, retrieved, report, parts, pipe):
+def answer_per_subject(question, retrieved, report, parts, pipe):
     """AMBIGUOUS: one answer per subject, once its conflicts are resolved (subject_answer), or its candidates: a
     dispute's, and the own reading of a document naming the subject that no conflict touches (unless it says what a
     side says), as no document contests it."""
     answers, clusters = [], []
     for group, members in parts:
         inside = tuple(c for c in report.conflicts if {c.a.source_id, c.b.source_id} <= set(group.members))
-        resolution = settled(query, members, ConflictReport(inside), pipe)
+        resolution = settled(question, members, ConflictReport(inside), pipe)
         clusters += resolution.clusters
-        disputed = dispute_candidates(query, resolution.clusters, pipe.read_alone, report, pipe.cfg)
+        disputed = dispute_candidates(question, resolution.clusters, pipe.read_alone, report, pipe.cfg)
         if disputed:
             answers += [Reply(c.answer, c.confidence, (c.doc.source_id,), group.name, True) for c in disputed]
-            namer, own = naming_reading(query, resolution.kept, pipe)
+            namer, own = naming_reading(question, resolution.kept, pipe)
             if own and not any(answers_agree(own.text, c.answer, pipe.cfg) for c in disputed):
                 answers.append(Reply(own.text, own.confidence, (namer.source_id,), group.name, True))
             continue
-        answer, cited = subject_answer(query, resolution.kept, pipe)
+        answer, cited = subject_answer(question, resolution.kept, pipe)
         if answer.text:
             answers.append(Reply(answer.text, answer.confidence, cited, group.name))
     warning = describe(report, tuple(clusters), True, same_titles(r.doc for r in retrieved), [g for g, _ in parts])
     dropped = {d.source_id for c in clusters for d in c.discarded}
     context = [r for r in retrieved if r.doc.source_id not in dropped]
-    return RAGResponse(query=query, phase="resolved", answer="", confidence=0.0, sources=tuple(retrieved),
+    return RAGResponse(query=question, phase="resolved", answer="", confidence=0.0, sources=tuple(retrieved),
                        context=tuple(context), report=report, clusters=tuple(clusters), warning=warning,
                        cited=tuple(dict.fromkeys(s for a in answers for s in a.sources)), label="AMBIGUOUS",
                        answers=tuple(answers), reader=reader_name(pipe.read))
 
 
-def subject_answer(query, kept, pipe):
+def subject_answer(question, kept, pipe):
     """(Answer, cited source_ids) of one subject: the own reading of its highest-ranked kept document that names it
     (the others joined by similarity only); else the reader on all its kept documents."""
-    namer, own = naming_reading(query, kept, pipe)
-    return (own, (namer.source_id,)) if own else read_all(query, kept, pipe.read)
+    namer, own = naming_reading(question, kept, pipe)
+    return (own, (namer.source_id,)) if own else read_all(question, kept, pipe.read)
 
 
-def naming_reading(query, kept, pipe):
+def naming_reading(question, kept, pipe):
     """(the highest-ranked kept document that names its subject, its own reading): None for either it lacks."""
     namer = next((r.doc for r in kept if names_subject(r.doc)), None)
-    own = answering(query, [namer], pipe.read_alone).get(namer.source_id) if namer and pipe.read_alone else None
+    own = answering(question, [namer], pipe.read_alone).get(namer.source_id) if namer and pipe.read_alone else None
     return namer, own
 
 
