@@ -86,7 +86,7 @@ Contents (the file's sections in order, each with its entry points):
   Resolution                 resolve_by_kind, resolve_by_recency
   The pipeline               make_pipeline, retrieve_and_detect, run_query, answer (one call), answer_once,
                              answer_per_subject
-  Support                    settle_disputes
+  Support                    settle_disputes, SETTLEMENT_RULES
   The walkthrough            KNOWLEDGE_BASE, SCENARIOS, run_walkthrough
   Knowledge base files       load_kb, parse_document
   Text features              compare_answers, CHECKS, Finding; by concept: shared basics and questions
@@ -1447,18 +1447,38 @@ def sentence_at(text, start):
     return None
 
 
+class Dispute(NamedTuple):
+    """What a settlement rule may weigh: the question, each document's reading and text, the conflicts found."""
+    question: str
+    readings: dict
+    texts: dict
+    conflicts: tuple
+    cfg: Config
+
+
+# The settlement rules, in the order they are tried on a disputed cluster: each returns it settled (a document set
+# aside, or the cluster left aside) or still disputed, and the first that settles it ends the search.
+SETTLEMENT_RULES = (
+    ("support", lambda c, d: settle_by_support(c, d.readings, d.texts, d.cfg, d.conflicts)),  # more documents agree
+    ("evidence", lambda c, d: settle_by_evidence(c, d.conflicts, d.texts, d.cfg)),  # the texts decide it
+    ("not asked", lambda c, d: answer_stands(d.question, c, d.readings, d.conflicts, d.texts, d.cfg)),
+)
+
+
 def settle_disputes(retrieved, resolution, readings, cfg, conflicts=(), question=""):
-    """The Resolution with its disputed clusters settled where documents outnumber each other (settle_by_support,
-    else settle_by_evidence), or left aside when not about what was asked (answer_stands)."""
-    texts = {r.doc.source_id: r.doc.content for r in retrieved}
+    """The Resolution with its disputed clusters settled by SETTLEMENT_RULES: where documents outnumber each other
+    (settle_by_support), else where the texts decide (settle_by_evidence), or left aside when not about what was asked
+    (answer_stands)."""
+    dispute = Dispute(question, readings, {r.doc.source_id: r.doc.content for r in retrieved}, conflicts, cfg)
 
     def settle(c):
-        c = settle_by_support(c, readings, texts, cfg, conflicts)
-        if c.outcome == "disputed":
-            c = settle_by_evidence(c, conflicts, texts, cfg)
-        return answer_stands(question, c, readings, conflicts, texts, cfg) if c.outcome == "disputed" else c
+        for _, rule in SETTLEMENT_RULES:
+            if c.outcome != "disputed":
+                break
+            c = rule(c, dispute)
+        return c
 
-    clusters = tuple(settle(c) if c.outcome == "disputed" else c for c in resolution.clusters)
+    clusters = tuple(settle(c) for c in resolution.clusters)
     dropped = {d.source_id for c in clusters for d in c.discarded}
     return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), clusters)
 
