@@ -223,9 +223,10 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
               "reader_fit_steps", "vector_db_batch", "vector_db_search", "vector_db_queries", "vector_db_neighbours",
               "bench_vector_docs")),
     "count": (0, math.inf, True, "an integer of 0 or more",
-              ("negation_window", "slot_max_span", "slot_max_extra", "event_window", "swap_min_tokens",
-               "swap_max_span", "asked_frame_min", "value_anchor_window", "value_bag_min", "name_slot_window",
-               "name_heading_words", "reader_window_before", "reader_window_after", "index_keep_days")),
+              ("negation_window", "withdrawal_window", "slot_max_span", "slot_max_extra", "event_window",
+               "swap_min_tokens", "swap_max_span", "asked_frame_min", "value_anchor_window", "value_bag_min",
+               "name_slot_window", "name_heading_words", "reader_window_before", "reader_window_after",
+               "index_keep_days")),
     "documents": (1, math.inf, True, "a positive integer", ("outnumber_margin",)),
     "share": (0, 1, False, "a number in [0, 1]",
               ("rel_tol", "index_norm_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling", "reader_min_confidence",
@@ -271,6 +272,7 @@ class Config:
     table_width: int = 34  # width of an answer cell in the side-by-side table, in characters
     rel_tol: float = 0.005  # "same amount" tolerance, relative; 0.5% keeps $4.2M == $4,200,000 but not $4.3M
     negation_window: int = 3  # tokens a negator may precede its predicate by ("is no longer required" = 2)
+    withdrawal_window: int = 5  # words from a predicate noun to the verb withdrawing it ("ban on work was lifted" = 4)
     slot_min_ratio: float = 0.6  # difflib ratio over content tokens for "same frame"; 0.5 fires on loose paraphrase
     slot_max_span: int = 3  # longest replaced run (tokens) still read as a single answer slot
     slot_max_extra: int = 2  # inserted/deleted tokens tolerated beside the one replace ("city", "now")
@@ -3707,6 +3709,20 @@ sharply slightly significantly substantially considerably dramatically markedly 
 gradually rapidly quickly slowly
 """.split())
 _POLARITY_TOKEN_RE = re.compile(rf"{_LETTER_WORD}|[,;:.!?()—–]")
+# A predicate named by its noun takes a sign only when withdrawn or negated: "the office requirement is withdrawn",
+# "the company lifted its ban" and "there is no requirement" read as not required / allowed / not required, while "a
+# requirement" alone says nothing either way. Withdrawn in the passive (noun ... was lifted) or actively with a
+# determiner before the noun (lifted the ban); never across punctuation.
+PREDICATE_NOUNS = {
+    **dict.fromkeys(("requirement", "requirements", "obligation", "mandate"), ("required", 1)),
+    **dict.fromkeys(("ban", "prohibition"), ("allowed", -1)), "permission": ("allowed", 1),
+}
+WITHDRAWAL_VERBS = frozenset("""
+withdrawn withdrew withdraws lifted lifts removed removes abolished abolishes scrapped scraps dropped drops revoked
+revokes rescinded rescinds repealed repeals waived waives reversed reverses overturned cancelled canceled
+""".split())
+PASSIVE_AUXILIARIES = frozenset("is are was were be been being has have had".split())
+DETERMINERS = frozenset("the a an its their his her this that these those our your".split())
 
 
 def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bool:
@@ -3763,6 +3779,11 @@ def polarity_hits(sentence: str, cfg: Config) -> tuple[PolarityHit, ...]:
     lower = [t.lower() for t in tokens]
     hits, i = [], 0
     while i < len(tokens):
+        withdrawn = _withdrawn_predicate(lower, tokens, i, cfg)
+        if withdrawn:
+            i, hit = withdrawn
+            hits.append(hit)
+            continue
         match, word = _lexicon_match(lower, i), tokens[i]
         # a Titlecase word mid-sentence is part of a name ("The Open"), and "May" a month: no predicate
         proper = (i > 0 and word[:1].isupper() and not word.isupper()) or (lower[i] == "may" and word != "may")
@@ -3773,6 +3794,35 @@ def polarity_hits(sentence: str, cfg: Config) -> tuple[PolarityHit, ...]:
         hits.append(_signed_hit(lower, tokens, i, n, group, sign, cfg))
         i += n
     return tuple(filter(None, hits))
+
+
+def _withdrawn_predicate(lower: list[str], tokens: list[str], i: int, cfg: Config) -> tuple[int, PolarityHit] | None:
+    """(index after the construction, its hit) when a predicate noun withdrawn or negated starts at token i.
+
+    >>> _withdrawn_predicate("the ban on smoking was lifted".split(), "the ban on smoking was lifted".split(), 1,
+    ...                      DEFAULT_CONFIG)
+    (6, PolarityHit(group='allowed', sign=1, text='ban on smoking was lifted'))
+    """
+    def clause(start: int) -> list[str]:  # the words from start, up to the first punctuation, within the window
+        return list(itertools.takewhile(lambda t: t[0].isalpha(), lower[start:start + cfg.withdrawal_window + 1]))
+
+    if lower[i] in PREDICATE_NOUNS:
+        group, sign = PREDICATE_NOUNS[lower[i]]
+        after = clause(i + 1)
+        j = next((k for k, w in enumerate(after) if k and w in WITHDRAWAL_VERBS
+                  and after[k - 1] in PASSIVE_AUXILIARIES), None)
+        if j is not None:
+            return i + j + 2, PolarityHit(group, -sign, " ".join(tokens[i:i + j + 2]))
+        if _is_negated(lower, i, cfg.negation_window):
+            start = max(j for j in range(max(0, i - cfg.negation_window), i) if is_negation(lower[j]))
+            return i + 1, PolarityHit(group, -sign, " ".join(tokens[start:i + 1]))
+    if lower[i] in WITHDRAWAL_VERBS and lower[i + 1:i + 2] and lower[i + 1] in DETERMINERS:
+        after = clause(i + 2)[:2]  # "lifted the ban", "withdrew its office requirement"
+        j = next((k for k, w in enumerate(after) if w in PREDICATE_NOUNS), None)
+        if j is not None:
+            group, sign = PREDICATE_NOUNS[after[j]]
+            return i + j + 3, PolarityHit(group, -sign, " ".join(tokens[i:i + j + 3]))
+    return None
 
 
 def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str, sign: int,
@@ -10745,6 +10795,28 @@ class TestPolarity(unittest.TestCase):
         self.assertEqual(compare_answers("Is the Lumo phone still sold?", ["Lumo has stopped selling the phone."],
                                          ["The Lumo phone is still on sale."], DEFAULT_CONFIG).kind, "polarity")
 
+    def test_a_withdrawn_or_negated_predicate_noun_reverses_its_predicate(self):
+        self.assertEqual(signs_of("The office requirement is withdrawn: staff work remotely."), {"required": -1})
+        self.assertEqual(signs_of("The ban on remote work was lifted in May."), {"allowed": 1})
+        self.assertEqual(signs_of("The company lifted the ban on remote work."), {"allowed": 1})
+        self.assertEqual(signs_of("There is no requirement to attend."), {"required": -1})
+        self.assertEqual(signs_of("The council revoked its permission."), {"allowed": -1})
+
+    def test_a_predicate_noun_alone_or_beside_a_withdrawal_says_nothing_of_it(self):
+        self.assertEqual(signs_of("The requirement is three days a week."), {})
+        self.assertEqual(signs_of("The drug was withdrawn because of a ban."), {"available": -1})  # no "the ban"
+        self.assertEqual(signs_of("The requirement, it was withdrawn, is old."), {"available": -1})  # a comma between
+
+    def test_a_requirement_withdrawn_disputes_the_requirement_whatever_is_asked(self):
+        a, b = "Staff must work from the office three days a week.", "The office requirement is withdrawn."
+        for question in ("How many days a week must staff work from the office?", "What is the office policy?",
+                         "Must staff work from the office?"):
+            with self.subTest(question):
+                found = compare_answers(question, [a], [b], DEFAULT_CONFIG)
+                self.assertEqual(found.kind if found else None, "polarity")
+        self.assertIsNone(compare_answers("What is the office policy?", [a],
+                                          ["The office requirement is three days a week."], DEFAULT_CONFIG))
+
     def test_one_state_said_two_ways_agrees(self):
         self.assertIsNone(compare_answers("Does the museum take cash?", ["The museum no longer accepts cash."],
                                           ["Cash is not accepted at the museum."], DEFAULT_CONFIG))
@@ -12905,6 +12977,19 @@ class TestNoLabelLies(unittest.TestCase):
                 resolved = self.ask(question)
                 self.assertEqual(resolved["label"], "UNCERTAIN")
                 self.assertEqual(sorted(resolved["cited_source_ids"]), ["a", "b"])
+
+    def test_a_withdrawn_requirement_is_a_side_undated_and_wins_when_later(self):
+        docs = [{"source_id": "a", "title": "Office policy", "content": "Staff must work from the office three days a "
+                 "week."}, {"source_id": "b", "title": "Office policy", "content": "The office requirement is "
+                 "withdrawn: all staff now work fully remote."}]
+        question = "How many days a week must staff work from the office?"
+        resolved = self.ask(question, docs)
+        self.assertEqual(resolved["label"], "UNCERTAIN")
+        self.assertEqual(sorted(resolved["cited_source_ids"]), ["a", "b"])
+        dated = [dict(doc, date=date) for doc, date in zip(docs, ("2022-03-01", "2024-05-01"))]
+        resolved = self.ask(question, dated)
+        self.assertEqual(resolved["label"], "RESOLVED")
+        self.assertEqual([sid for c in resolved["clusters"] for sid in c["discarded"]], ["a"])
 
     def test_two_opening_times_are_a_dispute_and_one_time_written_two_ways_is_not(self):
         def kb(*texts):
