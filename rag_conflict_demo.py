@@ -272,7 +272,7 @@ class Config:
     table_width: int = 34  # width of an answer cell in the side-by-side table, in characters
     rel_tol: float = 0.005  # "same amount" tolerance, relative; 0.5% keeps $4.2M == $4,200,000 but not $4.3M
     negation_window: int = 3  # tokens a negator may precede its predicate by ("is no longer required" = 2)
-    withdrawal_window: int = 5  # words from a predicate noun to the verb withdrawing it ("ban on work was lifted" = 4)
+    withdrawal_window: int = 8  # words from a predicate noun to its withdrawal ("ban on cycling in a park was lifted")
     slot_min_ratio: float = 0.6  # difflib ratio over content tokens for "same frame"; 0.5 fires on loose paraphrase
     slot_max_span: int = 3  # longest replaced run (tokens) still read as a single answer slot
     slot_max_extra: int = 2  # inserted/deleted tokens tolerated beside the one replace ("city", "now")
@@ -2198,7 +2198,7 @@ _Q_NAME_RE = re.compile(r"^(?:who|whom|whose|where)\b|^name\s|\bwhat(?:'s|\s+is|
 _Q_WHICH_RE = re.compile(r"^(?:which|what)\s+(?P<noun>\w+)")
 _DATE_UNITS = r"(?:year|date|day|month|decade|century)(?![\w-])"
 _Q_DATE_RE = re.compile(rf"^when\b|^since\s+when\b|^(?:in\s+|on\s+|by\s+)?(?:what|which)\s+{_DATE_UNITS}"
-                        r"|^what(?:'s|\s+is|\s+was)\s+(?:the|his|her|its|their)\s+(?:[a-z]+\s+)?date\b")
+                        r"|^what(?:'s|\s+is|\s+was)\s+(?:the|his|her|its|their)\s+(?:[a-z]+\s+)?(?:date|deadline)\b")
 _Q_DATE_INSIDE_RE = re.compile(rf"\b(?:in|on|by)\s+(?:what|which)\s+{_DATE_UNITS}")  # "formed in which year?"
 # A time of day is a when-question's answer too: "(At) what time ...?", "What are the (library's) opening hours?"
 _Q_CLOCK_RE = re.compile(r"^(?:at\s+|by\s+|from\s+|until\s+)?(?:what|which)\s+time\b(?!\s+(?:period|frame|span|zone))"
@@ -2337,7 +2337,8 @@ class Value:
 MEASURE_TYPES = frozenset({"money", "percent", "quantity", "duration"})  # compared within (type, unit)
 TEMPORAL_TYPES = frozenset({"year", "date"})  # compared with each other: 1911 meets October 23, 1911
 CLOCK_TYPES = frozenset({"clock"})  # a time of day, compared with times of day only: 17:00 meets 5 pm
-WHEN_TYPES = TEMPORAL_TYPES | CLOCK_TYPES  # what a when-question asks for: a day or a time of day
+WEEKDAY_TYPES = frozenset({"weekday"})  # a day of the week, compared with days of the week only: Tuesdays meets Tuesday
+WHEN_TYPES = TEMPORAL_TYPES | CLOCK_TYPES | WEEKDAY_TYPES  # what a when-question asks for: a day or a time of day
 VALUE_TYPES = MEASURE_TYPES | WHEN_TYPES
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
@@ -2357,7 +2358,8 @@ CURRENCIES = {
 }
 # Days per unit; 12 months and 52 weeks are both exactly one year so "12 months" == "one-year".
 DURATION_DAYS = {
-    "second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 365 / 52, "month": 365 / 12,
+    "second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 365 / 52, "fortnight": 730 / 52,
+    "month": 365 / 12,
     "year": 365.0, "decade": 3650.0, "century": 36500.0,
 }
 UNIT_ALIASES = {
@@ -2365,7 +2367,13 @@ UNIT_ALIASES = {
     "d": "day", "wk": "week", "wks": "week", "mo": "month", "mos": "month", "yr": "year", "yrs": "year",
     "annum": "year", "centuries": "century", "req": "requests", "reqs": "requests", "request": "requests",
 }
-HEADCOUNT_NOUNS = frozenset({"employees", "staff", "workers", "persons", "personnel", "staffers", "people"})
+# Nouns that count the people of a workforce, a venue or an event, compared as one unit: "300 people" and "450 guests"
+# are two headcounts of one hall. Residents stay their own unit: a population, which a passage gives of a country and
+# of its capital alike ("6.3 million people", "410,000 residents").
+HEADCOUNT_NOUNS = frozenset("""
+employees staff workers persons personnel staffers people guests visitors attendees passengers spectators
+participants delegates
+""".split())
 IRREGULAR_PLURALS = {"person": "people", "man": "men", "woman": "women", "child": "children", "foot": "feet"}
 PLURAL_FORMS = frozenset(IRREGULAR_PLURALS.values()) | frozenset({"staff", "personnel", "data", "series"})
 # A bare number after one of these is an identifier or a rank ("number 3", "Season 7"), not an amount.
@@ -2398,8 +2406,13 @@ _COUNTED_NOUN = (rf"(?!(?:{_NOT_COUNTED})(?![\w'-]))(?:{'|'.join(sorted(PLURAL_F
                  r"(?![\w'-])")
 _SCALE_PLAIN = (rf"(?P<scale>(?:bn|mn|[KMB]|k)(?![\w])|\s(?:bn|mn)(?![\w])|[mb](?=\s{_COUNTED_NOUN})"
                 rf"|\s(?i:{_SCALE_WORDS})(?![\w]))")
-_DUR_UNITS = (r"years?|yrs?|months?|mos|weeks?|wks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|decades?"
-              r"|centuries|century")
+_DUR_UNITS = (r"years?|yrs?|months?|mos|fortnights?|weeks?|wks?|days?|hours?|hrs?|minutes?|mins?|seconds?|secs?"
+              r"|decades?|centuries|century")
+# "a month", "an hour": one unit, as a duration only after a word that asks how long ("within a month", "for a
+# fortnight", "lasts a year"); "once a week" and "a day of rest" are no durations.
+_ONE_DURATION_RE = re.compile(r"(?<![\w])(?P<num>[Aa]n?)\s(?P<unit>year|month|fortnight|week|day|hour|minute|decade"
+                              r"|century)(?P<half>\sand\sa\shalf)?(?![\w])")
+DURATION_CUES = frozenset("within for lasts last lasted lasting takes take took after over under only just".split())
 _DUR_QUALIFIERS = r"business|working|calendar|banking|school|trading"  # "9 business days": a unit of its own
 _PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
 # a number must not continue a word ("Episodes38"), a version ("v2.0") or a decimal comma ("4,5 million": not 5)
@@ -2430,6 +2443,19 @@ _MONTH_ONLY_RE = re.compile(r"(?<![\w])(?P<mon>January|February|March|April|June
 _ANY_YEAR_RE = re.compile(rf"(?<![\w.,$€£-])(?P<year>{_MODERN_YEAR})(?![\w%])")
 _DATE_MY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH}),?\s(?P<year>\d{{4}})(?![\w])")
 _DATE_MD_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\w])")
+# A day of the month in words, as an ordinal: "the fifteenth of March", "March the first", "May twenty-first, 2024".
+# Before the month only with "of": "first March" is as often a first of its kind.
+_UNITS_ORDINALS = "first second third fourth fifth sixth seventh eighth ninth".split()
+DAY_ORDINALS = {
+    **{w: n for n, w in enumerate(_UNITS_ORDINALS + """tenth eleventh twelfth thirteenth fourteenth fifteenth sixteenth
+       seventeenth eighteenth nineteenth twentieth""".split(), 1)},
+    **{f"twenty{sep}{w}": 21 + n for n, w in enumerate(_UNITS_ORDINALS) for sep in "- "},
+    "thirtieth": 30, **{f"thirty{sep}first": 31 for sep in "- "},
+}
+_DAY_WORD = rf"(?P<day>(?i:{'|'.join(sorted(DAY_ORDINALS, key=len, reverse=True))}))"
+_DATE_WORD_DMY_RE = re.compile(rf"(?<![\w-]){_DAY_WORD}\sof\s(?P<mon>{_MONTH}),?(?:\s(?P<year>\d{{4}}))?(?![\w])")
+_DATE_WORD_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?:the\s)?{_DAY_WORD}(?:,?\s(?P<year>\d{{4}}))?"
+                               r"(?![\w-])")
 _YEAR_RANGE_RE = re.compile(rf"(?<![\w.,$€£¥#:])(?P<year>{_YEAR})\s?[-–]\s?(?P<end>\d{{4}}|\d{{2}})"
                             r"(?![\w%]|[.,:]\d)")
 _YEAR_RE = re.compile(rf"(?<![\w.,$€£¥#:/-])(?P<year>{_YEAR})(?![\w%]|[.,:]\d)")
@@ -2589,16 +2615,29 @@ def _duration_values(m: re.Match) -> list[Value]:
     return _value("duration", amount * DURATION_DAYS[unit], "days", m)
 
 
+def _one_duration_values(m: re.Match) -> list[Value]:
+    """One unit of time ("and a half": 1.5) after a word that asks how long, in days (_ONE_DURATION_RE).
+
+    >>> [v.amount for v in extract_values("Returns within a fortnight; open once a week; for a day and a half.")]
+    [14.038461538461538, 1.5]
+    """
+    if not any(w.lower() in DURATION_CUES for w in _words_before(m.string, m.start(), 1)):
+        return []
+    return _value("duration", DURATION_DAYS[m["unit"]] * (1.5 if m["half"] else 1), "days", m)
+
+
 def _date_values(m: re.Match) -> list[Value]:
     """Calendar dates as yyyymmdd with 00 for an unknown part.
 
     >>> _date_values(_DATE_MDY_RE.search("October 23, 1911"))[0].amount
     19111023.0
+    >>> _date_values(_DATE_WORD_DMY_RE.search("the twenty-third of October"))[0].amount
+    1023.0
     """
     groups = m.groupdict()
-    mon = groups["mon"]
+    mon, day = groups["mon"], groups.get("day") or "0"
     month = int(mon) if mon.isdigit() else MONTHS[mon.rstrip(".").lower()]
-    day, year = int(groups.get("day") or 0), int(groups.get("year") or 0)
+    day, year = int(day) if day.isdigit() else DAY_ORDINALS[day.lower()], int(groups.get("year") or 0)
     if not 1 <= month <= 12 or day > 31:
         return []
     return _value("date", float(year * 10000 + month * 100 + day), "", m)
@@ -2831,6 +2870,49 @@ _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time,
 )
 
 
+# A day of the week, or every one ("on Tuesdays"), said in full where the text does ("the second Sunday of May", "the
+# last Friday of each month"); not inside a name ("Good Friday", "the Sunday Times"). Its amount packs day (Monday =
+# 1), which one of the month (WEEKDAY_NTH; 0 unsaid) and month (0 unsaid) as day + 10 * nth + 100 * month.
+_LAST_WORD_RE = re.compile(r"([A-Za-z][A-Za-z'’-]*)\s+$")
+WEEKDAY_NUMBERS = {day: n for n, day in enumerate(
+    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split(), 1)}
+WEEKDAY_NTH = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": 9}
+_WEEKDAY_RE = re.compile(rf"(?<![\w-])(?:(?P<nth>(?i:{'|'.join(WEEKDAY_NTH)}))\s)?"
+                         rf"(?P<day>{'|'.join(WEEKDAY_NUMBERS)})s?"
+                         rf"(?:\s(?:of|in)\s(?:(?:the|each|every)\smonth|(?P<mon>{_MONTH})))?(?![\w-])")
+
+
+def _weekday_values(m: re.Match) -> list[Value]:
+    """A day of the week, unless a capitalised word beside it makes it part of a name.
+
+    >>> [(v.text, v.amount) for v in extract_values("It meets on Tuesdays, never on Good Friday or Sunday Times day.")]
+    [('Tuesdays', 2.0)]
+    >>> [v.text for v in extract_values("It meets on the last Friday of each month.")]
+    ['last Friday of each month']
+    """
+    head = m.string[:m.start()]
+    before, after = _LAST_WORD_RE.search(head), _NEXT_WORD_RE.match(m.string, m.end())
+    opening = before and not head[:before.start()].strip(" \t\n\"'“‘(").rstrip(".!?:;")  # the sentence's first word
+    if before and before[1][:1].isupper() and before[1].lower() not in STOPWORDS and not opening:
+        return []  # "Good Friday", "Super Tuesday"; "On Tuesday", "Every Monday" are no names
+    if after and after[1][:1].isupper() and after[1].lower() not in MONTHS:
+        return []  # "the Sunday Times"; "Monday March 3" is a date
+
+    month = MONTHS[m["mon"].rstrip(".").lower()] if m["mon"] else 0
+    return _value("weekday", float(WEEKDAY_NUMBERS[m["day"]] + 10 * WEEKDAY_NTH.get((m["nth"] or "").lower(), 0)
+                                   + 100 * month), "", m)
+
+
+def _weekday_parts(v: Value) -> tuple[int, int, int]:
+    """(day of the week, which one of the month, month) of a weekday value, 0 where unsaid.
+
+    >>> _weekday_parts(extract_values("on the second Sunday of May")[0])
+    (7, 2, 5)
+    """
+    n = int(v.amount)
+    return n % 10, n // 10 % 10, n // 100
+
+
 def _clock_values(m: re.Match) -> list[Value]:
     """A time of day in minutes after midnight (_CLOCK_RES), HALF_UNSAID when it may be either half of the day.
 
@@ -2875,6 +2957,8 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     *((r, _money_values) for r in _MONEY_RES),
     (_PERCENT_RE, lambda m: _value("percent", _scaled(m), "%", m)),
     *((r, _clock_values) for r in _CLOCK_RES),
+    (_DATE_WORD_DMY_RE, _date_values),  # before measures and counts, which would read "twenty" of "twenty-first"
+    (_DATE_WORD_MDY_RE, _date_values),
     (_MEASURE_RE, _measure_values),
     (_RATE_RE, _rate_values),
     (_DATE_ISO_RE, _date_values),
@@ -2884,8 +2968,10 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_DATE_MY_RE, _date_values),
     (_DATE_MD_RE, _date_values),
     (_DURATION_RE, _duration_values),
+    (_ONE_DURATION_RE, _one_duration_values),
     (_YEAR_RANGE_RE, _year_range_values),
     (_YEAR_RE, _year_values),
+    (_WEEKDAY_RE, _weekday_values),
     (_COUNT_RE, _count_values),
 )
 
@@ -3301,6 +3387,8 @@ def _values_agree(a: Value, b: Value, cfg: Config) -> bool:
         return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
     if a.type in CLOCK_TYPES:
         return _clocks_agree(a, b)
+    if a.type in WEEKDAY_TYPES and a.high is None and b.high is None:  # "Sunday" meets "the second Sunday of May"
+        return all(x == y or not x or not y for x, y in zip(_weekday_parts(a), _weekday_parts(b)))
     if a.high is None and b.high is None and a.written == b.written:  # two amounts in one unit: the common case
         return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
     inner, outer = sorted((a, b), key=lambda v: _upper(v) - v.amount)
@@ -3375,7 +3463,8 @@ def _value_key(v: Value) -> tuple[str, str]:
     >>> _value_key(Value("year", 1998.0, "", "", "", "")), _value_key(Value("clock", 570.0, HALF_UNSAID, "", "", ""))
     (('time', ''), ('clock', ''))
     """
-    return ("time", "") if v.type in TEMPORAL_TYPES else (v.type, "") if v.type in CLOCK_TYPES else (v.type, v.unit)
+    return ("time", "") if v.type in TEMPORAL_TYPES else (v.type, "") if v.type in CLOCK_TYPES | WEEKDAY_TYPES \
+        else (v.type, v.unit)
 
 
 def _typed_values(sentence: str, types: frozenset[str], event_years: bool) -> list[Value]:
@@ -3494,7 +3583,8 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
     x = pairs[0][0]
     # Units are named as the texts say them, not as compared ("12 hours vs 8 hours", not days; "1,200 employees vs
     # 3,400 people"); a measurement by its kind ("different lengths: 630km vs 607 km", not "values in m").
-    what = ({"time": "dates", "clock": "times of day", "duration": "durations"}.get(key[0])
+    what = ({"time": "dates", "clock": "times of day", "weekday": "days of the week",
+             "duration": "durations"}.get(key[0])
             or key[0] == "quantity" and {**MEASURE_NAMES, "people": "headcounts"}.get(key[1])
             or f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else ""))
     context = " ".join(filter(None, (x.entity, x.period)))
@@ -3688,10 +3778,11 @@ POLARITY_WORDS = {
     "active": ("active", "inactive deactivated"), "online": ("online", "offline"), "enabled": ("enabled", "disabled"),
     "allowed": ("allowed permitted may allow allows permit permits", "prohibited forbidden banned disallowed"),
     "available": ("available in_service offered accepts accepting accepted resumed reinstated restored relaunched "
-                  "operational in_operation supported supports on_sale",
+                  "operational in_operation supported supports on_sale go_ahead goes_ahead going_ahead went_ahead "
+                  "as_planned",
                   "retired discontinued deprecated unavailable shut_down sunset sunsetted withdrawn decommissioned "
                   "out_of_service phased_out stopped_selling stopped_offering ceased cancelled canceled scrapped "
-                  "abolished terminated suspended out_of_operation removed unsupported"),
+                  "abolished terminated suspended out_of_operation removed unsupported postponed called_off"),
     "required": ("required require requires mandatory must compulsory obligatory", "optional voluntary"),
     "open": ("open", "closed"), "approved": ("approved", "rejected denied"),
 }
@@ -5424,6 +5515,8 @@ def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
         return 0 if qwords & (ASKING_WORDS["money"] if v.type == "money" else ASKING_WORDS["percent"]) else 2
     if v.type in CLOCK_TYPES:
         return 1 if qwords & ASKING_WORDS["clock"] else 2
+    if v.type in WEEKDAY_TYPES:  # a when-question asks for a date first, a day of the week where days are asked
+        return 1 if qwords & {"day", "days"} else 2
     if v.type == "quantity" and not v.unit and _COORDINATE_RE.search(v.text) or v.type == "date" and v.amount < 1e4:
         return 2
     counts = "many" in qwords or any(_stem(w) in COUNTED_AS for w in qwords)
@@ -10296,6 +10389,25 @@ class TestAnswersThatDisagree(unittest.TestCase):
         f = self.check("How long is the trial?", "The trial lasts 30 days.", "The trial lasts one month.", "value")
         self.assertEqual(f.evidence, ("30 days", "one month"))
 
+    def test_two_days_of_the_week_are_different_values(self):
+        f = self.check("When is the team meeting?", "The team meeting is on Tuesdays.",
+                       "The team meeting has moved to Thursdays.", "value")
+        self.assertEqual(f.evidence, ("Tuesdays", "Thursdays"))
+        f = self.check("When does the board meet?", "The board meets on the first Monday of each month.",
+                       "The board meets on the last Monday of each month.", "value")
+        self.assertEqual(f.evidence, ("first Monday of each month", "last Monday of each month"))
+
+    def test_a_month_or_a_fortnight_against_days_are_different_durations(self):
+        f = self.check("How long do I have to return it?", "Returns are accepted within a fortnight.",
+                       "Returns are accepted within 30 days.", "value")
+        self.assertEqual(f.evidence, ("a fortnight", "30 days"))
+        self.check("How long is the trial?", "The trial lasts a month.", "The trial lasts 14 days.", "value")
+
+    def test_two_headcounts_in_different_nouns_for_people(self):
+        f = self.check("How many people does the hall hold?", "The hall seats 300 people.",
+                       "The hall holds up to 450 guests.", "value")
+        self.assertEqual(f.evidence, ("300 people", "450 guests"))
+
     def test_conflict_found_in_either_order(self):
         q, a, b = "When did the museum open?", ["It opened in 2001."], ["The museum opened in 1998."]
         self.assertIsNotNone(compare_answers(q, a, b, DEFAULT_CONFIG))
@@ -10357,6 +10469,22 @@ class TestAnswersThatAgree(unittest.TestCase):
 
     def test_a_duration_in_words_and_in_digits(self):
         self.check("How long is the trial?", "The trial lasts thirty days.", "The trial lasts 30 days.")
+
+    def test_one_unit_said_with_a_and_in_days_agree(self):
+        self.check("How long do I have to return it?", "Returns are accepted within a fortnight.",
+                   "Returns are accepted within 14 days.")
+        self.check("How long is the course?", "The course lasts a week.", "The course lasts seven days.")
+        self.check("How long is the tour?", "The tour lasts 90 minutes.", "Tours take an hour and a half.")
+        self.assertEqual(extract_values("The class meets once a week; it is a day of practice."), ())
+
+    def test_one_day_of_the_week_said_two_ways(self):
+        self.check("When is the team meeting?", "The team meeting is on Tuesdays.",
+                   "Every Tuesday the team meeting is held.")
+        self.check("When is the fair held?", "The fair is held on a Sunday.",
+                   "The fair is held on the second Sunday of May.")
+
+    def test_one_headcount_in_two_nouns_for_people(self):
+        self.check("How many people does the hall hold?", "The hall seats 300 people.", "The hall holds 300 guests.")
 
     def test_one_year_and_12_months_agree(self):
         self.check("What is the warranty period?", "The warranty covers one year.", "Coverage lasts 12 months.")
@@ -10470,6 +10598,28 @@ class TestValues(unittest.TestCase):
 
     def test_period_years_are_not_event_years(self):
         self.assertEqual([v.type for v in extract_values("FY2023 revenue was $1M.")], ["money"])
+
+    def test_a_day_of_the_month_in_words(self):
+        self.assertAmounts(["It closes on the fifteenth of March.", "It closes on March the fifteenth.",
+                            "It closes on 15 March."], "date", 315.0, "")
+        self.assertAmounts(["It opened on the twenty-first of June, 2020.", "It opened on June twenty first 2020."],
+                           "date", 20200621.0, "")
+        for sentence in ("It was the first March on Washington.", "She came second in March."):
+            self.assertEqual([v for v in extract_values(sentence) if v.type == "date" and v.amount % 100], [])
+
+    def test_a_day_in_words_and_in_digits_compared_as_dates(self):
+        q = "What is the application deadline?"
+        self.assertEqual(compare_answers(q, ["Applications close on the fifteenth of March."],
+                                         ["Applications close on 31 March."], DEFAULT_CONFIG).kind, "value")
+        self.assertIsNone(compare_answers(q, ["Applications close on the thirty-first of March."],
+                                          ["Applications close on 31 March."], DEFAULT_CONFIG))
+
+    def test_a_day_of_the_week_but_not_in_a_name(self):
+        for sentence, day in (("Bins go out on Tuesdays.", 2.0), ("On Friday the shop shuts.", 5.0),
+                              ("It was released on Monday, March 3, 2009.", 1.0)):
+            self.assertEqual([v.amount for v in extract_values(sentence) if v.type == "weekday"], [day], sentence)
+        for sentence in ("Sales peak on Good Friday.", "He wrote for The Sunday Times."):
+            self.assertEqual(extract_values(sentence), (), sentence)
 
     def test_numeric_dates_compared_as_dates(self):
         q = "When does the fourth season come out?"
@@ -10730,6 +10880,8 @@ class TestSentences(unittest.TestCase):
                          "At what time does the shop close?", "What are the library's opening hours?",
                          "What are the opening hours of the pool?"):
             self.assertEqual(read_question(question).type, "date", question)
+        for question in ("What is the application deadline?", "What is the deadline for entries?"):
+            self.assertEqual(read_question(question).type, "date", question)  # a deadline is a day
         for question in ("What time period does the novel cover?", "How many hours does the course take?"):
             self.assertNotEqual(read_question(question).type, "date", question)  # a span of history; a duration
 
@@ -10794,10 +10946,16 @@ class TestPolarity(unittest.TestCase):
                                          ["The museum accepts cash and cards."], DEFAULT_CONFIG).kind, "polarity")
         self.assertEqual(compare_answers("Is the Lumo phone still sold?", ["Lumo has stopped selling the phone."],
                                          ["The Lumo phone is still on sale."], DEFAULT_CONFIG).kind, "polarity")
+        self.assertEqual(compare_answers("Is the fair going ahead?", ["The spring fair is postponed until May."],
+                                         ["The spring fair will go ahead as planned."], DEFAULT_CONFIG).kind,
+                         "polarity")
+        self.assertIsNone(compare_answers("Is the fair going ahead?", ["The spring fair was not postponed."],
+                                          ["The spring fair will go ahead."], DEFAULT_CONFIG))
 
     def test_a_withdrawn_or_negated_predicate_noun_reverses_its_predicate(self):
         self.assertEqual(signs_of("The office requirement is withdrawn: staff work remotely."), {"required": -1})
         self.assertEqual(signs_of("The ban on remote work was lifted in May."), {"allowed": 1})
+        self.assertEqual(signs_of("The ban on cycling in the park was lifted."), {"allowed": 1})
         self.assertEqual(signs_of("The company lifted the ban on remote work."), {"allowed": 1})
         self.assertEqual(signs_of("There is no requirement to attend."), {"required": -1})
         self.assertEqual(signs_of("The council revoked its permission."), {"allowed": -1})
