@@ -8485,9 +8485,9 @@ def block_head(resp, paint, cfg, name):
 
 
 def conflict_status(resp):
-    """(the Conflict line's words, their colour role): the label's where a conflict or namesakes were found, or
-    nothing bears on the question."""
-    if resp.report.has_conflict or resp.label in ("AMBIGUOUS", "UNANSWERED"):
+    """(the Conflict line's words, their colour role): the label's where a conflict or namesakes were found, the
+    documents' own readings disagree (UNCERTAIN with no conflict flagged), or nothing bears on the question."""
+    if resp.report.has_conflict or resp.label in ("UNCERTAIN", "AMBIGUOUS", "UNANSWERED"):
         return LABEL_STYLE.get(resp.label, LABEL_STYLE["UNCERTAIN"])
     return NO_CONFLICT
 
@@ -8667,10 +8667,10 @@ def what_changed(naive, resolved):
         return f"answered per subject: {len(resolved.answers)} answers for subjects sharing a name", "uncertain"
     if resolved.label == "UNANSWERED":
         return "not answered in either phase: no retrieved document bears on the question", "uncertain"
+    if resolved.candidates:  # also where no conflict was flagged but the documents' own readings disagree
+        return f"answer withheld: {len(resolved.candidates)} sources disagree, none is newer", "uncertain"
     if not resolved.clusters:
         return "no conflict; same context", "ok"
-    if resolved.candidates:
-        return f"answer withheld: {len(resolved.candidates)} sources disagree, none is newer", "uncertain"
     if not any(c.discarded for c in resolved.clusters):
         return "same answer; the sources disagree on something else", "ok"
     twice = same_titles(r.doc for r in resolved.sources)
@@ -13385,6 +13385,21 @@ class TestEveryLabelMatchesItsOutput(unittest.TestCase):
             self.assertLessEqual(set(claim.contradict), rivals, claim)
         if resp.score.cs_c > 0:
             self.assertTrue(resp.report.conflicts, resp.score)
+        if resp.label != "ANSWERED":  # the Conflict line and the side-by-side table say what the label says
+            self.assertNotEqual(conflict_status(resp), NO_CONFLICT)
+            self.assertNotEqual(what_changed(resp, resp)[0], "no conflict; same context")
+
+    def test_readings_that_disagree_are_no_agreement_where_no_conflict_was_flagged(self):
+        a, b = (Document(sid, sid, None, f"The store manager is {name}.") for sid, name in (("a", "Ana Silva"),
+                                                                                             ("b", "Ben Cole")))
+        sources = tuple(Retrieved(doc, 0.9, row) for row, doc in enumerate((a, b)))
+        naive = RAGResponse("Who is the store manager?", "naive", "Ana Silva", 0.9, sources, sources, ConflictReport())
+        resolved = replace(naive, phase="resolved", answer="", label="UNCERTAIN",
+                           candidates=(Candidate(a, "Ana Silva", 0.9), Candidate(b, "Ben Cole", 0.9)))
+        self.assertEqual(conflict_status(resolved), LABEL_STYLE["UNCERTAIN"])
+        self.assertEqual(what_changed(naive, resolved), ("answer withheld: 2 sources disagree, none is newer",
+                                                         "uncertain"))
+        self.check(resolved)
 
     def test_labels_hold_on_random_knowledge_bases(self):
         import random
