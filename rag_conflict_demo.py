@@ -87,7 +87,7 @@ Contents (the file's sections in order, each with its entry points):
   The pipeline               make_pipeline, retrieve_and_detect, run_query, answer (one call), answer_once,
                              answer_per_subject
   Support                    settle_disputes, SETTLEMENT_RULES
-  The walkthrough            KNOWLEDGE_BASE, SCENARIOS, run_walkthrough
+  The walkthrough            KNOWLEDGE_BASE, SCENARIOS, walkthrough
   Knowledge base files       load_kb, parse_document
   Text features              compare_answers, CHECKS, Finding; by concept: shared basics and questions
                              (read_question, ASKING_WORDS), values, polarity, names, slots and swaps, subjects
@@ -103,7 +103,7 @@ Contents (the file's sections in order, each with its entry points):
   Benchmark                  bench_detection, bench_scan, bench_long_input, bench_indexing, bench_vector_db
   Rendering                  Painter, render_block, render_table, render_scan, render_eval; the --report page:
                              walkthrough_page, answer_eval_page, pair_eval_page, scan_page, svg_bars
-  CLI                        main, run_experiment
+  CLI                        main, run_experiment, run_walkthrough
   Tests                      run_tests (--test)
 """
 
@@ -1549,40 +1549,19 @@ SCENARIOS = (  # (short name, question)
 )
 
 
-def run_walkthrough(docs, questions, pipe, args):
-    """Both phases on every question. Each question's conflict records (--log-conflicts) and JSON line (--json) are
-    written as soon as it is done; the human output's blocks and side-by-side table come at the end."""
-    cfg = pipe.cfg
-    if cfg.top_k > len(docs):
-        if args.top_k:  # the user asked for more than there is; the default needs no note
-            note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
-        pipe = replace(pipe, cfg=replace(cfg, top_k=len(docs)))  # retrieval's; nothing else reads top_k
-    store = kept_index(args, pipe.embed, cfg)
+def walkthrough(questions, index, pipe, on_question=None, watch=None):
+    """([naive], [resolved]) responses to each question, both phases on one retrieval: the top-k and its conflicts
+    are found once for the two. on_question(n, naive, resolved), when given, runs as each question is done (to write
+    its records at once); watch(n), when given, is a context manager each question runs under (a heartbeat)."""
     naive, resolved = [], []
-    step = None if args.quiet else Progress("questions")
-    with contextlib.closing(store or MEMORY):
-        index = build_index(docs, pipe.embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
-                            cfg.passage_chars, store)
-        log.info("indexed %d documents%s", len(index.docs), split_note(index, cfg))
-        with conflict_log(args.log_conflicts) as append_log:
-            for n, (_, q) in enumerate(questions, 1):
-                with Heartbeat(f"question {n}/{len(questions)}") if step else contextlib.nullcontext():
-                    found = retrieve_and_detect(q, index, pipe)  # once, shared by both phases
-                    naive.append(run_query(q, found, pipe, False))
-                    resolved.append(run_query(q, found, pipe, True))
-                append_log(resolved[-1])  # first: a stdout that fails next loses no record
-                if args.json:
-                    emit(json.dumps({"query": q, "naive": result_json(naive[-1]),
-                                     "resolved": result_json(resolved[-1])}))
-                if step:
-                    step(n, len(questions))
-    names = [name for name, _ in questions]
-    if not args.json:
-        print_walkthrough(names, naive, resolved, Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
-    if args.report:
-        write_report(args.report, walkthrough_page(names, naive, resolved, pipe.cfg))
-    if args.question and not args.kb:  # the user's question, asked of documents not theirs: said, so no answer misleads
-        note(f"no --kb: answered from the built-in knowledge base (the walkthrough's {len(docs)} documents)")
+    for n, question in enumerate(questions, 1):
+        with watch(n) if watch else contextlib.nullcontext():
+            found = retrieve_and_detect(question, index, pipe)  # once, shared by both phases
+            naive.append(run_query(question, found, pipe, False))
+            resolved.append(run_query(question, found, pipe, True))
+        if on_question:
+            on_question(n, naive[-1], resolved[-1])
+    return naive, resolved
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -9723,6 +9702,42 @@ def fit_reader_inputs(args):
         raise UsageError(f"{args.fit_reader}: no document labelled {{\"type\": \"correct\", \"answer\": ...}}: "
                          f"--fit-reader fits on those")
     return labelled
+
+
+def run_walkthrough(docs, questions, pipe, args):
+    """The walkthrough (walkthrough) as the command line asks for it: each question's conflict records
+    (--log-conflicts) and JSON line (--json) written as soon as it is done; the human output's blocks and side-by-side
+    table at the end."""
+    cfg = pipe.cfg
+    if cfg.top_k > len(docs):
+        if args.top_k:  # the user asked for more than there is; the default needs no note
+            note(f"--top-k {cfg.top_k} is larger than the knowledge base ({len(docs)} documents); using {len(docs)}")
+        pipe = replace(pipe, cfg=replace(cfg, top_k=len(docs)))  # retrieval's; nothing else reads top_k
+    store = kept_index(args, pipe.embed, cfg)
+    step = None if args.quiet else Progress("questions")
+    asked = [q for _, q in questions]
+    with contextlib.closing(store or MEMORY):
+        index = build_index(docs, pipe.embed, cfg.embed_batch, None if args.quiet else Progress("embedding passages"),
+                            cfg.passage_chars, store)
+        log.info("indexed %d documents%s", len(index.docs), split_note(index, cfg))
+        with conflict_log(args.log_conflicts) as append_log:
+            def done(n, naive, resolved):
+                append_log(resolved)  # first: a stdout that fails next loses no record
+                if args.json:
+                    emit(json.dumps({"query": asked[n - 1], "naive": result_json(naive),
+                                     "resolved": result_json(resolved)}))
+                if step:
+                    step(n, len(asked))
+
+            watch = (lambda n: Heartbeat(f"question {n}/{len(asked)}")) if step else None
+            naive, resolved = walkthrough(asked, index, pipe, done, watch)
+    names = [name for name, _ in questions]
+    if not args.json:
+        print_walkthrough(names, naive, resolved, Painter(colour_wanted(args.no_color, sys.stdout)), cfg)
+    if args.report:
+        write_report(args.report, walkthrough_page(names, naive, resolved, pipe.cfg))
+    if args.question and not args.kb:  # the user's question, asked of documents not theirs: said, so no answer misleads
+        note(f"no --kb: answered from the built-in knowledge base (the walkthrough's {len(docs)} documents)")
 
 
 def run_answer_eval(questions, pipe, args):
