@@ -2373,7 +2373,13 @@ _WORDNUM_ALT = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 # Words of one number in words, at most ("twenty one hundred ninety nine" has five; a longer run is several numbers).
 # Bounded, or a pattern needing something after the number rereads a long run from each of its words (quadratic).
 WORDNUM_MAX_WORDS = 8
-_WORDNUM = rf"(?i:(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred)){{0,{WORDNUM_MAX_WORDS - 1}}})"
+# "a" counts one only before a dozen, a hundred or a scale word ("a dozen eggs", "half a million", "a quarter of a
+# million"); a dozen scales what came before it as a hundred does ("two dozen" = 24).
+_ONE_OF_SCALE = (r"(?:half\s|a\squarter\sof\s|a\sthird\sof\s)?an?(?=\s(?:dozen|hundred|thousand|million|billion|trillion)"
+                 r"(?![\w-]))(?:\s(?:dozen|hundred))?")
+_WORDNUM = (rf"(?i:{_ONE_OF_SCALE}|(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred|dozen))"
+            rf"{{0,{WORDNUM_MAX_WORDS - 1}}})")
+FRACTION_OPENERS = {("half",): 0.5, ("a", "quarter", "of"): 0.25, ("a", "third", "of"): 1 / 3}
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
 _SCALE_WORDS = r"thousand|million|billion|trillion|lakhs?|crores?"
 _SCALE_ANY = rf"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:{_SCALE_WORDS})(?![\w]))"
@@ -2403,6 +2409,14 @@ _MONEY_RES = (
                r"|USD|EUR|GBP|JPY|INR)(?![\w])"),
 )
 _PERCENT_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:%|(?i:percent|per cent|pct|percentage points?)(?![\w]))")
+# A share said as a ratio, a percentage of its own: "one in four" = 25%, "3 out of 10"; up to three digits below, so
+# "1 in 2010" is no share, nor is a time ("1 in 3 days").
+_RATIO_RE = re.compile(rf"(?<![\w.,-])(?P<num>\d{{1,3}}|{_WORDNUM_ALT})\s(?:in|out\sof)\s"
+                       rf"(?P<den>\d{{1,3}}|{_WORDNUM_ALT})(?![\w.,%-]|\s(?:{_DUR_UNITS})(?![\w]))", re.IGNORECASE)
+# A temperature in degrees Celsius or Fahrenheit, compared in Celsius ("180°C" meets "356°F"); the scale must be said
+# (a degree sign or "degrees" before C or F, or the scale's name): a bare "30 degrees" may be an angle.
+_TEMPERATURE_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:[°º]\s?(?P<s1>[CF])|(?i:degrees?)\s(?P<s2>[CF])"
+                             rf"|(?:[°º]\s?|(?i:degrees?\s))?(?P<s3>(?i:celsius|centigrade|fahrenheit)))(?![\w])")
 _RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?/\s?|\s(?:per|a|an|each|every)\s)"
                       rf"(?P<per>{_PER_UNITS})(?![\w])")
 _DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+)?"
@@ -2478,23 +2492,27 @@ _PERIOD_LABEL_RE = re.compile(r"(?P<sub>[QH][1-4])(?:-(?P<y1>\d{4}))?|FY(?P<y2>\
 
 
 def parse_number(text: str) -> float | None:
-    """Digits with thousands separators, or English number words up to the hundreds.
+    """Digits with thousands separators, or English number words up to the hundreds, "a" before a dozen or a scale
+    (_ONE_OF_SCALE), a fraction of one before it.
 
-    >>> parse_number("1,500"), parse_number("three-hundred-seventeen")
-    (1500.0, 317.0)
+    >>> parse_number("1,500"), parse_number("three-hundred-seventeen"), parse_number("two dozen"), parse_number("half a")
+    (1500.0, 317.0, 24.0, 0.5)
     """
     t = text.strip().lower()
     if t[:1].isdigit():
         return float(t.translate(_NO_THOUSANDS_MARKS))
+    words = _NUMBER_WORD_SPLIT_RE.split(t)
+    fraction = next(((n, f) for opener, f in FRACTION_OPENERS.items() if tuple(words[:(n := len(opener))]) == opener),
+                    (0, 1.0))
     total = 0.0  # subtle: a float, so "nine hundred ninety nine hundred ..." grows to inf, not past what float() takes
-    for word in _NUMBER_WORD_SPLIT_RE.split(t):
-        if word == "hundred":
-            total = max(total, 1) * 100  # subtle: "hundred" scales what came before ("three hundred" = 300)
-        elif word in NUMBER_WORDS:
-            total += NUMBER_WORDS[word]
+    for word in words[fraction[0]:]:
+        if word in ("hundred", "dozen"):
+            total = max(total, 1) * (100 if word == "hundred" else 12)  # they scale what came before: "three hundred"
+        elif word in NUMBER_WORDS or word in ("a", "an"):
+            total += NUMBER_WORDS.get(word, 1)
         else:
             return None
-    return float(total)
+    return float(total) * fraction[1]
 
 
 def _scaled(m: re.Match) -> float | None:
@@ -2553,6 +2571,33 @@ def _value(vtype: str, amount: float | None, unit: str, m: re.Match) -> list[Val
     ('12%', [], 12.0)
     """
     return [] if amount is None else [Value(vtype, amount, unit, "", "", m.group(0).strip())]
+
+
+def _ratio_values(m: re.Match) -> list[Value]:
+    """A share said as "one in four" or "3 out of 10", as a percentage; none unless the part is below the whole.
+
+    >>> [(v.text, v.amount) for v in extract_values("One in four adults cycle; 3 out of 10 walk.")]
+    [('One in four', 25.0), ('3 out of 10', 30.0)]
+    """
+    part, whole = parse_number(m["num"]), parse_number(m["den"])
+    return _value("percent", 100 * part / whole, "%", m) if part and whole and part < whole else []
+
+
+TEMPERATURE_FACTORS = {"°C": 1.0, "°F": 5 / 9}  # a degree of each scale in Celsius degrees
+
+
+def _temperature_values(m: re.Match) -> list[Value]:
+    """A temperature in degrees Celsius, its scale as written ("°F" for Fahrenheit).
+
+    >>> [(v.text, round(v.amount, 1), v.written) for v in extract_values("Bake at 350°F, or 180 degrees Celsius.")]
+    [('350°F', 176.7, '°F'), ('180 degrees Celsius', 180.0, '°C')]
+    """
+    number = _scaled(m)
+    if number is None:
+        return []
+    fahrenheit = (m["s1"] or m["s2"] or m["s3"])[0].upper() == "F"
+    return [replace(v, written="°F" if fahrenheit else "°C")
+            for v in _value("quantity", (number - 32) * 5 / 9 if fahrenheit else number, "°C", m)]
 
 
 def _money_values(m: re.Match) -> list[Value]:
@@ -2782,7 +2827,7 @@ UNIT_SPELLINGS = {
 MEASUREMENT_UNITS.update({spelling: MEASUREMENT_UNITS[unit] for spelling, unit in UNIT_SPELLINGS.items()})
 # a question's words are lowercased; single letters and words are left out ("t" of "don't", "has" read as "ha"s)
 _UNITS_LOWER = {u.lower(): si for u, (si, _) in MEASUREMENT_UNITS.items() if len(u) > 1 and u != "ha"}
-MEASURE_NAMES = {"m": "lengths", "kg": "masses", "m/s": "speeds", "m²": "areas", "m³": "volumes", "W": "powers",
+MEASURE_NAMES = {"°C": "temperatures", "m": "lengths", "kg": "masses", "m/s": "speeds", "m²": "areas", "m³": "volumes", "W": "powers",
                  "J": "energies", "B": "data sizes"}
 # Units that may be glued to their number ("630km", "128GB", "25g"): abbreviations that are no word and no other
 # amount glued ("324m" is as often millions, "5G" a network, "2L", "60W" and "3t" labels).
@@ -2935,6 +2980,8 @@ def _cued_clock(m: re.Match) -> bool:
 _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] = (
     *((r, _money_values) for r in _MONEY_RES),
     (_PERCENT_RE, lambda m: _value("percent", _scaled(m), "%", m)),
+    (_RATIO_RE, lambda m: _ratio_values(m)),
+    (_TEMPERATURE_RE, lambda m: _temperature_values(m)),
     *((r, _clock_values) for r in _CLOCK_RES),
     (_DATE_WORD_DMY_RE, _date_values),  # before measures and counts, which would read "twenty" of "twenty-first"
     (_DATE_WORD_MDY_RE, _date_values),
@@ -3400,8 +3447,9 @@ def _upper(v: Value) -> float:
 
 
 def _unit_factor(v: Value) -> float:
-    """What a measurement's written unit was multiplied by ("mi": 1609.344); 1 for every other value."""
-    return MEASUREMENT_UNITS[v.written][1] if v.written else 1.0
+    """What a measurement's written unit was multiplied by ("mi": 1609.344; a Fahrenheit degree 5/9 of a Celsius
+    one); 1 for every other value."""
+    return TEMPERATURE_FACTORS.get(v.written) or (MEASUREMENT_UNITS[v.written][1] if v.written else 1.0)
 
 
 def _rounding(v: Value) -> float:
@@ -10412,6 +10460,17 @@ class TestAnswersThatDisagree(unittest.TestCase):
                        "The board meets on the last Monday of each month.", "value")
         self.assertEqual(f.evidence, ("first Monday of each month", "last Monday of each month"))
 
+    def test_amounts_said_in_words_of_scale_are_values(self):
+        self.check("How many residents does the city have?", "The city has half a million residents.",
+                   "The city has 800,000 residents.", "value")
+        self.check("How many eggs does a box hold?", "Each box holds a dozen eggs.", "Each box holds 10 eggs.", "value")
+        self.check("What share of adults cycle to work?", "One in four adults cycle to work.",
+                   "10% of adults cycle to work.", "value")
+
+    def test_two_temperatures_on_two_scales_are_different_values(self):
+        f = self.check("At what temperature should it bake?", "Bake it at 200°C.", "Bake it at 350°F.", "value")
+        self.assertEqual(f.evidence, ("200°C", "350°F"))
+
     def test_a_month_or_a_fortnight_against_days_are_different_durations(self):
         f = self.check("How long do I have to return it?", "Returns are accepted within a fortnight.",
                        "Returns are accepted within 30 days.", "value")
@@ -10497,6 +10556,21 @@ class TestAnswersThatAgree(unittest.TestCase):
                    "Every Tuesday the team meeting is held.")
         self.check("When is the fair held?", "The fair is held on a Sunday.",
                    "The fair is held on the second Sunday of May.")
+
+    def test_one_amount_in_words_of_scale_and_in_digits(self):
+        for a, b in (("half a million residents", "500,000 residents"), ("a dozen eggs", "12 eggs"),
+                     ("two dozen eggs", "24 eggs"), ("a quarter of a million residents", "250,000 residents")):
+            with self.subTest(a=a):
+                self.check("How many does it hold?", f"It holds {a}.", f"It holds {b}.")
+        self.check("What share of adults cycle to work?", "One in four adults cycle to work.",
+                   "25% of adults cycle to work.")
+        self.assertEqual([v.type for v in extract_values("He has a car; the game was 1 in 3 days.")],
+                         ["quantity", "duration"])  # "a" alone is no number, "1 in 3 days" no share
+
+    def test_one_temperature_on_two_scales(self):
+        self.check("At what temperature should it bake?", "Bake it at 180°C.", "Bake it at 356°F.")
+        self.check("At what temperature should it bake?", "Bake it at 180 degrees Celsius.", "Bake it at 180 °C.")
+        self.assertEqual([v.unit for v in extract_values("Turn the dial 30 degrees.")], ["degrees"])  # an angle
 
     def test_one_headcount_in_two_nouns_for_people(self):
         self.check("How many people does the hall hold?", "The hall seats 300 people.", "The hall holds 300 guests.")
