@@ -15126,13 +15126,21 @@ class TestVectorDbRefusedUpFront(unittest.TestCase):
         kb = os.path.join(tmp.name, "kb.jsonl")
         with open(kb, "w", encoding="utf-8") as f:
             f.write("".join(json.dumps(d) + "\n" for d in KB_DOCS))
-        for missing, uri in (("pymilvus", "http://localhost:19530"), ("milvus_lite", os.path.join(tmp.name, "kb.db"))):
-            with self.subTest(missing=missing), unittest.mock.patch(
-                    "importlib.util.find_spec", lambda name, *a: None if name == missing else found(name, *a)):
+        lite = os.path.join(tmp.name, "kb.db")
+        milvus = ("pymilvus", "milvus_lite")  # each installed or not here: the test says which are missing
+
+        def spec(missing):
+            return lambda name, *a: (None if name in missing else importlib.util.spec_from_loader(name, None)
+                                     if name in milvus else found(name, *a))
+
+        for missing, uri, said in ((("pymilvus",), "http://localhost:19530", "package pymilvus"),
+                                   (("milvus_lite",), lite, "package milvus-lite"),
+                                   (milvus, lite, "packages pymilvus and milvus-lite")):
+            with self.subTest(missing=missing), unittest.mock.patch("importlib.util.find_spec", spec(missing)):
                 code, out, err = run_main(["--kb", kb, "--question", "q?", "--vector-db", uri],
                                           embed=FingerprintedEmbed())
             self.assertEqual((code, out), (1, ""), err)
-            self.assertRegex(err, rf"^error: --vector-db needs the Python package {missing.replace('_', '-')}, not "
+            self.assertRegex(err, rf"^error: --vector-db needs the Python {said}, not "
                                   rf"installed in this Python \(.*\): run 'pip install pymilvus milvus-lite'\n$")
 
     def test_flags_refused_where_they_do_nothing_or_would_leak(self):
