@@ -2161,6 +2161,7 @@ ASKING_WORDS = {role: frozenset(words.split()) for role, words in {
     "place": "where located location county state country province region situated",
     "date": "when year date born died founded old age birth birthday",
     "clock": "time hours o'clock",
+    "weekday": "day days",
     "birth": "born birth birthday birthdate",
     "death": "die died death dies",
     "money": """price prices cost costs revenue revenues salary income profit profits sales budget fee fees tax wage
@@ -5543,7 +5544,7 @@ def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
     if v.type in CLOCK_TYPES:
         return 1 if qwords & ASKING_WORDS["clock"] else 2
     if v.type in WEEKDAY_TYPES:  # a when-question asks for a date first, a day of the week where days are asked
-        return 1 if qwords & {"day", "days"} else 2
+        return 1 if qwords & ASKING_WORDS["weekday"] else 2
     if v.type == "quantity" and not v.unit and _COORDINATE_RE.search(v.text) or v.type == "date" and v.amount < 1e4:
         return 2
     counts = "many" in qwords or any(_stem(w) in COUNTED_AS for w in qwords)
