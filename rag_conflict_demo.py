@@ -15636,7 +15636,8 @@ class TestSignals(unittest.TestCase):
             StopOnce()(signal.SIGINT, None)
         self.assertEqual(interrupt_exit(caught.exception), ("interrupted", 130))
 
-    @unittest.skipUnless(os.environ.get("RAG_EMBED_MODEL"), "set RAG_EMBED_MODEL to a local model directory")
+    @unittest.skipUnless(os.path.isdir(os.environ.get("RAG_EMBED_MODEL", "")),
+                         "set RAG_EMBED_MODEL to a local model directory")  # the run below loads it
     def test_sigterm_mid_run_keeps_the_log_whole(self):
         kb, log_path = os.path.join(self.tmp, "kb.json"), os.path.join(self.tmp, "conflicts.jsonl")
         questions = [f"{q} ({n})" for n in range(200) for q in QUESTIONS_3]  # long enough to be stopped midway
