@@ -2168,6 +2168,7 @@ ASKING_WORDS = {role: frozenset(words.split()) for role, words in {
         wages earnings valuation debt worth pay paid spend spent much fund funding grant prize money dollars euros
         pounds""",
     "percent": "percent percentage share rate proportion margin growth ratio fraction",
+    "frequency": "often frequently frequency",
     "person": "who whom whose",
 }.items()}
 _Q_CONTRACTION_RE = re.compile(r"\b(what|who|when|where|how)'s\b")
@@ -2302,9 +2303,10 @@ def question_words(question: str) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Value:
-    type: str      # 'money' | 'percent' | 'quantity' | 'year' | 'date' | 'duration' | 'clock' (a time of day)
+    type: str      # 'money' | 'percent' | 'quantity' | 'year' | 'date' | 'duration' | 'frequency' | 'clock' (a time
+    #                of day) | 'weekday'
     amount: float  # money in currency units, duration in days, year as the year, date as yyyymmdd (00 = unknown),
-    #                clock in minutes after midnight
+    #                frequency in times a day, clock in minutes after midnight
     unit: str      # 'USD', '%', 'days', 'business days' (not converted), 'requests/minute', 'people', '' when none;
     #                a clock's: '' or HALF_UNSAID
     period: str    # 'Q3', 'Q4-2023', 'FY2023', 'H1-2024', '2023-01', '2023', '' when unknown
@@ -2314,7 +2316,7 @@ class Value:
     written: str = ""  # a measurement's unit as written ("mi"), its amount converted to the SI unit in unit ("m")
 
 
-MEASURE_TYPES = frozenset({"money", "percent", "quantity", "duration"})  # compared within (type, unit)
+MEASURE_TYPES = frozenset({"money", "percent", "quantity", "duration", "frequency"})  # compared within (type, unit)
 TEMPORAL_TYPES = frozenset({"year", "date"})  # compared with each other: 1911 meets October 23, 1911
 CLOCK_TYPES = frozenset({"clock"})  # a time of day, compared with times of day only: 17:00 meets 5 pm
 WEEKDAY_TYPES = frozenset({"weekday"})  # a day of the week, compared with days of the week only: Tuesdays meets Tuesday
@@ -2399,6 +2401,15 @@ _DUR_UNITS = (r"years?|yrs?|months?|mos|fortnights?|weeks?|wks?|days?|hours?|hrs
 _ONE_DURATION_RE = re.compile(r"(?<![\w])(?P<num>[Aa]n?)\s(?P<unit>year|month|fortnight|week|day|hour|minute|decade"
                               r"|century)(?P<half>\sand\sa\shalf)?(?![\w])")
 DURATION_CUES = frozenset("within for lasts last lasted lasting takes take took after over under only just".split())
+# How often something happens, compared in times a day: "twice an hour" meets "every 30 minutes" and not "every 15
+# minutes". Said as a count of times in a unit ("once a week", "3 times per day") or as the interval ("every other
+# day", "every two weeks", "every year"); the interval's number is no duration of its own.
+_FREQUENCY_UNITS = r"years?|months?|fortnights?|weeks?|days?|hours?|minutes?|seconds?|decades?"
+_TIMES_PER_RE = re.compile(rf"(?<![\w])(?:(?P<times>(?i:once|twice|thrice))|{_NUM}\s(?i:times))\s(?i:a|an|per|each|every)"
+                           r"\s(?P<unit>(?i:year|month|fortnight|week|day|hour|minute|decade|annum))(?![\w])")
+_EVERY_RE = re.compile(rf"(?<![\w])(?i:every)\s(?:(?P<other>(?i:other))\s|{_NUM}\s)?(?P<unit>(?i:{_FREQUENCY_UNITS}))"
+                       r"(?![\w])")
+TIMES_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 _DUR_QUALIFIERS = r"business|working|calendar|banking|school|trading"  # "9 business days": a unit of its own
 _PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
 # a number must not continue a word ("Episodes38"), a version ("v2.0") or a decimal comma ("4,5 million": not 5)
@@ -2643,12 +2654,30 @@ def _duration_values(m: re.Match) -> list[Value]:
 def _one_duration_values(m: re.Match) -> list[Value]:
     """One unit of time ("and a half": 1.5) after a word that asks how long, in days (_ONE_DURATION_RE).
 
-    >>> [v.amount for v in extract_values("Returns within a fortnight; open once a week; for a day and a half.")]
-    [14.038461538461538, 1.5]
+    >>> [(v.type, round(v.amount, 2)) for v in extract_values("Returns within a fortnight; open once a week; for a "
+    ...                                                      "day and a half.")]
+    [('duration', 14.04), ('frequency', 0.14), ('duration', 1.5)]
     """
     if not any(w.lower() in DURATION_CUES for w in _words_before(m.string, m.start(), 1)):
         return []
     return _value("duration", DURATION_DAYS[m["unit"]] * (1.5 if m["half"] else 1), "days", m)
+
+
+def _frequency_values(m: re.Match) -> list[Value]:
+    """How often, in times a day: a count of times in a unit (_TIMES_PER_RE) or one in every interval (_EVERY_RE).
+
+    >>> [(v.text, round(v.amount, 2)) for v in extract_values("Trains run twice an hour, buses every 30 minutes.")]
+    [('twice an hour', 48.0), ('every 30 minutes', 48.0)]
+    >>> [round(1 / v.amount, 1) for v in extract_values("Held every other year; cleaned 3 times a week.")]  # days apart
+    [730.0, 2.3]
+    """
+    groups = m.groupdict()
+    days = DURATION_DAYS[_time_unit(m["unit"])]
+    if "times" in groups:  # a count of times in one unit
+        count = TIMES_WORDS[m["times"].lower()] if m["times"] else _scaled(m)
+        return _value("frequency", count / days if count else None, "times/day", m)
+    interval = 2 if m["other"] else _scaled(m) if m["num"] else 1
+    return _value("frequency", 1 / (interval * days) if interval else None, "times/day", m)
 
 
 def _date_values(m: re.Match) -> list[Value]:
@@ -2986,6 +3015,8 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     *((r, _clock_values) for r in _CLOCK_RES),
     (_DATE_WORD_DMY_RE, _date_values),  # before measures and counts, which would read "twenty" of "twenty-first"
     (_DATE_WORD_MDY_RE, _date_values),
+    (_TIMES_PER_RE, _frequency_values),  # before rates, durations and counts, which would read its number alone
+    (_EVERY_RE, _frequency_values),
     (_MEASURE_RE, _measure_values),
     (_RATE_RE, _rate_values),
     (_DATE_ISO_RE, _date_values),
@@ -3297,7 +3328,7 @@ def _with_context(v: Value, pos: int, markers: list[tuple[int, str]], breaks: tu
     """
     if v.type not in MEASURE_TYPES:
         return v
-    period = _period_for(pos, markers, breaks) if v.type != "duration" else ""
+    period = _period_for(pos, markers, breaks) if v.type not in ("duration", "frequency") else ""
     return replace(v, period=period, entity=_entity_for(pos, mentions))
 
 
@@ -3612,7 +3643,7 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
     # Units are named as the texts say them, not as compared ("12 hours vs 8 hours", not days; "1,200 employees vs
     # 3,400 people"); a measurement by its kind ("different lengths: 630km vs 607 km", not "values in m").
     what = ({"time": "dates", "clock": "times of day", "weekday": "days of the week",
-             "duration": "durations"}.get(key[0])
+             "duration": "durations", "frequency": "frequencies"}.get(key[0])
             or key[0] == "quantity" and {**MEASURE_NAMES, "people": "headcounts"}.get(key[1])
             or f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else ""))
     context = " ".join(filter(None, (x.entity, x.period)))
@@ -3801,10 +3832,12 @@ class PolarityHit:
 
 
 # Predicate groups: group -> (its words of sign +1, of sign -1), a phrase's words joined by "_"; only the same group
-# can conflict. "available" holds change-of-state verbs ("no longer accepts", "stopped selling", "was cancelled").
+# can conflict. "available" holds change-of-state verbs ("no longer accepts", "stopped selling", "was cancelled");
+# "allowed" the everyday words for it after a copula ("jeans are fine", "dogs are welcome": not "a fine", "Welcome!").
 POLARITY_WORDS = {
     "active": ("active", "inactive deactivated"), "online": ("online", "offline"), "enabled": ("enabled", "disabled"),
-    "allowed": ("allowed permitted may allow allows permit permits", "prohibited forbidden banned disallowed"),
+    "allowed": ("allowed permitted may allow allows permit permits acceptable is_fine are_fine is_ok are_ok is_okay "
+                "are_okay is_welcome are_welcome", "prohibited forbidden banned disallowed unacceptable"),
     "available": ("available in_service offered accepts accepting accepted resumed reinstated restored relaunched "
                   "operational in_operation supported supports on_sale go_ahead goes_ahead going_ahead went_ahead "
                   "as_planned",
@@ -4078,9 +4111,9 @@ def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config) -> tuple[s
     if len(la) - len(left) < cfg.asked_frame_min or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
         return None  # too little frame shared, or a span of filler words only
     stems = [{_stem(w) for w in words} for words in (left, right, la, lb)]
-    if (stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]:
+    if ((stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]) and not _swap_is_variant(left, right, cfg):
         return _run_text(sa, i1, i2), _run_text(sb, j1, j2)
-    return None
+    return None  # subtle: one thing said two ways ("not permitted" / "not allowed") is no swap
 
 
 def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str],
@@ -5530,8 +5563,8 @@ def _numeric_date(v: Value) -> bool:
 def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
     """How well a value's kind fits the question, best first: 0 money or a percentage the question names, 1 any other
     amount, 2 money or a percentage it does not name, a measurement where a count is asked, a count that reads as a
-    year ("2010 census") or a coordinate, a date without its year ("Aug. 24"), or a time of day where no time or hours
-    are asked (a when-question asks for a day first).
+    year ("2010 census") or a coordinate, a date without its year ("Aug. 24"), a time of day where no time or hours
+    are asked (a when-question asks for a day first), or a frequency where the question does not ask how often.
 
     >>> [_asked_rank(extract_values(t)[0], frozenset({"population"}))
     ...  for t in ("3,559 people", "10.4%", "2010 census", "40.159366", "0.44 square miles")]
@@ -5543,6 +5576,8 @@ def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
         return 0 if qwords & (ASKING_WORDS["money"] if v.type == "money" else ASKING_WORDS["percent"]) else 2
     if v.type in CLOCK_TYPES:
         return 1 if qwords & ASKING_WORDS["clock"] else 2
+    if v.type == "frequency":
+        return 1 if qwords & ASKING_WORDS["frequency"] else 2
     if v.type in WEEKDAY_TYPES:  # a when-question asks for a date first, a day of the week where days are asked
         return 1 if qwords & ASKING_WORDS["weekday"] else 2
     if v.type == "quantity" and not v.unit and _COORDINATE_RE.search(v.text) or v.type == "date" and v.amount < 1e4:
@@ -10478,6 +10513,14 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertEqual(f.evidence, ("a fortnight", "30 days"))
         self.check("How long is the trial?", "The trial lasts a month.", "The trial lasts 14 days.", "value")
 
+    def test_two_frequencies_said_two_ways_are_different_values(self):
+        f = self.check("How often do trains run?", "Trains run twice an hour.", "Trains run every 15 minutes.",
+                       "value")
+        self.assertEqual(f.evidence, ("twice an hour", "every 15 minutes"))
+        self.assertIn("different frequencies", f.reason)
+        self.check("How often is the office cleaned?", "The office is cleaned 3 times a week.",
+                   "The office is cleaned every day.", "value")
+
     def test_two_headcounts_in_different_nouns_for_people(self):
         f = self.check("How many people does the hall hold?", "The hall seats 300 people.",
                        "The hall holds up to 450 guests.", "value")
@@ -10550,7 +10593,8 @@ class TestAnswersThatAgree(unittest.TestCase):
                    "Returns are accepted within 14 days.")
         self.check("How long is the course?", "The course lasts a week.", "The course lasts seven days.")
         self.check("How long is the tour?", "The tour lasts 90 minutes.", "Tours take an hour and a half.")
-        self.assertEqual(extract_values("The class meets once a week; it is a day of practice."), ())
+        self.assertEqual([v.type for v in extract_values("The class meets once a week; it is a day of practice.")],
+                         ["frequency"])  # how often, and no duration
 
     def test_one_day_of_the_week_said_two_ways(self):
         self.check("When is the team meeting?", "The team meeting is on Tuesdays.",
@@ -10567,6 +10611,13 @@ class TestAnswersThatAgree(unittest.TestCase):
                    "25% of adults cycle to work.")
         self.assertEqual([v.type for v in extract_values("He has a car; the game was 1 in 3 days.")],
                          ["quantity", "duration"])  # "a" alone is no number, "1 in 3 days" no share
+
+    def test_one_frequency_said_two_ways(self):
+        self.check("How often do trains run?", "Trains run twice an hour.", "Trains run every 30 minutes.")
+        self.check("How often is the fair held?", "The fair is held every other year.",
+                   "The fair is held once every two years.")
+        # the interval's number is no duration: a course of ten days and a dose twice a day are not compared
+        self.check("How long is the course?", "Take one tablet twice a day.", "The course lasts 10 days.")
 
     def test_one_temperature_on_two_scales(self):
         self.check("At what temperature should it bake?", "Bake it at 180°C.", "Bake it at 356°F.")
@@ -11041,6 +11092,20 @@ class TestPolarity(unittest.TestCase):
                          "polarity")
         self.assertIsNone(compare_answers("Is the fair going ahead?", ["The spring fair was not postponed."],
                                           ["The spring fair will go ahead."], DEFAULT_CONFIG))
+
+    def test_everyday_words_for_allowed_after_a_copula_are_polarity(self):
+        self.assertEqual(signs_of("Jeans are fine in the office."), {"allowed": 1})
+        self.assertEqual(signs_of("Dogs are welcome on the terrace."), {"allowed": 1})
+        self.assertEqual(signs_of("Late submissions are not acceptable."), {"allowed": -1})
+        self.assertEqual(compare_answers("Are jeans allowed in the office?", ["Jeans are not permitted in the office."],
+                                         ["Jeans are fine in the office."], DEFAULT_CONFIG).kind, "polarity")
+        # a fine is a penalty and a greeting no permission
+        self.assertEqual(signs_of("Parking there brings a fine of $50."), {})
+        self.assertEqual(signs_of("Welcome to the terrace bar."), {})
+
+    def test_one_permission_said_in_two_words_is_no_swap(self):
+        self.assertIsNone(compare_answers("Are jeans allowed in the office?", ["Jeans are not permitted in the office."],
+                                          ["Jeans are not allowed in the office."], DEFAULT_CONFIG))
 
     def test_a_withdrawn_or_negated_predicate_noun_reverses_its_predicate(self):
         self.assertEqual(signs_of("The office requirement is withdrawn: staff work remotely."), {"required": -1})
