@@ -2304,11 +2304,11 @@ def question_words(question: str) -> frozenset[str]:
 @dataclass(frozen=True)
 class Value:
     type: str      # 'money' | 'percent' | 'quantity' | 'year' | 'date' | 'duration' | 'frequency' | 'clock' (a time
-    #                of day) | 'weekday'
+    #                of day) | 'weekday' | 'period' (a quarter, a half, a fiscal year: period_values)
     amount: float  # money in currency units, duration in days, year as the year, date as yyyymmdd (00 = unknown),
-    #                frequency in times a day, clock in minutes after midnight
+    #                frequency in times a day, clock in minutes after midnight, a period's year (0 = unknown)
     unit: str      # 'USD', '%', 'days', 'business days' (not converted), 'requests/minute', 'people', '' when none;
-    #                a clock's: '' or HALF_UNSAID
+    #                a clock's: '' or HALF_UNSAID; a period's: 'Q3', 'H1', 'FY'
     period: str    # 'Q3', 'Q4-2023', 'FY2023', 'H1-2024', '2023-01', '2023', '' when unknown
     entity: str    # lowercased owner ("acme", "globex corp"), '' when unknown
     text: str      # surface form
@@ -2321,6 +2321,9 @@ TEMPORAL_TYPES = frozenset({"year", "date"})  # compared with each other: 1911 m
 CLOCK_TYPES = frozenset({"clock"})  # a time of day, compared with times of day only: 17:00 meets 5 pm
 WEEKDAY_TYPES = frozenset({"weekday"})  # a day of the week, compared with days of the week only: Tuesdays meets Tuesday
 WHEN_TYPES = TEMPORAL_TYPES | CLOCK_TYPES | WEEKDAY_TYPES  # what a when-question asks for: a day or a time of day
+# A quarter, a half or a fiscal year ("the third quarter of 2025", "H1 2026", "FY2024"): a period that dates other
+# values wherever they are compared, and a value itself only as a when-question's answer (period_values).
+PERIOD_TYPES = frozenset({"period"})
 VALUE_TYPES = MEASURE_TYPES | WHEN_TYPES
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
@@ -3066,6 +3069,41 @@ _PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = 
 )
 
 
+PERIOD_MONTHS = {"Q": 3, "H": 6, "FY": 12}  # months in a quarter, a half, a fiscal year (read as its calendar year)
+_PERIOD_LEAD_RE = re.compile(r"^(?i:(?:for|in)\s(?:the\s)?)")
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def period_values(sentence: str) -> tuple[Value, ...]:
+    """The quarters, halves and fiscal years a sentence names (the period markers that claim their words from
+    extract_values), as values of type 'period': amount the year (0 when not said), unit 'Q3', 'H1' or 'FY'.
+
+    >>> [(v.text, v.amount, v.unit) for v in period_values("It launches in the third quarter of 2025, not Q1 2026.")]
+    [('third quarter of 2025', 2025.0, 'Q3'), ('Q1 2026', 2026.0, 'Q1')]
+    """
+    sentence = without_format_characters(sentence)  # as extract_values reads it
+    markers, claimed = _period_markers(sentence)
+    labels = dict(markers)
+    out = []
+    for start, end in claimed:
+        m = _PERIOD_LABEL_RE.fullmatch(labels[start])
+        if m and (m["sub"] or m["y2"]):
+            text = _PERIOD_LEAD_RE.sub("", sentence[start:end])
+            out.append(Value("period", float(m["y1"] or m["y2"] or 0), m["sub"] or "FY", "", "", text))
+    return tuple(out)
+
+
+def _period_months(v: Value) -> tuple[int, int]:
+    """(first, last) month of a period Value: Q3 is (7, 9), H1 (1, 6), a fiscal year (1, 12).
+
+    >>> _period_months(period_values("Q3")[0]), _period_months(period_values("FY2024")[0])
+    ((7, 9), (1, 12))
+    """
+    kind, n = (v.unit, 1) if v.unit == "FY" else (v.unit[0], int(v.unit[1]))
+    size = PERIOD_MONTHS[kind]
+    return size * (n - 1) + 1, size * n
+
+
 def _overlaps(span: tuple[int, int], claimed: list[tuple[int, int]]) -> bool:
     """Whether span overlaps one of claimed (disjoint, in order): only the last to start before span ends can reach it.
 
@@ -3445,6 +3483,9 @@ def _values_agree(a: Value, b: Value, cfg: Config) -> bool:
         return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
     if a.type in CLOCK_TYPES:
         return _clocks_agree(a, b)
+    if a.type in PERIOD_TYPES:  # one year or one unsaid, months that overlap: "Q3 2025" meets "H2 2025"
+        (a1, a2), (b1, b2) = _period_months(a), _period_months(b)
+        return (a.amount == b.amount or not a.amount or not b.amount) and a1 <= b2 and b1 <= a2
     if a.type in WEEKDAY_TYPES and a.high is None and b.high is None:  # "Sunday" meets "the second Sunday of May"
         return all(x == y or not x or not y for x, y in zip(_weekday_parts(a), _weekday_parts(b)))
     if a.high is None and b.high is None and a.written == b.written:  # two amounts in one unit: the common case
@@ -3523,7 +3564,7 @@ def _value_key(v: Value) -> tuple[str, str]:
     (('time', ''), ('clock', ''))
     """
     return ("time", "") if v.type in TEMPORAL_TYPES else (v.type, "") if v.type in CLOCK_TYPES | WEEKDAY_TYPES \
-        else (v.type, v.unit)
+        | PERIOD_TYPES else (v.type, v.unit)
 
 
 def _typed_values(sentence: str, types: frozenset[str], event_years: bool) -> list[Value]:
@@ -3533,6 +3574,8 @@ def _typed_values(sentence: str, types: frozenset[str], event_years: bool) -> li
     ['$4M']
     """
     values = [v for v in extract_values(sentence) if v.type in types]
+    if types & PERIOD_TYPES:
+        values += period_values(sentence)
     if not event_years:
         return values
     years = {_period_parts(v.period)[0] for v in values if v.period}
@@ -3643,7 +3686,7 @@ def _describe_values(key: tuple[str, str], pairs: list[tuple[Value, Value]]) -> 
     # Units are named as the texts say them, not as compared ("12 hours vs 8 hours", not days; "1,200 employees vs
     # 3,400 people"); a measurement by its kind ("different lengths: 630km vs 607 km", not "values in m").
     what = ({"time": "dates", "clock": "times of day", "weekday": "days of the week",
-             "duration": "durations", "frequency": "frequencies"}.get(key[0])
+             "duration": "durations", "frequency": "frequencies", "period": "periods"}.get(key[0])
             or key[0] == "quantity" and {**MEASURE_NAMES, "people": "headcounts"}.get(key[1])
             or f"{key[0]} values" + (f" in {key[1]}" if key[1] not in ("", "%") else ""))
     context = " ".join(filter(None, (x.entity, x.period)))
@@ -3800,7 +3843,8 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str],
     ...                        frozenset({"leave"}), DEFAULT_CONFIG) is None
     True
     """
-    if not all(any(v.type in types for s in side for v in extract_values(s)) for side in (a, b)):
+    if not all(any(v.type in types for s in side for v in extract_values(s))
+               or types & PERIOD_TYPES and any(map(period_values, side)) for side in (a, b)):
         return None  # a side with no value of the types: nothing to compare (and the hot path skips the rest)
     preds = predicate_words(a + b, qwords)
     units = counted_units(a + b, qwords) if "quantity" in types else frozenset()  # "How many moons?": "95" of them
@@ -5318,12 +5362,13 @@ def subject_groups(docs, sims, relevant, qwords, cfg):
 
 _MEASURES = functools.partial(anchored_value_finding, types=MEASURE_TYPES, event_years=False)
 _TEMPORAL = functools.partial(anchored_value_finding, types=WHEN_TYPES, event_years=False)
+_WHEN = functools.partial(anchored_value_finding, types=WHEN_TYPES | PERIOD_TYPES, event_years=False)
 _ALL_VALUES = functools.partial(anchored_value_finding, types=VALUE_TYPES, event_years=True)
 # Checks per question type ("category": an "other" question asking which kind of thing its subject is), first finding
 # wins; polarity and a swapped span count whatever the question asks.
 CHECKS = {
     "quantity": (_MEASURES, polarity_finding, swap_finding),
-    "date": (_TEMPORAL, polarity_finding, swap_finding),
+    "date": (_WHEN, polarity_finding, swap_finding),
     "name": (slot_name_finding, polarity_finding, swap_finding),
     "state": (polarity_finding, asked_polarity_finding, state_slot_finding, _ALL_VALUES, _TEMPORAL, _MEASURES,
               swap_finding, asked_swap_finding),
@@ -5451,7 +5496,7 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
     ...                                                                 DEFAULT_CONFIG)]
     [('c. 1850', 1.0), ('1901 to 1903', 0.0), ('1903', 0.0)]
     """
-    types = MEASURE_TYPES if qtype == "quantity" else WHEN_TYPES
+    types = MEASURE_TYPES if qtype == "quantity" else WHEN_TYPES | PERIOD_TYPES
     values = [v for v, _ in _side_values([sentence], qwords, cfg, types)]
     # stable sorts: sentence order among equals, and candidates of equal scores keep this order
     values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _numeric_date(v)))
@@ -6535,7 +6580,8 @@ def holds(text, answer):
 
 def answers_agree(x, y, cfg):
     """Two readings give one answer: one holds the other (a negation on one side only aside), or both state values
-    and each value of either agrees with a value of the other (two sentences that share one number do not agree).
+    and each value of either agrees with a value of the other (two sentences that share one number do not agree); a
+    text with no other value is read for its periods ("Q3 2025" is "the third quarter of 2025").
 
     >>> (answers_agree("$4.2M", "4.2 million dollars", DEFAULT_CONFIG),
     ...  answers_agree("1750", "3 July 1750", DEFAULT_CONFIG))
@@ -6549,7 +6595,7 @@ def answers_agree(x, y, cfg):
         return False
     if holds(x, y) or holds(y, x):
         return True
-    vx, vy = extract_values(x), extract_values(y)
+    vx, vy = (extract_values(t) or period_values(t) for t in (x, y))
     return bool(vx and vy) and (all(any(_values_agree(a, b, cfg) for b in vy) for a in vx)
                                 and all(any(_values_agree(a, b, cfg) for b in vx) for a in vy))
 
@@ -10521,6 +10567,13 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.check("How often is the office cleaned?", "The office is cleaned 3 times a week.",
                    "The office is cleaned every day.", "value")
 
+    def test_two_quarters_answering_when_are_different_values(self):
+        f = self.check("When does the product launch?", "The product launches in the third quarter of 2025.",
+                       "The product launches in Q1 2026.", "value")
+        self.assertEqual(f.evidence, ("third quarter of 2025", "Q1 2026"))
+        self.check("When does the product launch?", "The product launches in Q3 2025.",
+                   "The product launches in H1 2025.", "value")
+
     def test_two_headcounts_in_different_nouns_for_people(self):
         f = self.check("How many people does the hall hold?", "The hall seats 300 people.",
                        "The hall holds up to 450 guests.", "value")
@@ -10618,6 +10671,17 @@ class TestAnswersThatAgree(unittest.TestCase):
                    "The fair is held once every two years.")
         # the interval's number is no duration: a course of ten days and a dose twice a day are not compared
         self.check("How long is the course?", "Take one tablet twice a day.", "The course lasts 10 days.")
+
+    def test_one_period_said_two_ways(self):
+        self.check("When does the product launch?", "The product launches in the third quarter of 2025.",
+                   "The product launches in Q3 2025.")
+        self.check("When does the product launch?", "The product launches in Q3 2025.",
+                   "The product launches in the second half of 2025.")
+        # a quarter that dates an amount is its period, no value beside it
+        self.assertEqual([(v.type, v.period) for v in extract_values("Revenue was $4.2M in Q3 2024.")],
+                         [("money", "Q3-2024")])
+        self.assertTrue(answers_agree("Q3 2025", "the third quarter of 2025", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("Q3 2025", "Q1 2026", DEFAULT_CONFIG))
 
     def test_one_temperature_on_two_scales(self):
         self.check("At what temperature should it bake?", "Bake it at 180°C.", "Bake it at 356°F.")
