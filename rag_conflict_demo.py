@@ -2491,10 +2491,10 @@ _QUARTER_RE = re.compile(rf"(?<![\w])(?:Q(?P<q>[1-4])|(?P<qw>(?i:first|second|th
                          rf"{_SUB_PERIOD_YEAR}")
 _HALF_RE = re.compile(rf"(?<![\w])(?:H(?P<q>[12])|(?P<qw>(?i:first|second))[\s-](?i:half)){_SUB_PERIOD_YEAR}")
 _FISCAL_RE = re.compile(r"(?<![\w])(?:FY\s?['’]?(?P<year>\d{4}|\d{2})"
-                        r"|(?i:(?:(?:for|in)\s(?:the\s)?)?fiscal\s(?:year\s)?)(?P<y2>\d{4})"
-                        r"|(?:for|in)\s(?:the\s)?year\s(?P<y3>\d{4}))(?![\w])")
-_PREPOSITION_YEAR_RE = re.compile(rf"(?<![\w])(?:(?P<fiscal>for)|[Ii]n|[Dd]uring|[Aa]s of)\s(?P<year>{_YEAR})"
-                                  r"(?![\w])")
+                        r"|(?i:(?:(?:for|in)\s(?:the\s)?)?fiscal\s(?:year\s)?)(?P<y2>\d{4}))(?![\w])")
+# "in 2023", "for 2023" and "in the year 2023": the year a value is of ("for": the fiscal year), and a year still
+_PREPOSITION_YEAR_RE = re.compile(rf"(?<![\w])(?:(?P<fiscal>for)|[Ii]n|[Dd]uring|[Aa]s of)\s(?:(?:the\s)?year\s)?"
+                                  rf"(?P<year>{_YEAR})(?![\w])")
 _CAP_SPAN = r"[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*"
 # Every capitalised span, whole, with "'s" after it when it owns something ("owns"): each span is read once. Required
 # to end in "'s", a span without it would be retried from each of its words to its end (quadratic in a long run).
@@ -3061,7 +3061,7 @@ def _sub_period(m: re.Match, prefix: str) -> str:
 _PERIOD_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], str], bool], ...] = (
     (_QUARTER_RE, functools.partial(_sub_period, prefix="Q"), True),
     (_HALF_RE, functools.partial(_sub_period, prefix="H"), True),
-    (_FISCAL_RE, lambda m: "FY" + _two_digit_year(m["year"] or m["y2"] or m["y3"]), True),
+    (_FISCAL_RE, lambda m: "FY" + _two_digit_year(m["year"] or m["y2"]), True),
     (_PREPOSITION_YEAR_RE, lambda m: ("FY" if m["fiscal"] else "") + m["year"], False),  # "for 2023": FY2023
     (_DATE_MY_RE, lambda m: f"{m['year']}-{MONTHS[m['mon'].rstrip('.').lower()]:02d}", False),
     (_MONTH_ONLY_RE, lambda m: f"M{MONTHS[m['mon'].lower()]:02d}", False),  # "In January, diesel cost ..."
@@ -10566,6 +10566,13 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertIn("different frequencies", f.reason)
         self.check("How often is the office cleaned?", "The office is cleaned 3 times a week.",
                    "The office is cleaned every day.", "value")
+
+    def test_a_year_said_as_in_the_year_is_a_year(self):
+        f = self.check("When did the library open?", "The library opened in the year 1998.",
+                       "The library opened in 2001.", "value")
+        self.assertEqual(f.evidence, ("1998", "2001"))
+        self.assertEqual([(v.type, v.period) for v in extract_values("Revenue for the year 2023 was $5M.")],
+                         [("year", ""), ("money", "FY2023")])  # still the period of an amount after "for"
 
     def test_two_quarters_answering_when_are_different_values(self):
         f = self.check("When does the product launch?", "The product launches in the third quarter of 2025.",
