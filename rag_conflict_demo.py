@@ -2056,8 +2056,45 @@ def _strip_possessive(word: str) -> str:
 
 
 # Per-sentence features, cached: a document's sentences are read once however many pairs it is part of.
-_FEATURE_CACHE = 1 << 16  # sentences kept per feature, about 30 MB at most
+_FEATURE_CACHE = 1 << 16  # texts whose records are kept (text_record), and entries of each other feature cache
 _DOCUMENT_CACHE = 1 << 11  # documents' (and pairs') edited-copy tokens kept: two of --scan's blocks of 1,024
+
+
+class TextRecord:
+    """What has been read of one text (a sentence or a question): each feature, with its other arguments, the first
+    time a signal asks for it. One record per text holds all of them, so a text's features are kept and dropped
+    together, in one cache (text_record), however many features, pairs and questions read it."""
+    __slots__ = ("text", "read")
+
+    def __init__(self, text: str):
+        self.text, self.read = text, {}
+
+
+@functools.lru_cache(maxsize=_FEATURE_CACHE)
+def text_record(text: str) -> TextRecord:
+    return TextRecord(text)
+
+
+def text_feature(read: Callable) -> Callable:
+    """Make read(text, *args) a feature kept on the text's record: computed once per text and arguments.
+
+    >>> calls = []
+    >>> shout = text_feature(lambda text: calls.append(text) or text.upper())
+    >>> shout("a b"), shout("a b"), calls
+    ('A B', 'A B', ['a b'])
+    """
+    @functools.wraps(read)
+    def feature(text: str, *args):
+        got = text_record(text).read
+        key = (read, args)
+        try:
+            return got[key]
+        except KeyError:
+            value = got[key] = read(text, *args)
+            return value
+    return feature
+
+
 _SNIPPET_DATE_RE = re.compile(rf"^\s*(?:{_MONTH}\s\d{{1,2}},?\s\d{{4}}|\d{{1,2}}\s{_MONTH},?\s\d{{4}}"
                               r"|\d+\s(?:second|minute|hour|day|week|month|year)s?\sago)\s*(?:\.\.\.|…|—|–|-|·)\s*")
 # subtle: leading whitespace only from the start of its run, as a leftmost match takes it anyway; tried from every
@@ -2212,7 +2249,7 @@ class Asked(NamedTuple):
     form: str
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)  # asked once per pair: read once per question
+@text_feature
 def read_question(question: str) -> Asked:
     """What the question asks (Asked), read once.
 
@@ -2288,7 +2325,7 @@ def _asks_category(question):
     return head is not None and (head + 1 == len(words) or words[head + 1] in ASKING_WORDS["auxiliary"] | {"of"})
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)  # asked once per pair: read once per question
+@text_feature
 def question_words(question: str) -> frozenset[str]:
     """Lowercased question tokens without possessive "'s"; the answer is what the question does not say.
 
@@ -2408,8 +2445,9 @@ DURATION_CUES = frozenset("within for lasts last lasted lasting takes take took 
 # minutes". Said as a count of times in a unit ("once a week", "3 times per day") or as the interval ("every other
 # day", "every two weeks", "every year"); the interval's number is no duration of its own.
 _FREQUENCY_UNITS = r"years?|months?|fortnights?|weeks?|days?|hours?|minutes?|seconds?|decades?"
-_TIMES_PER_RE = re.compile(rf"(?<![\w])(?:(?P<times>(?i:once|twice|thrice))|{_NUM}\s(?i:times))\s(?i:a|an|per|each|every)"
-                           r"\s(?P<unit>(?i:year|month|fortnight|week|day|hour|minute|decade|annum))(?![\w])")
+_TIMES_PER_RE = re.compile(rf"(?<![\w])(?:(?P<times>(?i:once|twice|thrice))|{_NUM}\s(?i:times))"
+                           r"\s(?i:a|an|per|each|every)\s(?P<unit>(?i:year|month|fortnight|week|day|hour|minute|decade"
+                           r"|annum))(?![\w])")
 _EVERY_RE = re.compile(rf"(?<![\w])(?i:every)\s(?:(?P<other>(?i:other))\s|{_NUM}\s)?(?P<unit>(?i:{_FREQUENCY_UNITS}))"
                        r"(?![\w])")
 TIMES_WORDS = {"once": 1, "twice": 2, "thrice": 3}
@@ -3073,7 +3111,7 @@ PERIOD_MONTHS = {"Q": 3, "H": 6, "FY": 12}  # months in a quarter, a half, a fis
 _PERIOD_LEAD_RE = re.compile(r"^(?i:(?:for|in)\s(?:the\s)?)")
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def period_values(sentence: str) -> tuple[Value, ...]:
     """The quarters, halves and fiscal years a sentence names (the period markers that claim their words from
     extract_values), as values of type 'period': amount the year (0 when not said), unit 'Q3', 'H1' or 'FY'.
@@ -3331,7 +3369,7 @@ def _written_number(v: Value) -> float | None:
     return parse_number(m.group()) if m else None
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def extract_values(sentence: str) -> tuple[Value, ...]:
     """Normalised money, percent, quantity, duration, year and date values, in reading order.
 
@@ -3406,7 +3444,7 @@ def _words_after(sentence: str, start: int, n: int) -> list[str]:
     return [m.group() for m in itertools.islice(_WORD_RE.finditer(sentence, start), max(n, 0))]
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def _event_words(sentence: str, v: Value, qwords: frozenset[str], window: int) -> frozenset[str]:
     """Content words within `window` words of a value, minus the question's words: the event a year dates.
 
@@ -3711,7 +3749,7 @@ def predicate_words(sentences: list[str], qwords: frozenset[str]) -> frozenset[s
                      and (w in common or w not in lowered))
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def _word_roles(sentence: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(words capitalised away from the start, lowercase words, every word lowered) of one sentence, cached."""
     words = [(k, _strip_possessive(w)) for k, w in enumerate(_WORD_RE.findall(sentence))]
@@ -3720,7 +3758,7 @@ def _word_roles(sentence: str) -> tuple[frozenset[str], frozenset[str], frozense
             frozenset(w.lower() for _, w in words))
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def _window_stems(sentence: str, v: Value, window: int) -> frozenset[str]:
     """Stems of the words within `window` words of a value.
 
@@ -3731,7 +3769,7 @@ def _window_stems(sentence: str, v: Value, window: int) -> frozenset[str]:
     return frozenset(_stem(w.lower()) for w in before + after if w.lower() not in STOPWORDS)
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def _measured_phrase(sentence: str, v: Value) -> tuple[str, ...]:
     """Up to three lowercase content words right after a value (past "of"): what it measures.
 
@@ -3752,7 +3790,7 @@ def _phrases_clash(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
     return bool(p and q) and p[-1] == q[-1] and len(p) > 1 and len(q) > 1 and p[:-1] != q[:-1]
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def _sentence_anchors(sentence: str, qwords: frozenset[str], types: frozenset[str], event_years: bool,
                       anchor_window: int, event_window: int) -> tuple:
     """(value, event words, measured phrase, stems near it) for each value of the types in one sentence: a
@@ -3962,7 +4000,7 @@ def _lexicon_match(lower: list[str], i: int) -> tuple[int, tuple[str, int]] | No
     return None
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def polarity_hits(sentence: str, cfg: Config) -> tuple[PolarityHit, ...]:
     """Lexicon predicates with their sign after negation directly before them (or "may/must not").
 
@@ -4082,7 +4120,7 @@ NEGATING_PREFIXES = ("non", "un", "in", "im", "dis")
 ADJECTIVE_ENDINGS = ("ive", "ible", "able", "al", "ent", "ant", "ous", "ful", "ic", "ar")
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def asked_signs(sentence: str, preds: frozenset[str], cfg: Config) -> dict[str, int]:
     """Each asked predicate stem the sentence uses -> +1, or -1 when negated (a negator within negation_window
     words before it, or a negating prefix); a stem used with both signs in the sentence is left out.
@@ -4247,7 +4285,7 @@ def _name_word(token: str) -> str:
     return _strip_possessive(token).strip(".,'’-").lower()
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def extract_names(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
     """Lowercased capitalised name spans, minus question words, months, units, titles and sentence starters.
 
@@ -4348,7 +4386,7 @@ def _is_heading(words: list[str], cfg: Config) -> bool:
         w.islower() and not any(c.isdigit() for c in w) and w not in STOPWORDS for w in words)
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def slot_names(sentence: str, qwords: frozenset[str], preds: frozenset[str],
                cfg: Config) -> frozenset[str]:
     """Names (as extract_names gives them) within `window` words of a predicate word of the question or an alias.
@@ -4442,7 +4480,7 @@ def slot_name_finding(a: list[str], b: list[str], qwords: frozenset[str],
 _SLOT_TOKEN_RE = re.compile(rf"[$€£]?\d[\d,.]*[%\w]*|{_LETTER_WORD}")
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def _slot_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     """(canonical, original) content tokens: lowercased, possessive and stopwords dropped, synonyms merged.
 
@@ -4603,7 +4641,7 @@ _SWAP_TOKEN_RE = re.compile(rf"[$€£]?\d[\d,.:]*\d%?|[$€£]?\d%?|{_LETTER_WO
 _UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     """(lowercased, original) tokens, stopwords kept: the whole frame counts, not just its content words.
 
@@ -5262,7 +5300,7 @@ _ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,}\b")
 STATE_WORDS = frozenset(p[0] for p in POLARITY_LEXICON if len(p) == 1)  # "active", "closed", ...
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def _subject_tokens(sentence: str, opening: bool = True) -> frozenset[str]:
     """The name tokens a sentence's subjects could be, its opening word among them unless opening=False.
 
@@ -5562,7 +5600,7 @@ def denied_value(sentence: str, at: int, cfg: Config) -> bool:
 _TIME_TO_TIME_RE = re.compile(r"\s*(?:to|and|until|till)\s+(?P<then>(?:\w+\s){0,2}\d{4})")
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def asked_stems(sentence: str, qwords: frozenset[str]) -> frozenset[str]:
     """The question's predicate as stems (predicate_words), with the words it is said with: a synonym
     ("established": "founded"), an agent noun ("direct": "director") and the agent's verb ("director": "direct").
@@ -11175,7 +11213,8 @@ class TestPolarity(unittest.TestCase):
         self.assertEqual(signs_of("Welcome to the terrace bar."), {})
 
     def test_one_permission_said_in_two_words_is_no_swap(self):
-        self.assertIsNone(compare_answers("Are jeans allowed in the office?", ["Jeans are not permitted in the office."],
+        self.assertIsNone(compare_answers("Are jeans allowed in the office?",
+                                          ["Jeans are not permitted in the office."],
                                           ["Jeans are not allowed in the office."], DEFAULT_CONFIG))
 
     def test_a_withdrawn_or_negated_predicate_noun_reverses_its_predicate(self):
