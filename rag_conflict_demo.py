@@ -2530,7 +2530,8 @@ _QUARTER_RE = re.compile(rf"(?<![\w])(?:Q(?P<q>[1-4])|(?P<qw>(?i:first|second|th
 _HALF_RE = re.compile(rf"(?<![\w])(?:H(?P<q>[12])|(?P<qw>(?i:first|second))[\s-](?i:half)){_SUB_PERIOD_YEAR}")
 _FISCAL_RE = re.compile(r"(?<![\w])(?:FY\s?['’]?(?P<year>\d{4}|\d{2})"
                         r"|(?i:(?:(?:for|in)\s(?:the\s)?)?fiscal\s(?:year\s)?)(?P<y2>\d{4}))(?![\w])")
-# "in 2023", "for 2023" and "in the year 2023": the year a value is of ("for": the fiscal year), and a year still
+# "in 2023", "for 2023", "in the year 2023": the period of the values beside it ("for" names a fiscal year); the
+# words stay unclaimed, so the year is also read as a year
 _PREPOSITION_YEAR_RE = re.compile(rf"(?<![\w])(?:(?P<fiscal>for)|[Ii]n|[Dd]uring|[Aa]s of)\s(?:(?:the\s)?year\s)?"
                                   rf"(?P<year>{_YEAR})(?![\w])")
 _CAP_SPAN = r"[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*"
