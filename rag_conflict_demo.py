@@ -1144,7 +1144,7 @@ def same_measure(x, y):
     vx, vy = extract_values(x), extract_values(y)
     if not vx or not vy:
         return not vx and not vy
-    return _value_key(vx[0]) == _value_key(vy[0])
+    return _keys_meet(_value_key(vx[0]), _value_key(vy[0]))
 
 
 def dispute_candidates(question, clusters, read_alone, report, cfg):
@@ -2461,6 +2461,34 @@ _MONEY_RES = (
     re.compile(rf"{_LEAD}{_NUM}{_SCALE_ANY}?\s?(?P<cur>(?:US |U\.S\. )?(?i:dollars?)|(?i:euros?)|yen|rupees?"
                r"|USD|EUR|GBP|JPY|INR)(?![\w])"),
 )
+# A price of nothing said in words: "free of charge", "at no cost", "no charge", "costs nothing", "admission is free",
+# "free parking". Its money value is 0 in no currency (unit FREE_CURRENCY), which meets an amount in any currency
+# ("free" vs "$3 an hour"). "Free" elsewhere is no price: "free to leave", "free from", "a free agent", "is free
+# software", "free for children" (a price for some); after a verb, only where its clause ends, a time or place follows
+# ("is free on Sundays") or it is free for all.
+_COPULA_BEFORE = "|".join(rf"(?<=\b{w}\s)" for w in ("is", "are", "was", "were", "be", "been", "remains", "remain",
+                                                     "stays", "stay", "now", "always", "entirely", "completely",
+                                                     "totally", "also", "still"))
+_FREE_RE = re.compile(r"(?<![\w-])(?i:free\sof\s(?:charge|cost)|at\sno\s(?:extra\s|additional\s)?(?:cost|charge)"
+                      r"|no\scharge|costs?\snothing|charges?\snothing|free(?=\s(?:admission|entry|entrance|parking"
+                      rf"|access|shipping|delivery)\b)|(?:{_COPULA_BEFORE})free(?=\s?[.,;:!?)]|$|\s(?:on|at|in"
+                      r"|during|until|after|before|every|each|and|but|with|for\s(?:all|everyone|everybody|anyone"
+                      r"|the\spublic))\b))")
+FREE_CURRENCY = ""
+# "Pounds" after a number is money or a weight: read as the sentence's nearest cue says ("costs 12 pounds" is GBP 12,
+# "weighs 5 pounds" 2.27 kg; a sentence with neither cue leaves it a count of pounds). "Quid" and "pounds sterling" are
+# money always; a money reading takes the pence said after it ("twelve pounds fifty" is GBP 12.50).
+_POUNDS_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_ANY}?\s(?P<cur>(?i:pounds?(?P<sterling>\ssterling)?|quid))"
+                        rf"(?:\s(?P<pence>\d{{1,2}}|{_WORDNUM_ALT})(?=\s?(?:[.,;:!?)]|$|(?i:pence|p)(?![\w]))))?"
+                        r"(?![\w])")
+POUNDS_CUES = {
+    "money": frozenset("""cost costs costing price priced prices fee fees fare fares charge charged charges charging
+        pay pays paid paying sold sell sells bought buy buys worth spend spends spent salary wage wages fine fined tax
+        rent ticket tickets admission budget earn earns earned income prize raise raised donated owe owes
+        owed""".split()),
+    "weight": frozenset("""weigh weighs weighed weighing weight weights heavy heavier heaviest light lighter mass load
+        loads lift lifted lifts carry carries""".split()),
+}
 _PERCENT_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:%|(?i:percent|per cent|pct|percentage points?)(?![\w]))")
 # A share said as a ratio, a percentage of its own: "one in four" = 25%, "3 out of 10"; up to three digits below, so
 # "1 in 2010" is no share, nor is a time ("1 in 3 days").
@@ -2664,6 +2692,32 @@ def _money_values(m: re.Match) -> list[Value]:
     return _value("money", _scaled(m), CURRENCIES[cur], m)
 
 
+def _pounds_values(m: re.Match) -> list[Value]:
+    """Pounds as money (GBP, with its pence) or as a weight (in kg), by the cue word nearest the number; none when the
+    sentence has no cue (the count reading stands).
+
+    >>> [(v.type, round(v.amount, 2), v.unit) for v in extract_values("It costs six pounds fifty; it weighs 5 pounds.")]
+    [('money', 6.5, 'GBP'), ('quantity', 2.27, 'kg')]
+    >>> [(v.type, v.unit) for v in extract_values("He lost 11 pounds.")]
+    [('quantity', 'pounds')]
+    """
+    reading = "money" if m["sterling"] or m["cur"].lower() == "quid" else _pounds_cue(m.string, m.start())
+    amount = _scaled(m)
+    if reading is None or amount is None:
+        return []
+    if reading == "weight":
+        return [_in_si(v, "lb") for v in _value("quantity", amount, "", m)]
+    pence = parse_number(m["pence"]) if m["pence"] else 0.0
+    return _value("money", amount + (pence or 0.0) / 100, "GBP", m)
+
+
+def _pounds_cue(sentence: str, at: int) -> str | None:
+    """"money" or "weight": the reading of the POUNDS_CUES word nearest position `at` of the sentence, None if none."""
+    cues = [(abs(w.start() - at), reading) for w in _WORD_RE.finditer(sentence)
+            for reading, words in POUNDS_CUES.items() if w.group().lower() in words]
+    return min(cues)[1] if cues else ("money" if "£" in sentence else None)
+
+
 def _rate_values(m: re.Match) -> list[Value]:
     """A count per time unit, unit "what/per".
 
@@ -2841,7 +2895,8 @@ def _count_values(m: re.Match) -> list[Value]:
 
 
 # Measurements in SI units, so "630km", "630 kilometres" and "391.5 mi" meet: unit as written -> (SI unit, factor).
-# Left out: units that are also a word or another amount ("in", "pounds": money, "B": billions), ambiguous ones
+# Left out: units that are also a word or another amount ("in", "pounds": money unless a cue says weight, _POUNDS_RE;
+# "B": billions), ambiguous ones
 # ("tons": short or metric; gallons: US or imperial) and degrees (an offset, not a factor).
 MEASUREMENT_UNITS = {
     **dict.fromkeys(("km", "kilometre", "kilometres", "kilometer", "kilometers"), ("m", 1e3)),
@@ -3051,6 +3106,8 @@ def _cued_clock(m: re.Match) -> bool:
 # (regex, builder) in priority order: a span claimed by an earlier rule is skipped by later ones.
 _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] = (
     *((r, _money_values) for r in _MONEY_RES),
+    (_POUNDS_RE, _pounds_values),
+    (_FREE_RE, lambda m: [Value("money", 0.0, FREE_CURRENCY, "", "", m.group())]),
     (_PERCENT_RE, lambda m: _value("percent", _scaled(m), "%", m)),
     (_RATIO_RE, lambda m: _ratio_values(m)),
     (_TEMPERATURE_RE, lambda m: _temperature_values(m)),
@@ -3606,6 +3663,29 @@ def _value_key(v: Value) -> tuple[str, str]:
         | PERIOD_TYPES else (v.type, v.unit)
 
 
+def _keys_meet(x: tuple[str, str], y: tuple[str, str]) -> bool:
+    """Two value keys that are compared: the same key, or money and a price of nothing (FREE_CURRENCY), which meets
+    every currency.
+
+    >>> _keys_meet(("money", "USD"), ("money", FREE_CURRENCY)), _keys_meet(("money", "USD"), ("money", "EUR"))
+    (True, False)
+    """
+    return x == y or x[0] == y[0] == "money" and FREE_CURRENCY in (x[1], y[1])
+
+
+def _free_joins_currencies(va: dict[tuple[str, str], list], vb: dict[tuple[str, str], list]) -> list[dict]:
+    """Both sides' rows by key, a side's price of nothing joined to each currency the other side states, so "free"
+    meets "$3" under ("money", "USD")."""
+    free_key, out = ("money", FREE_CURRENCY), []
+    for x, y in ((va, vb), (vb, va)):
+        currencies = [k for k in y if k != free_key and _keys_meet(k, free_key)]
+        if free_key in x and currencies:
+            x = {k: rows for k, rows in x.items() if k != free_key} | {k: x.get(k, []) + x[free_key]
+                                                                       for k in currencies}
+        out.append(x)
+    return out
+
+
 def _typed_values(sentence: str, types: frozenset[str], event_years: bool) -> list[Value]:
     """A sentence's values of the types; with event_years, less the years that only date another value's period.
 
@@ -3699,7 +3779,8 @@ def values_stated(claim: str, sentences: list[str], cfg: Config) -> bool:
     """
     claim_values = extract_values(claim)
     stated = [v for s in sentences for v in extract_values(s)]
-    return bool(claim_values) and all(any(_values_agree(v, d, cfg) for d in stated if _value_key(v) == _value_key(d))
+    return bool(claim_values) and all(any(_values_agree(v, d, cfg) for d in stated
+                                          if _keys_meet(_value_key(v), _value_key(d)))
                                       for v in claim_values)
 
 
@@ -3895,6 +3976,7 @@ def _first_disagreement(va: dict[tuple[str, str], list[tuple]], vb: dict[tuple[s
                         event_years: bool) -> Finding | None:
     """The finding of the first key whose comparable (value, event words, measured phrase) rows of the two sides
     disagree; with event_years, two times meet only when their event words do."""
+    va, vb = _free_joins_currencies(va, vb)
     for key in sorted(va.keys() & vb.keys()):
         pairs = _disagreeing([(x, y) for x, ex, px in va[key] for y, ey, py in vb[key]
                               if _comparable(x.period, x.entity, y.period, y.entity) and not _phrases_clash(px, py)
@@ -10902,12 +10984,37 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.assertEqual(one("It runs 10 miles.").written, "miles")
 
     def test_what_is_no_measurement(self):
-        self.assertEqual(one("It weighs 11 pounds.").unit, "pounds")  # pounds are also money: left a count
+        self.assertEqual(one("He lost 11 pounds.").unit, "pounds")  # no cue says money or weight: left a count
         self.assertFalse([v for v in extract_values("Sales hit 324m.") if v.unit == "m"])  # glued m: as often millions
         self.assertEqual(extract_values("It ships in 5G phones."), ())
         self.assertEqual(one("Light travels 186,000 miles per second.").unit, "miles/second")  # a rate
         self.assertFalse([v for v in extract_values("It goes 186,000 miles (300,000 km) per second.") if v.written])
         self.assertEqual(one("Staff get 3 days per week.").unit, "days/week")
+
+    def test_pounds_are_money_or_a_weight_as_the_sentence_says(self):
+        self.amounts(["The fee is £12.50.", "The fee is twelve pounds fifty.", "The fee is 12 pounds 50."], "money",
+                     12.5, "GBP")
+        self.amounts(["It weighs 5 lb.", "It weighs 5 pounds."], "quantity", 5 * 0.45359237, "kg")
+        self.conflict("How much is the entry fee?", "The entry fee is £12.", "The entry fee is twelve pounds fifty.")
+        self.control("How much is the entry fee?", "The entry fee is £12.50.", "The entry fee is twelve pounds fifty.")
+        self.conflict("How heavy can a parcel be?", "Parcels may weigh up to 2 kg.", "Parcels weigh up to 9 pounds.")
+        self.control("How heavy can a parcel be?", "Parcels may weigh up to 2.27 kg.", "Parcels may weigh up to 5 lb.")
+        # near misses: no cue leaves a count, and "5 pounds 3 ounces" takes no pence
+        self.assertEqual(one("He lost 11 pounds.").type, "quantity")
+        self.assertEqual(extract_values("The baby weighed 5 pounds 3 ounces.")[0].text, "5 pounds")
+
+    def test_a_price_of_nothing_meets_every_currency(self):
+        q = "How much does parking cost?"
+        for free in ("Parking is free.", "Parking is free of charge.", "Parking costs nothing.",
+                     "There is no charge for parking.", "Free parking is available."):
+            self.assertEqual([(v.type, v.amount) for v in extract_values(free)], [("money", 0.0)], free)
+            self.conflict(q, free, "Parking costs $3 an hour.")
+            self.conflict(q, free, "Parking costs £2 a day.")
+        self.control(q, "Parking is free.", "There is no charge for parking.")
+        # near misses: "free" that says no price is no value
+        for sentence in ("He is free to leave.", "It is free software.", "Entry is free for children.",
+                         "The city became a free port.", "She was free from pain."):
+            self.assertEqual(extract_values(sentence), (), sentence)
 
     def test_a_lowercase_m_before_a_plural_is_millions(self):
         self.amounts(["It has 5m users.", "It has 5 mn users.", "It has 5 million users."], "quantity", 5e6, "users")
