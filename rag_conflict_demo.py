@@ -16,9 +16,9 @@ retrieved by its best one), then runs twice on the same retrieval:
                of each superseded cluster, sets aside what more documents about its subject contradict
                (outnumbered: an edited copy or a close paraphrase of theirs), and withholds the answer
                (UNCERTAIN) where nothing settles it or the documents kept read different values of one measure
-               though no conflict was found; the reader answers from what is left (each
-               subject from the document that names it, the opening sentence for what the subject is), saying
-               what was discarded and why.
+               though no conflict was found (a time and a stop, for a schedule); the reader answers from what is
+               left (each subject from the document that names it, the opening sentence for what the subject is),
+               saying what was discarded and why.
 A question no retrieved document bears on (its best passage below Config.answer_gate) is answered by neither phase:
 the label is UNANSWERED, and a --question asked without --kb says on stderr that the built-in knowledge base answers.
 
@@ -1116,10 +1116,11 @@ def answer_once(question, retrieved, report, pipe, resolved, timings=None):
 
 def rival_readings(question, context, pipe):
     """(Candidate, ...) of the context's documents whose own readings of a typed question give different values of one
-    measure (same_measure as the answer most documents read), one per value, most supported first; () when they
-    agree, or differ only in what they measure ("$6.8M" and "140 employees" answer different questions).
+    measure (same_measure as the answer most documents read), one per value, most supported first, then the documents
+    that say the subject of a schedule question is stopped (stopped_candidates); () when they agree, or differ only in
+    what they measure ("$6.8M" and "140 employees" answer different questions).
 
-    readings "45.7 years" / "37 years" -> both; "$6.8M" / "140 employees" -> ()
+    readings "45.7 years" / "37 years" -> both; "$6.8M" / "140 employees" -> (); "7 am" / "closed" -> both
     """
     if pipe.read_alone is None or read_question(question).type not in ("date", "quantity", "name"):
         return ()
@@ -1127,9 +1128,29 @@ def rival_readings(question, context, pipe):
     readings = answering(question, list(docs.values()), pipe.read_alone)
     groups = support(readings, None, pipe.cfg)
     rivals = [(text, ids) for text, ids in groups if same_measure(groups[0][0], text)] if groups else []
+    stopped = stopped_candidates(question, docs.values(), readings, pipe.cfg) if rivals else []
     # each candidate as its own document reads it (a group's text may be another member's fuller form)
     return tuple(Candidate(docs[ids[0]], readings[ids[0]].text, readings[ids[0]].confidence) for _, ids in rivals) \
-        if len(rivals) > 1 else ()
+        + tuple(stopped) if len(rivals) + len(stopped) > 1 else ()
+
+
+def stopped_candidates(question, docs, readings, cfg):
+    """[Candidate] of the documents that answer a schedule question (asks_schedule: "When does the pool open?") with a
+    stop of its subject ("The pool is closed until further notice": stopped_state) and read no value of it: against
+    documents that read a time, each is a side, since a thing stopped has no schedule now. [] for any other question.
+
+    "closed until further notice" vs "opens at 7 am" -> "closed"; "closed on Mondays" (a limited stop) -> []
+    """
+    if not asks_schedule(question):
+        return []
+    subject = subject_stems(question)
+    found = [(d, stopped_state(sentence, subject, cfg)) for d in docs if d.source_id not in readings
+             for sentence in split_sentences(d.content)]
+    firsts = {}
+    for d, stop in found:
+        if stop and d.source_id not in firsts:
+            firsts[d.source_id] = Candidate(d, stop, 0.0)
+    return list(firsts.values())
 
 
 def same_measure(x, y):
@@ -1140,10 +1161,15 @@ def same_measure(x, y):
     (True, True, True)
     >>> same_measure("$6.8M", "140 employees"), same_measure("500 requests per minute", "60 minutes")
     (False, False)
+    >>> same_measure("5% of the monthly rent", "$50"), same_measure("5% of the staff", "$50")  # a share of money
+    (True, False)
     """
     vx, vy = extract_values(x), extract_values(y)
     if not vx or not vy:
         return not vx and not vy
+    if {vx[0].type, vy[0].type} == {"percent", "money"}:
+        share = x if vx[0].type == "percent" else y
+        return _SHARE_OF_MONEY_RE.search(share) is not None
     return _keys_meet(_value_key(vx[0]), _value_key(vy[0]))
 
 
@@ -2333,6 +2359,37 @@ def question_words(question: str) -> frozenset[str]:
     ['acme', 'ceo', 'is', 'who']
     """
     return frozenset(_strip_possessive(w) for w in _WORD_RE.findall(question.lower()))
+
+
+# A question about a schedule as it stands: when, at what time or how often a thing happens, asked in the present
+# ("When does the pool open?", "What time is the office open?", "How often does the shuttle run?").
+SCHEDULE_OPENERS = (("when",), ("what", "time"), ("what", "hours"), ("how", "often"), ("how", "frequently"))
+PRESENT_AUXILIARIES = frozenset("do does is are".split())
+
+
+def asks_schedule(question: str) -> bool:
+    """Whether the question asks when, at what time or how often something happens now (SCHEDULE_OPENERS, then a
+    present auxiliary); a past one ("When did the pool open?") asks about an event, not a schedule.
+
+    >>> [asks_schedule(q) for q in ("When does the pool open?", "How often does the bus run?", "When did it open?")]
+    [True, True, False]
+    """
+    words = _WORD_RE.findall(question.lower())
+    return any(tuple(words[:len(o)]) == o and words[len(o):len(o) + 1] and words[len(o)] in PRESENT_AUXILIARIES
+               for o in SCHEDULE_OPENERS)
+
+
+def subject_stems(question: str) -> frozenset[str]:
+    """The stems of the question's content words that name what it is about: not STOPWORDS, the words that ask
+    (openers, auxiliaries, "time", "often") or a predicate of the polarity lexicon ("open", "closed"), which a
+    sentence about the subject may say otherwise.
+
+    >>> sorted(subject_stems("What time does the city pool open?"))
+    ['city', 'pool']
+    """
+    asking = frozenset().union(*(ASKING_WORDS[r] for r in ("opener", "auxiliary", "scene", "clock", "frequency")))
+    return frozenset(_stem(w) for w in question_words(question)
+                     if w not in STOPWORDS and w not in asking and (w,) not in POLARITY_LEXICON)
 
 
 # --- Values: typed, normalised amounts and times ($4.2M == 4.2 million dollars), with their entity and period
@@ -4296,6 +4353,52 @@ def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str],
     return pair and Finding("swap", f"the asked-about span swapped: {pair[0]} vs {pair[1]}", pair)
 
 
+# A stop said of a thing: the negative side of these groups ("closed", "suspended", "cancelled", "out of service").
+# It answers a schedule question with "not at all" unless the sentence limits it to a time, a value ("closed on
+# Mondays", "suspended in 2020", "closed until 9 am") or one of the STOP_LIMITS words ("closed for lunch"), or undoes
+# it ("reopened after being closed", "resumed").
+STOP_GROUPS = frozenset({"available", "open", "active", "online", "enabled"})
+STOP_LIMITS = frozenset("""
+during between weekend weekends holiday holidays night nights overnight evening evenings morning mornings winter summer
+autumn season seasons seasonal lunch reopen reopens reopened reopening resume resumes resumed again
+""".split())
+
+
+def stopped_state(sentence: str, subject: frozenset[str], cfg: Config) -> str | None:
+    """The stop the sentence says of the subject (stems: subject_stems), as written ("suspended", "closed"): a
+    negative-sign polarity hit of STOP_GROUPS in a sentence naming the subject, no value and no STOP_LIMITS word in
+    it; None otherwise.
+
+    >>> pool = frozenset({"pool"})
+    >>> stopped_state("The pool is closed for repairs until further notice.", pool, DEFAULT_CONFIG)
+    'closed'
+    >>> [stopped_state(s, pool, DEFAULT_CONFIG) for s in ("The pool is closed on Mondays.", "The pool is not closed.",
+    ...  "The pool is closed for the winter.", "The pool reopened after being closed.", "The gym is closed.",
+    ...  "The disabled entrance of the pool.")]
+    [None, None, None, None, None, None]
+    """
+    words = [w.lower() for w in _WORD_RE.findall(sentence)]
+    if not subject & {_stem(w) for w in words} or STOP_LIMITS.intersection(words) or extract_values(sentence):
+        return None
+    return next((h.text for h in polarity_hits(sentence, cfg) if h.sign < 0 and h.group in STOP_GROUPS
+                 and any(_said_of_subject(sentence, start) for start, _ in _surfaces(h.text, sentence))), None)
+
+
+# A state said of its subject follows a form of "be" or "remain", with at most an adverb between ("is closed", "has
+# been suspended", "remains temporarily closed"); before a noun it only describes it ("the disabled entrance").
+STATE_VERBS = frozenset("is are was were be been being remains remain remained stays stay stayed".split())
+
+
+def _said_of_subject(sentence: str, start: int) -> bool:
+    """Whether the predicate at `start` is said of the subject (STATE_VERBS within the two words before it).
+
+    >>> s = "The pool is temporarily closed; the closed pool."
+    >>> _said_of_subject(s, s.index("closed")), _said_of_subject(s, s.rindex("closed"))
+    (True, False)
+    """
+    return bool(STATE_VERBS.intersection(w.lower() for w in _words_before(sentence, start, 2)))
+
+
 # --- Names: who-answers that share no name (Maria Lopez vs Daniel Okafor)
 
 TITLES = frozenset("""
@@ -5645,6 +5748,8 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
         joined = _TIME_TO_TIME_RE.match(sentence, end) if v.type in TEMPORAL_TYPES else None
         if joined and any(w.type in TEMPORAL_TYPES and joined["then"].startswith(w.text) for w in values):
             end = joined.end()  # a time span is both its ends: "1790 to 1794", "1953 and 1954"
+        share = _SHARE_OF_MONEY_RE.match(sentence, end) if v.type == "percent" else None
+        end = share.end() if share else end  # a share of money with its base: "5% of the monthly rent"
         word = (_words_before(sentence, at, 1) or [""])[0]
         start = sentence.rfind(word, 0, at) if word.lower() in VALUE_QUALIFIERS else at
         between = sentence[start + len(word):at] if start < at else " "  # a space, a stop or a hyphen: "c. 1850"
@@ -5680,6 +5785,13 @@ def denied_value(sentence: str, at: int, cfg: Config) -> bool:
 
 
 # what follows a time that is one end of a span: "to 1794", "and 1954", "until May 1903"
+# A percentage of an amount of money is an amount of money said as a share ("5% of the monthly rent", "2% of the
+# purchase price"): read with its base, and a rival of a sum ("a flat $50") as an answer to one question.
+MONEY_BASES = frozenset("""
+rent rents price prices cost costs fee fees salary salaries wage wages income revenue revenues sales balance balances
+bill bills invoice fare fares premium premiums payment payments loan deposit budget profit profits earnings tuition
+""".split())
+_SHARE_OF_MONEY_RE = re.compile(rf"\s+of\s+(?:[\w-]+\s+){{0,3}}?(?:{'|'.join(sorted(MONEY_BASES))})\b", re.IGNORECASE)
 _TIME_TO_TIME_RE = re.compile(r"\s*(?:to|and|until|till)\s+(?P<then>(?:\w+\s){0,2}\d{4})")
 
 
@@ -12624,6 +12736,39 @@ class TestSubjects(unittest.TestCase):
         people = replace(b, content="In the Riverton district the median age group counts 370 people.")
         other = answer_once(question, [found[0], Retrieved(people, 0.8, 1)], ConflictReport(), pipe, True)
         self.assertEqual((other.label, other.answer), ("ANSWERED", "45.7 years"))
+
+    def test_a_stop_and_a_schedule_are_a_dispute(self):
+        pipe = tiny_pipeline(overlap_embed)
+
+        def resolved(question, *texts):
+            found = [Retrieved(Document(f"d{n}", f"d{n}", None, t), 0.9 - n / 10, n) for n, t in enumerate(texts)]
+            r = answer_once(question, found, ConflictReport(), pipe, True)
+            return r.label, [(a.text, a.sources) for a in r.answers]
+
+        pool = "The city pool opens at 7 am on weekdays."
+        self.assertEqual(resolved("When does the city pool open?", "The city pool is closed for repairs until further "
+                                  "notice.", pool), ("UNCERTAIN", [("7 am", ("d1",)), ("closed", ("d0",))]))
+        self.assertEqual(resolved("How often does the airport shuttle run?", "The airport shuttle runs every 30 "
+                                  "minutes.", "The airport shuttle is suspended until further notice."),
+                         ("UNCERTAIN", [("every 30 minutes", ("d0",)), ("suspended", ("d1",))]))
+        # near misses: a stop limited to a time, of another subject, or undone; a question about a past event
+        for stop in ("The city pool is closed on Mondays.", "The city pool is closed for the winter.",
+                     "The gift shop is closed until further notice.", "The city pool reopened after being closed."):
+            self.assertEqual(resolved("When does the city pool open?", stop, pool)[0], "ANSWERED", stop)
+        self.assertEqual(resolved("When did the city pool open?", "The city pool is closed.", "The city pool opened in "
+                                  "1998."), ("ANSWERED", [("1998", ("d1",))]))
+
+    def test_a_share_of_money_and_a_sum_are_a_dispute(self):
+        pipe, question = tiny_pipeline(overlap_embed), "What is the late fee?"
+        share, flat = "The late fee is 5% of the monthly rent.", "The late fee is a flat $50 after the 5th day."
+        found = [Retrieved(Document(f"d{n}", f"d{n}", None, t), 0.9 - n / 10, n) for n, t in enumerate((share, flat))]
+        r = answer_once(question, found, ConflictReport(), pipe, True)
+        self.assertEqual((r.label, [(a.text, a.sources) for a in r.answers]),
+                         ("UNCERTAIN", [("5% of the monthly rent", ("d0",)), ("$50", ("d1",))]))
+        # near miss: a share of something other than money answers another question
+        staff = replace(found[0].doc, content="The late fee is applied to 5% of the tenants.")
+        r = answer_once(question, [Retrieved(staff, 0.9, 0), found[1]], ConflictReport(), pipe, True)
+        self.assertEqual((r.label, r.answer), ("ANSWERED", "$50"))
 
     def test_a_subject_is_defined_by_the_opening_of_the_document_that_names_it(self):
         pipe = tiny_pipeline(overlap_embed)
