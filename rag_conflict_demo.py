@@ -1076,7 +1076,7 @@ def config_options(fields):
     return fields
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)  # one model load per process, however many answer() calls
 def default_embedder(cfg):
     """The embedder cfg names (RAG_EMBED_MODEL when set and cfg keeps the default), loaded once per process."""
     if cfg.embed_model == Config.embed_model and os.environ.get("RAG_EMBED_MODEL"):
@@ -1876,7 +1876,6 @@ def version_problem(value):
     return "is neither an integer nor a dotted version like \"2.0.1\""
 
 
-@functools.lru_cache(maxsize=4096)  # a large knowledge base repeats its dates
 def iso_date_problem(value):
     """None for an ISO-8601 date or datetime ("2024-04-03", "2024-04-03T09:30:00Z"); else why not, in words: not
     ISO-8601 at all ("03/04/2024"), or ISO-8601 past the calendar in UTC."""
@@ -2148,7 +2147,7 @@ STEM_MIN = 4  # letters a stem keeps at least: "sings" loses its suffix, "wins" 
 # are words of their own), and a final "e" comes off a longer word only ("release", not "here")
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@functools.lru_cache(maxsize=_FEATURE_CACHE)  # asked of each word of each sentence and question compared
 def _stem(word: str) -> str:
     """Crude stem: irregular forms, then one common suffix off a word of five letters or more.
 
@@ -2667,7 +2666,6 @@ def _scaled(m: re.Match) -> float | None:
     return number * SCALES[scale] if scale else number
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _plural(noun: str) -> str:
     """Canonical plural so "1 employee" and "2 employees" share a unit.
 
@@ -2685,7 +2683,6 @@ def _plural(noun: str) -> str:
     return noun + "s"
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _plurals(words: frozenset[str]) -> frozenset[str]:
     """The canonical plurals of a question's words: the units it asks to count ("How many moons?")."""
     return frozenset(_plural(w) for w in words)
@@ -3699,9 +3696,9 @@ def _rounding(v: Value) -> float:
     return 0.5 * 10.0 ** min(place, 300) * _upper(v) / number
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@functools.lru_cache(maxsize=_FEATURE_CACHE)  # a text has few periods and entities but many value pairs
 def _comparable(period_a: str, entity_a: str, period_b: str, entity_b: str) -> bool:
-    """Whether values of these periods and entities may be compared; cached, as a text has few but many value pairs.
+    """Whether values of these periods and entities may be compared.
 
     >>> _comparable("Q3", "", "Q4", "")
     False
@@ -3768,7 +3765,6 @@ def _asked_unit(v: Value, plurals: frozenset[str]) -> bool:
     return bool(v.unit) and (_plural(v.unit) in plurals or bool(v.written) and v.unit in _asked_dimensions(plurals))
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _asked_dimensions(plurals: frozenset[str]) -> frozenset[str]:
     """The SI units of the measurement units a question names ("miles", "kms", "gb": 'm', 'm', 'B')."""
     return frozenset(_UNITS_LOWER[w] for p in plurals for w in (p, p[:-1]) if w in _UNITS_LOWER)
@@ -4677,7 +4673,6 @@ def _slot_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     return tuple((SYNONYMS.get(word, word), original) for word, original in words if word not in STOPWORDS)
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
 def _canonical_words(tokens: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
     """The canonical words of a sentence's (canonical, original) tokens, the sequence the frame diffs align."""
     return tuple(c for c, _ in tokens)
@@ -4695,7 +4690,7 @@ def _is_slot_word(canon: str, qwords: frozenset[str]) -> bool:
                 or canon in qwords or canon in MONTHS or canon == "%")
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@functools.lru_cache(maxsize=_FEATURE_CACHE)  # a sentence's counts, asked again for each pair it is part of
 def _bag(tokens: tuple[str, ...]) -> collections.Counter:
     return collections.Counter(tokens)
 
@@ -5009,7 +5004,7 @@ def _copy_matches(body: str) -> list[re.Match]:
     return list(itertools.islice(_SWAP_TOKEN_RE.finditer(body), COPY_MAX_TOKENS))
 
 
-@functools.lru_cache(maxsize=_DOCUMENT_CACHE)
+@functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # a document's tokens, asked again for each pair it is part of
 def _copy_tokens(text: str) -> _CopyTokens:
     """A whole document's swap tokens (snippet date left out, at most COPY_MAX_TOKENS) for the edited-copy check."""
     body = strip_snippet_date(text)
@@ -5027,7 +5022,7 @@ def _copy_tokens(text: str) -> _CopyTokens:
                        within(*(m.span() for m in _CITATION_MARK_RE.finditer(body))))
 
 
-@functools.lru_cache(maxsize=_DOCUMENT_CACHE)
+@functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # one matcher per pair, for the subject check and the finding
 def _copy_edits(x: str, y: str, min_ratio: float) -> tuple[tuple[str, int, int, int, int], ...] | None:
     """The non-equal opcodes of two copies of one text (tokens align at min_ratio or more, not identical), else None;
     cached, so the subject check and the finding share one matcher a pair.
@@ -5053,7 +5048,7 @@ OVERLAP_GAP = 3  # tokens an edit inside a shared passage may change on either s
 OVERLAP_RUN_MIN = 4  # tokens a run of function words must share to extend the passage past an edit ("in the")
 
 
-@functools.lru_cache(maxsize=_DOCUMENT_CACHE)
+@functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # one alignment per pair, for the subject check and the finding
 def _overlap_edits(x: str, y: str, min_ratio: float) -> tuple[tuple[str, int, int, int, int], ...] | None:
     """The non-equal opcodes inside the passage two excerpts of one text share, where one edited it, else None: their
     longest shared run grown over each run near it, at least OVERLAP_MIN_TOKENS long and aligned at min_ratio or more.
@@ -5375,7 +5370,7 @@ def _parenthetical_marks(source: str, whole: bool) -> tuple[str, frozenset[str]]
     return (name.lower(), marks) if marks else ("", frozenset())
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@functools.lru_cache(maxsize=_FEATURE_CACHE)  # a document's subject, asked again for each pair it is part of
 def document_subject(title: str | None, text: str) -> Subject:
     """Which subject a document is about, from its title and its opening sentence.
 
@@ -5521,12 +5516,12 @@ def _different_subjects(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return bool(na and nb) and not _tokens_meet(na, nb)
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@functools.lru_cache(maxsize=_FEATURE_CACHE)  # a side's, asked again for each pair it is part of
 def _side_subjects(sentences: tuple[str, ...], opening: bool = True) -> frozenset[str]:
     return frozenset().union(*(_subject_tokens(x, opening) for x in sentences))
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@functools.lru_cache(maxsize=_FEATURE_CACHE)  # a side's, asked again for each pair it is part of
 def _side_common(sentences: tuple[str, ...]) -> frozenset[str]:
     """The words a side writes in lowercase."""
     return frozenset().union(*(_word_roles(x)[1] for x in sentences))
@@ -6734,7 +6729,7 @@ def milvus_reason(e):
     return printable(str(getattr(e, "message", None) or e or type(e).__name__), one_line=True)
 
 
-@functools.lru_cache(maxsize=_FEATURE_CACHE)
+@text_feature
 def sentences_of(text):
     """A text's sentences (split_sentences), or the whole text as one when it has none."""
     return tuple(split_sentences(text) or [text.strip()])
@@ -6777,7 +6772,7 @@ class SentenceCache:
 OPENING_CHARS = 2000  # a document's opening sentence is read from this much of its start, however long it is
 
 
-@functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # asked of each naming document at every reading of a question
+@text_feature  # asked of each naming document at every reading of a question
 def opening_sentence(text):
     """(sentence, its offset in text) of the sentence a text opens with (in its first OPENING_CHARS), else None."""
     first = split_sentences(text[:OPENING_CHARS])[:1]
@@ -6790,7 +6785,7 @@ _THOUSANDS_COMMA_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _ANSWER_NOISE_RE = re.compile(r"[^\w\s]|_")
 
 
-@functools.lru_cache(maxsize=_DOCUMENT_CACHE)  # support asks again of each document's whole text, per candidate
+@text_feature  # support asks again of each document's whole text, per candidate
 def normalise_answer(text):
     """An answer's words for matching: NFKC, lowercase, thousands commas dropped, punctuation a space, no articles.
 
