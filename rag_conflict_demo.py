@@ -229,8 +229,8 @@ CONFIG_RANGES = {  # group: (low, high, integers only, what the error calls it, 
                "index_keep_days")),
     "documents": (1, math.inf, True, "a positive integer", ("outnumber_margin",)),
     "share": (0, 1, False, "a number in [0, 1]",
-              ("rel_tol", "index_norm_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling", "reader_min_confidence",
-               "nli_threshold", "claim_support_share", "same_subject_share")),
+              ("rel_tol", "facet_ratio", "index_norm_tol", "slot_min_ratio", "swap_min_ratio", "swap_spelling",
+               "reader_min_confidence", "nli_threshold", "claim_support_share", "same_subject_share")),
     "cosine": (-1, 1, False, "a number in [-1, 1]", ("threshold", "relevance_gate", "pair_gate",
                                                      "answer_gate")),
     "margin": (0, 2, False, "a number in [0, 2]", ("answer_margin",)),  # a difference of two cosines
@@ -291,6 +291,12 @@ class Config:
     # ... and a floor on document-to-document cosine that prunes pairs before any text work (k=1000: most pairs).
     # On QACC MCC is 0.387 with no floor and 0.393 at 0.2 (one false positive fewer); from 0.25 up conflicts are lost.
     pair_gate: float = 0.2
+    # A side that lacks the verb the question asks about, which the other side says, and whose best sentence's
+    # cosine to the question is below facet_ratio of the other's, answers another facet (off_facet). "The museum
+    # cafe serves lunch" scores 0.64 of "The museum opens" for "When does the museum open?"; the paraphrases that
+    # must stay compared score 0.81 ("welcomes visitors from") and 0.97 ("Parking is $3" for "How much does parking
+    # cost?").
+    facet_ratio: float = 0.75
     # Same-frame swap: sentences of swap_min_tokens or more, difflib ratio over all tokens >= swap_min_ratio, one
     # replaced run of at most swap_max_span tokens; measured on QACC train and the built-in set (see README).
     swap_min_tokens: int = 5  # shorter "sentences" are headings and table cells ("Position(s) Defender" is 3)
@@ -781,6 +787,8 @@ PAIR_STEPS = (
     ("subjects", "veto", _subjects_veto),
     # one side speaks of another period than the one asked about (H1 2022 asked, H2 2022 said)
     ("period", "veto", lambda det, fa, fb, q: answers_another_period(q, list(fa.sentences), list(fb.sentences))),
+    # one side answers another facet of the subject (the cafe's lunch hours for the museum's opening time)
+    ("facet", "veto", lambda det, fa, fb, q: answers_another_facet(q, fa, fb, det.cfg)),
     # the text signals on the answer-bearing sentences: CHECKS for the question's type
     ("answers", "check", lambda det, fa, fb, q: compare_answers(q, list(fa.sentences), list(fb.sentences), det.cfg)),
     # two copies of one text, one span edited, wherever it stands (outside the answer sentences too)
@@ -808,14 +816,7 @@ class QuestionAwareDetector(ConflictDetector):
 
     def view(self, doc, question_vector):
         """The document's answer-bearing sentences: the most similar to the question, within a margin of the best."""
-        sentences, vectors = self.sentences[doc.content]
-        if question_vector is None:
-            return AnswerView(tuple(sentences), 1.0, doc=doc)
-        sims = vectors @ question_vector
-        order = sorted(range(len(sentences)), key=lambda i: (-sims[i], i))[:self.cfg.answer_sentences]
-        best = float(sims[order[0]])
-        keep = sorted(i for i in order if sims[i] >= best - self.cfg.answer_margin)
-        return AnswerView(tuple(sentences[i] for i in keep), best, doc=doc)
+        return answer_view(doc, self.sentences, question_vector, self.cfg)
 
     def features(self, docs, question, question_vector):
         if question_vector is None:  # no question to aim at (a corpus scan): every sentence, no embedding needed
@@ -849,6 +850,19 @@ class QuestionAwareDetector(ConflictDetector):
             if found:
                 return found if role == "check" else None
         return None
+
+
+def answer_view(doc, sentences, question_vector, cfg):
+    """The AnswerView of a document: its sentences (from a SentenceCache) most similar to the question (a unit
+    vector), within cfg.answer_margin of the best; every sentence, relevance 1.0, when there is no question."""
+    split, vectors = sentences[doc.content]
+    if question_vector is None:
+        return AnswerView(tuple(split), 1.0, doc=doc)
+    sims = vectors @ question_vector
+    order = sorted(range(len(split)), key=lambda i: (-sims[i], i))[:cfg.answer_sentences]
+    best = float(sims[order[0]])
+    keep = sorted(i for i in order if sims[i] >= best - cfg.answer_margin)
+    return AnswerView(tuple(split[i] for i in keep), best, doc=doc)
 
 
 def make_detector(name, cfg, embed, read_alone=None, nli=None, sentences=None):
@@ -1128,6 +1142,9 @@ def rival_readings(question, context, pipe):
     readings = answering(question, list(docs.values()), pipe.read_alone)
     groups = support(readings, None, pipe.cfg)
     rivals = [(text, ids) for text, ids in groups if same_measure(groups[0][0], text)] if groups else []
+    if len(rivals) > 1:  # a document answering another facet (a cafe's hours for the museum's) is no rival
+        views = facet_views(question, [docs[ids[0]] for _, ids in rivals], pipe)
+        rivals = [r for r, v in zip(rivals, views) if not any(off_facet(question, v, w, pipe.cfg) for w in views)]
     stopped = stopped_candidates(question, docs.values(), readings, pipe.cfg) if rivals else []
     # each candidate as its own document reads it (a group's text may be another member's fuller form)
     return tuple(Candidate(docs[ids[0]], readings[ids[0]].text, readings[ids[0]].confidence) for _, ids in rivals) \
@@ -1151,6 +1168,14 @@ def stopped_candidates(question, docs, readings, cfg):
         if stop and d.source_id not in firsts:
             firsts[d.source_id] = Candidate(d, stop, 0.0)
     return list(firsts.values())
+
+
+def facet_views(question, docs, pipe):
+    """[AnswerView] of the documents for the question, as the question-aware detector sees them (its sentence cache
+    when it has one)."""
+    cache = getattr(pipe.detector, "sentences", None) or SentenceCache(pipe.embed, pipe.cfg.embed_batch)
+    question_vector = normalise(pipe.embed([question]))[0]
+    return [answer_view(d, cache, question_vector, pipe.cfg) for d in docs]
 
 
 def same_measure(x, y):
@@ -5474,6 +5499,89 @@ def answers_another_period(question: str, a: list[str], b: list[str]) -> bool:
         return False
     sides = [{label for sentence in side for _, label in _period_markers(sentence)[0]} for side in (a, b)]
     return all(sides) and (asked <= sides[0]) != (asked <= sides[1])
+
+
+# Facets: a dispute needs two answers to one question. For "When does the museum open?", "The museum cafe serves lunch
+# from 12:00" is about the museum but does not say when it opens: it lacks the verb asked about, which the other side
+# says, and it bears on the question clearly less (facet_ratio). Both must hold: a paraphrase without the verb
+# ("Parking is $3 an hour" for "How much does parking cost?") stays as close to the question as the other side, and a
+# sentence as far from it that says the verb ("Doors open at 9:30") is a side.
+
+def answers_another_facet(question: str, a: AnswerView, b: AnswerView, cfg: Config) -> bool:
+    """Whether either document answers another facet of the question than the other (off_facet)."""
+    return off_facet(question, a, b, cfg) or off_facet(question, b, a, cfg)
+
+
+def off_facet(question: str, side: AnswerView, other: AnswerView, cfg: Config) -> bool:
+    """Whether side answers another facet of the question than other: other's answer-bearing sentences say the verb
+    the question asks about (asked_verb), side's document never does, and side bears on the question less than
+    cfg.facet_ratio of other. A side that says the verb ("Doors open at 9:30") stays one.
+
+    >>> opens = AnswerView(("The museum opens at 10:00.",), 0.77)
+    >>> off_facet("When does the museum open?", AnswerView(("The museum cafe serves lunch from 12:00.",), 0.49),
+    ...           opens, DEFAULT_CONFIG)
+    True
+    >>> off_facet("When does the museum open?", AnswerView(("Doors open at 9:30.",), 0.51), opens, DEFAULT_CONFIG)
+    False
+    """
+    verb = asked_verb(question)
+    whole = sentences_of(side.doc.content) if side.doc else side.sentences
+    return (bool(verb) and side.relevance < cfg.facet_ratio * other.relevance
+            and any(_states_stem(other.sentences, v) for v in verb) and not any(_states_stem(whole, v) for v in verb))
+
+
+# A short question of subject and verb, asked in the present: a wh-word (and up to two words: "how much", "what
+# time") and "do" or "does", or "when", "where", "why" or "how" and a modal (after "who" a modal may begin the
+# predicate: "Who will direct?"), a subject of up to three words ("the museum", "visitors"), then the verb, last but
+# for a closing phrase of place or time ("... close on Sundays?"). After a longer run of words the last is more likely
+# an object ("When does the team play its home games?"), which the verb's facet does not turn on. A question in the
+# past ("When did the line open?") asks about an event in history, which documents tell with many verbs ("a spur was
+# added", "service began"): no facet.
+_DO_QUESTION_RE = re.compile(
+    rf"^(?:(?:{'|'.join(sorted(ASKING_WORDS['opener']))})(?:\s+[a-z]+){{0,2}}?\s+(?:do|does)"
+    r"|(?:when|where|why|how)\s+(?:can|could|will|would|should|shall|may|might|must))"
+    r"(?:\s+[\w'-]+){1,3}?\s+([a-z]+)"
+    rf"(?:\s+(?:{'|'.join(sorted(ASKING_WORDS['scene'] | {'to'}))})(?:\s+[\w'-]+){{1,3}})?\W*$")
+
+
+# verbs that carry little of what is asked ("How many children did she have?" asks about children): no facet
+LIGHT_VERBS = frozenset("be have has had do does did get got make made take took go went become use".split())
+
+
+@text_feature
+def asked_verb(question: str) -> frozenset[str]:
+    """The stems a question with an auxiliary says its verb with, the verb being last in English ("When does the
+    museum open?", "How much does parking cost?"): its stem, its synonym's and its agent nouns ("win": "winner");
+    none for other questions ("What is ...?") and for a light verb ("have").
+
+    >>> sorted(asked_verb("When does the museum open?")), sorted(asked_verb("Who is Jo?"))
+    (['open'], [])
+    >>> sorted(asked_verb("What time does the library close on Sundays?")), sorted(asked_verb("Who does she coach?"))
+    (['clos'], ['coach'])
+    """
+    m = _DO_QUESTION_RE.match(" ".join(question.lower().split()))
+    if not m or m.group(1) in STOPWORDS or m.group(1) in LIGHT_VERBS:
+        return frozenset()
+    verb = {_stem(m.group(1)), _stem(SYNONYMS.get(m.group(1), m.group(1)))}
+    return frozenset(verb | {a for v in verb for a in PREDICATE_ALIASES.get(v, ())})
+
+
+def _states_stem(sentences: Iterable[str], stem: str) -> bool:
+    """Whether a sentence says a word of that stem (or, for a stem of PREDICATE_PREFIX_MIN letters or more, a word it
+    begins: "produc" in "production").
+
+    >>> _states_stem(["Doors open at 9:30."], "open"), _states_stem(["The cafe serves lunch."], "open")
+    (True, False)
+    """
+    return any(w == stem or len(stem) >= PREDICATE_PREFIX_MIN and w.startswith(stem)
+               for sentence in sentences for w in _sentence_stems(sentence))
+
+
+@text_feature
+def _sentence_stems(sentence: str) -> frozenset[str]:
+    """Stems of a sentence's words, lowercased, and of their synonyms ("started": "founded")."""
+    words = [_strip_possessive(w.lower()) for w in _WORD_RE.findall(sentence)]
+    return frozenset(_stem(x) for w in words for x in (w, SYNONYMS.get(w, w)))
 
 
 # Subjects: with no question (a corpus scan), statements about different named subjects are not compared
@@ -10646,8 +10754,8 @@ class TestDetector(unittest.TestCase):
     def test_pair_steps_run_in_order_until_one_holds(self):
         """The vetoes come first and end a pair uncompared; the first check that finds ends it; NLI runs last."""
         self.assertEqual([(name, role) for name, role, _ in PAIR_STEPS],
-                         [("subjects", "veto"), ("period", "veto"), ("answers", "check"), ("copy", "check"),
-                          ("reader", "check"), ("nli", "check")])
+                         [("subjects", "veto"), ("period", "veto"), ("facet", "veto"), ("answers", "check"),
+                          ("copy", "check"), ("reader", "check"), ("nli", "check")])
         judged = []
 
         class Judge:
@@ -13156,6 +13264,62 @@ class TestVersionsAndPeriods(unittest.TestCase):
         self.assertTrue(self.detect(question, first, same).conflicts)  # the asked period on both sides: a conflict
         unasked = "What was Acme's revenue?"  # no period asked: the two halves still differ
         self.assertTrue(self.detect(unasked, first, second).conflicts)
+
+
+class TestFacets(unittest.TestCase):
+    """A dispute needs two answers to one question: a side lacking the asked verb, far from the question, is none."""
+
+    QUESTION = "When does the museum open?"
+
+    @staticmethod
+    def view(sid, relevance, *sentences):
+        return AnswerView(sentences, relevance, doc=Document(sid, sid, None, " ".join(sentences)))
+
+    def check_pair(self, question, a, b):
+        return make_detector("heuristic", DEFAULT_CONFIG, overlap_embed).check_pair(a, b, question)
+
+    def test_the_asked_verb_is_the_last_word_of_a_question_with_an_auxiliary(self):
+        for question, verb in (("When does the museum open?", "open"), ("Where can visitors park?", "park"),
+                               ("How much does parking cost?", "cost"), ("When does the ferry service stop?", "stop"),
+                               ("What time does the pool close on Sundays?", "clos"),
+                               ("Where does she study?", "study"), ("What is the museum's address?", ""),
+                               ("When does the team win the national cup?", ""),
+                               ("When did the museum open?", ""), ("Where did she study?", ""),  # the past: no facet
+                               ("Who founded the museum?", ""), ("How many rooms are there?", "")):
+            with self.subTest(question):
+                self.assertEqual(min(asked_verb(question), default=""), verb)
+        self.assertEqual(asked_verb("How many children did she have?"), frozenset())  # a light verb asks nothing
+        self.assertIn("inventor", asked_verb("What does the firm's founder invent?"))  # the agent noun says it too
+        self.assertEqual(asked_verb("Who will direct the film?"), frozenset())  # "who" the subject: no verb last
+
+    def test_a_side_without_the_asked_verb_and_far_from_the_question_is_not_compared(self):
+        opens = self.view("a", 0.77, "The museum opens at 10:00 on weekdays.")
+        cafe = self.view("b", 0.49, "The museum cafe serves lunch from 12:00 to 14:00.")
+        self.assertTrue(off_facet(self.QUESTION, cafe, opens, DEFAULT_CONFIG))
+        self.assertIsNone(self.check_pair(self.QUESTION, opens, cafe))
+        self.assertIsNone(self.check_pair(self.QUESTION, cafe, opens))  # either order
+        city = self.view("c", 0.31, "The Harbor Museum is in Portsmouth, on the south coast.")
+        street = self.view("d", 0.54, "Visitors can park at the Elm Street car park.")
+        self.assertTrue(off_facet("Where can visitors park?", city, street, DEFAULT_CONFIG))
+
+    def test_a_side_that_says_the_verb_or_stands_as_close_to_the_question_is_compared(self):
+        opens = self.view("a", 0.77, "The museum opens at 10:00 on weekdays.")
+        doors = self.view("b", 0.51, "Doors open at 9:30 on weekdays.")  # far from the question, but says "open"
+        self.assertFalse(off_facet(self.QUESTION, doors, opens, DEFAULT_CONFIG))
+        self.assertEqual(self.check_pair(self.QUESTION, opens, doors).kind, "value")
+        welcomes = self.view("c", 0.62, "The museum welcomes visitors from 9:30 on weekdays.")  # as close: compared
+        self.assertFalse(off_facet(self.QUESTION, welcomes, opens, DEFAULT_CONFIG))
+        self.assertIsNotNone(self.check_pair(self.QUESTION, opens, welcomes))
+        # the verb said elsewhere in the document, outside the sentences that answer: still a side
+        elsewhere = replace(welcomes, relevance=0.4, doc=Document("e", "e", None, "The museum welcomes visitors from "
+                                                                   "9:30 on weekdays. It opened in 1990."))
+        self.assertFalse(off_facet(self.QUESTION, elsewhere, opens, DEFAULT_CONFIG))
+        cost = "How much does parking cost?"
+        self.assertFalse(off_facet(cost, self.view("a", 0.70, "Parking is $3 an hour."),
+                                   self.view("b", 0.80, "Parking costs $5 an hour."), DEFAULT_CONFIG))
+        # no auxiliary, no asked verb: nothing is set aside however far a side stands
+        self.assertFalse(off_facet("What are the museum's opening hours?", self.view("a", 0.2, "The museum cafe "
+                                   "serves lunch from 12:00."), opens, DEFAULT_CONFIG))
 
 
 class TestAnswerMatching(unittest.TestCase):
@@ -17182,6 +17346,27 @@ class TestIntegration(unittest.TestCase):
         self.assertEqual({c["source_id"]: c["answer"] for c in resolved[3]["candidates"]},
                          {"ops-001": "ACTIVE", "ops-002": "INACTIVE"})
         self.assertEqual({r["reader"] for r in resolved}, {"sentence"})
+
+    def test_a_document_answering_another_facet_is_not_a_side_and_one_saying_the_asked_verb_is(self):
+        def ask(question, *texts):
+            resp = answer(question, [{"id": f"d{n}", "text": t} for n, t in enumerate(texts, 1)], embed=self.embed)
+            return resp.label, resp.answer, {c.answer for c in resp.candidates}
+        opens = "The museum opens at 10:00 on weekdays."
+        self.assertEqual(ask("When does the museum open?", opens, "The museum cafe serves lunch from 12:00 to 14:00."),
+                         ("ANSWERED", "10:00", set()))
+        label, said, _ = ask("Where can visitors park?", "The Harbor Museum is in Portsmouth, on the south coast.",
+                             "Visitors can park at the Elm Street car park, two minutes from the museum.")
+        self.assertEqual((label, "Elm Street" in said), ("ANSWERED", True))
+        # near misses: the asked verb said, or a paraphrase as close to the question, stay a dispute
+        for question, a, b, values in (
+                ("When does the museum open?", opens, "Doors open at 9:30 on weekdays.", {"10:00", "9:30"}),
+                ("When does the museum open?", opens, "The museum opens at 9:30 on weekdays.", {"10:00", "9:30"}),
+                ("How much does parking cost?", "Parking costs $5 an hour.", "Parking is $3 an hour.", {"$5", "$3"})):
+            with self.subTest(b):
+                label, _, candidates = ask(question, a, b)
+                self.assertEqual(label, "UNCERTAIN")
+                self.assertEqual({c for c in candidates if any(v in c for v in values)}, candidates)
+                self.assertEqual(len(candidates), 2)
 
     def test_sentence_reader_on_your_own_documents(self):
         asked = {  # question -> the span its resolved answer must hold
