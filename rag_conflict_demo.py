@@ -3091,7 +3091,8 @@ _HALF_OF_DAY = (r"(?:\s?(?P<half>[AaPp])(?:\.\s?[Mm]\.|\s?[Mm])(?![\w])"  # am, 
                 rf"|\s(?i:in\sthe\s|at\s)(?P<part>(?i:{'|'.join(DAY_PARTS)}))(?![\w]))")
 _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time, not a duration and a time
     re.compile(rf"(?<![\w.-])(?i:(?:(?P<past>quarter|half|{_WORDNUM_ALT}|\d{{1,2}})(?P<minutes>\sminutes?)?\s"
-               rf"(?P<dir>past|to)\s)?(?P<hour>{_HOUR_WORDS}|1[0-2]|[1-9])(?P<oclock>\so['’]clock)?(?![\w'’-]))"
+               rf"(?P<dir>past|to)\s)?(?P<hour>{_HOUR_WORDS}|1[0-2]|[1-9])(?P<oclock>\so['’]clock)?"
+               rf"(?:(?![\w'’-])|(?<=\d)(?=[AaPp]\.?[Mm](?![\w]))))"  # the hour ends, or its half is glued on: "6am"
                rf"{_HALF_OF_DAY}?"),  # "ten o'clock", "half past nine", "quarter to six", "9 in the morning"
     # hh:mm, seconds aside; not a ratio's or a score's digits ("1:50,000", "3:1")
     re.compile(rf"{_LEAD}(?P<hour>[01]?\d|2[0-4]):(?P<minute>[0-5]\d)(?::[0-5]\d)?{_HALF_OF_DAY}?(?![\w:]|[.,]\d)"),
@@ -11070,17 +11071,21 @@ class TestValues(unittest.TestCase):
         cases = {"It opens at 17:00.": 1020, "It opens at 5 pm.": 1020, "It opens at 5.30pm.": 1050,
                  "It opens at 5:30 P.M. sharp.": 1050, "It opens at noon.": 720, "It opens at midnight.": 0,
                  "It opens at half past nine.": 570, "It opens at quarter to six in the evening.": 1065,
-                 "It opens at ten o'clock.": 600, "It opens at nine in the morning.": 540}
+                 "It opens at ten o'clock.": 600, "It opens at nine in the morning.": 540, "It opens at 6am.": 360,
+                 "It opens at 7a.m. sharp.": 420, "It opens at 10PM.": 1320}
         for sentence, minutes in cases.items():
             v = one(sentence)
             self.assertEqual((v.type, v.amount), ("clock", minutes), sentence)
         self.assertEqual((one("It opens at 9:30.").unit, one("It opens at 9:30 am.").unit), (HALF_UNSAID, ""))
         v = one("Open from 9 am to 5 pm.")
         self.assertEqual((v.text, v.amount, v.high), ("9 am to 5 pm", 540, 1020))
+        v = one("Open from 9am to 5pm.")  # the half of the day glued on
+        self.assertEqual((v.text, v.amount, v.high), ("9am to 5pm", 540, 1020))
 
     def test_what_is_no_time_of_day(self):
         for sentence in ("The score was 3:1.", "The screen is 16:9.", "Ten people came.", "From ten to five people came.",
-                         "The map is 1:50,000.", "Track two, 3:43.", "She ran the marathon in 2:05:37."):
+                         "The map is 1:50,000.", "Track two, 3:43.", "She ran the marathon in 2:05:37.",
+                         "The band Tenpm played.", "It is 5pmx.", "Room 6a is here."):
             self.assertFalse([v for v in extract_values(sentence) if v.type in CLOCK_TYPES], sentence)
 
     def test_a_format_character_inside_a_number_leaves_one_number(self):
