@@ -2023,7 +2023,8 @@ class Finding:
 # Every kind a Finding carries, and what emits it. Each but 'subjects' (the subject veto's, PAIR_STEPS) becomes a
 # Conflict's kind (--json, the conflict log, --scan).
 FINDING_KINDS = {
-    "value": "amounts or times that differ for one unit, period and entity (value_finding, anchored_value_finding)",
+    "value": "amounts or times that differ for one unit, period and entity (value_finding, anchored_value_finding); "
+             "contact addresses of the asked kind, none shared (contact_finding)",
     "polarity": "one predicate with opposite signs (polarity_finding; asked_polarity_finding: a yes/no question's own)",
     "name": "who-answers that share no name (name_finding; slot_name_finding: the name in the answer slot)",
     "slot": "one frame with one content slot changed (slot_finding, state_slot_finding)",
@@ -4065,6 +4066,55 @@ def _first_disagreement(va: dict[tuple[str, str], list[tuple]], vb: dict[tuple[s
     return None
 
 
+# Contact addresses: an email address, a web address or a phone number, each compared as an address (case, a scheme,
+# "www." and a phone number's spacing, punctuation and country code aside) when the question asks for that kind
+# ("What is the billing email?"); two documents whose answer sentences give such addresses, none in common, disagree.
+CONTACTS = {  # kind: (its pattern, the question words that ask for it, its plural)
+    "email address": (re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z\d-]+(?:\.[A-Za-z\d-]+)+"),
+                      frozenset("email emails e-mail mail".split()), "email addresses"),
+    "web address": (re.compile(r"(?<![\w@/.-])(?i:https?://|www\.)[\w-]+(?:\.[\w-]+)+(?:/[^\s,;)\"'<>]*)?"),
+                    frozenset("website websites site url link webpage homepage".split()), "web addresses"),
+    "phone number": (re.compile(r"(?<![\w+])\+?(?:\(\d+\)[ .-]?)?\d[\d .-]{5,}\d(?![\w-])"),
+                     frozenset("phone telephone call fax hotline helpline mobile".split()), "phone numbers"),
+}
+PHONE_MIN_DIGITS = 7  # fewer digits are a count, a year or a code, not a number to call
+
+
+def contact_finding(a: list[str], b: list[str], qwords: frozenset[str], cfg: Config) -> Finding | None:
+    """Different contact addresses of the kind the question asks for (CONTACTS), none shared by the two sides.
+
+    >>> contact_finding(["Email billing@acme.com."], ["Write to accounts@acme.com."], frozenset({"email"}),
+    ...                 DEFAULT_CONFIG).reason
+    'different email addresses: billing@acme.com vs accounts@acme.com'
+    >>> contact_finding(["Call +44 20 7946 0018."], ["Call 020 7946 0018."], frozenset({"call"}), DEFAULT_CONFIG)
+    """
+    for kind, (pattern, asking, plural) in CONTACTS.items():
+        if not qwords & asking:
+            continue
+        said = [[m.group().rstrip(".") for sentence in side for m in pattern.finditer(sentence)
+                 if kind != "phone number" or sum(c.isdigit() for c in m.group()) >= PHONE_MIN_DIGITS]
+                for side in (a, b)]
+        if all(said) and not any(_same_contact(kind, x, y) for x in said[0] for y in said[1]):
+            return Finding("value", f"different {plural}: {said[0][0]} vs {said[1][0]}", (said[0][0], said[1][0]))
+    return None
+
+
+def _same_contact(kind: str, x: str, y: str) -> bool:
+    """Whether two contact addresses of a kind are one: a phone number's digits, a leading 0 or country code aside
+    (the shorter ends the longer); a web address without its scheme, "www." and closing slash; else case aside.
+
+    >>> _same_contact("phone number", "+1 (555) 123-4567", "555.123.4567"), _same_contact("web address",
+    ...                                                                                  "https://www.x.org/", "x.org")
+    (True, True)
+    """
+    if kind == "phone number":
+        dx, dy = sorted(("".join(c for c in t if c.isdigit()).lstrip("0") for t in (x, y)), key=len)
+        return bool(dx) and dy.endswith(dx)
+    if kind == "web address":
+        x, y = (re.sub(r"^(?i:https?://)?(?i:www\.)?", "", t).rstrip("/") for t in (x, y))
+    return x.lower() == y.lower()
+
+
 # --- Polarity: one predicate with opposite signs (ACTIVE vs INACTIVE; required vs no longer required)
 
 
@@ -5694,14 +5744,14 @@ _WHEN = functools.partial(anchored_value_finding, types=WHEN_TYPES | PERIOD_TYPE
 _ALL_VALUES = functools.partial(anchored_value_finding, types=VALUE_TYPES, event_years=True)
 # Checks per question type ("category": an "other" question asking which kind of thing its subject is), first finding
 # wins; polarity and a swapped span count whatever the question asks.
-CHECKS = {
-    "quantity": (_MEASURES, polarity_finding, swap_finding),
-    "date": (_WHEN, polarity_finding, swap_finding),
-    "name": (slot_name_finding, polarity_finding, swap_finding),
+CHECKS = {  # contact_finding last in each: it fires only for a question asking for an address, whatever its type
+    "quantity": (_MEASURES, polarity_finding, swap_finding, contact_finding),
+    "date": (_WHEN, polarity_finding, swap_finding, contact_finding),
+    "name": (slot_name_finding, polarity_finding, swap_finding, contact_finding),
     "state": (polarity_finding, asked_polarity_finding, state_slot_finding, _ALL_VALUES, _TEMPORAL, _MEASURES,
-              swap_finding, asked_swap_finding),
-    "other": (polarity_finding, _ALL_VALUES, slot_finding, swap_finding),
-    "category": (polarity_finding, slot_finding, swap_finding),  # amounts and dates answer other questions
+              swap_finding, asked_swap_finding, contact_finding),
+    "other": (polarity_finding, _ALL_VALUES, slot_finding, swap_finding, contact_finding),
+    "category": (polarity_finding, slot_finding, swap_finding, contact_finding),  # amounts and dates answer others
 }
 
 
@@ -11222,6 +11272,27 @@ class TestUnitsAndRanges(unittest.TestCase):
         # near misses: no cue leaves a count, and "5 pounds 3 ounces" takes no pence
         self.assertEqual(one("He lost 11 pounds.").type, "quantity")
         self.assertEqual(extract_values("The baby weighed 5 pounds 3 ounces.")[0].text, "5 pounds")
+
+    def test_contact_addresses_asked_for_are_compared_as_addresses(self):
+        q = "What is the email address for billing questions?"
+        self.conflict(q, "Email billing@acme-corp.com with billing questions.",
+                      "Send billing queries to accounts@acme-corp.com.", "value")
+        self.conflict("What is the support phone number?", "Call support on +44 20 7946 0018.",
+                      "Support can be reached by phone on 020 7946 0999.", "value")
+        self.conflict("What is the website for bookings?", "Book at www.harbor-tours.com today.",
+                      "Bookings are taken at https://harbortours.example.org.", "value")
+        # near misses: one address in two spellings, one side giving the other's among its own, and a question that
+        # does not ask for an address
+        self.control(q, "Email Billing@Acme-Corp.com with billing questions.",
+                     "Send billing queries to billing@acme-corp.com.")
+        self.control(q, "Email billing@acme-corp.com with billing questions.",
+                     "Send billing queries to billing@acme-corp.com or accounts@acme-corp.com.")
+        self.control("What is the support phone number?", "Call support on +44 20 7946 0018.",
+                     "Support can be reached by phone on 020 7946 0018.")
+        self.control("What is the website for bookings?", "Book at https://www.harbor-tours.com/ today.",
+                     "Bookings are taken at harbor-tours.com via www.harbor-tours.com.")
+        self.assertIsNone(contact_finding(["Email billing@acme-corp.com."], ["Email accounts@acme-corp.com."],
+                                          question_words("When are invoices sent?"), DEFAULT_CONFIG))
 
     def test_a_price_of_nothing_meets_every_currency(self):
         q = "How much does parking cost?"
