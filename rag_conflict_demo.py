@@ -1154,7 +1154,8 @@ def rival_readings(question, context, pipe):
 def stopped_candidates(question, docs, readings, cfg):
     """[Candidate] of the documents that answer a schedule question (asks_schedule: "When does the pool open?") with a
     stop of its subject ("The pool is closed until further notice": stopped_state) and read no value of it: against
-    documents that read a time, each is a side, since a thing stopped has no schedule now. [] for any other question.
+    documents that read a time or a price, each is a side, since a thing stopped has neither now. [] for any other
+    question.
 
     "closed until further notice" vs "opens at 7 am" -> "closed"; "closed on Mondays" (a limited stop) -> []
     """
@@ -2386,18 +2387,21 @@ def question_words(question: str) -> frozenset[str]:
     return frozenset(_strip_possessive(w) for w in _WORD_RE.findall(question.lower()))
 
 
-# A question about a schedule as it stands: when, at what time or how often a thing happens, asked in the present
-# ("When does the pool open?", "What time is the office open?", "How often does the shuttle run?").
-SCHEDULE_OPENERS = (("when",), ("what", "time"), ("what", "hours"), ("how", "often"), ("how", "frequently"))
+# A question about a schedule or a price as it stands: when, at what time or how often a thing happens, or what it
+# costs, asked in the present ("When does the pool open?", "How often does the shuttle run?", "How much does gift
+# wrapping cost?"). A thing that has stopped has neither.
+SCHEDULE_OPENERS = (("when",), ("what", "time"), ("what", "hours"), ("how", "often"), ("how", "frequently"),
+                    ("how", "much"))
 PRESENT_AUXILIARIES = frozenset("do does is are".split())
 
 
 def asks_schedule(question: str) -> bool:
-    """Whether the question asks when, at what time or how often something happens now (SCHEDULE_OPENERS, then a
-    present auxiliary); a past one ("When did the pool open?") asks about an event, not a schedule.
+    """Whether the question asks when, at what time or how often something happens now, or what it costs now
+    (SCHEDULE_OPENERS, then a present auxiliary); a past one ("When did the pool open?") asks about an event.
 
-    >>> [asks_schedule(q) for q in ("When does the pool open?", "How often does the bus run?", "When did it open?")]
-    [True, True, False]
+    >>> [asks_schedule(q) for q in ("When does the pool open?", "How often does the bus run?", "When did it open?",
+    ...                             "How much is a day pass?", "How much did it cost?")]
+    [True, True, False, True, False]
     """
     words = _WORD_RE.findall(question.lower())
     return any(tuple(words[:len(o)]) == o and words[len(o):len(o) + 1] and words[len(o)] in PRESENT_AUXILIARIES
@@ -4426,7 +4430,7 @@ def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str],
 
 
 # A stop said of a thing: the negative side of these groups ("closed", "suspended", "cancelled", "out of service").
-# It answers a schedule question with "not at all" unless the sentence limits it to a time, a value ("closed on
+# It answers a schedule or price question with "not at all" unless the sentence limits it to a time, a value ("closed on
 # Mondays", "suspended in 2020", "closed until 9 am") or one of the STOP_LIMITS words ("closed for lunch"), or undoes
 # it ("reopened after being closed", "resumed").
 STOP_GROUPS = frozenset({"available", "open", "active", "online", "enabled"})
@@ -12936,6 +12940,12 @@ class TestSubjects(unittest.TestCase):
             self.assertEqual(resolved("When does the city pool open?", stop, pool)[0], "ANSWERED", stop)
         self.assertEqual(resolved("When did the city pool open?", "The city pool is closed.", "The city pool opened in "
                                   "1998."), ("ANSWERED", [("1998", ("d1",))]))
+        # a price asked in the present: a thing no longer offered has none
+        wrap = "How much does gift wrapping cost?"
+        self.assertEqual(resolved(wrap, "Gift wrapping costs £3.50 per item.", "Gift wrapping is no longer available."),
+                         ("UNCERTAIN", [("£3.50", ("d0",)), ("no longer available", ("d1",))]))
+        self.assertEqual(resolved("How much did gift wrapping cost?", "Gift wrapping cost £3.50 per item.",
+                                  "Gift wrapping is no longer available.")[0], "ANSWERED")
 
     def test_a_share_of_money_and_a_sum_are_a_dispute(self):
         pipe, question = tiny_pipeline(overlap_embed), "What is the late fee?"
