@@ -852,19 +852,6 @@ class QuestionAwareDetector(ConflictDetector):
         return None
 
 
-def answer_view(doc, sentences, question_vector, cfg):
-    """The AnswerView of a document: its sentences (from a SentenceCache) most similar to the question (a unit
-    vector), within cfg.answer_margin of the best; every sentence, relevance 1.0, when there is no question."""
-    split, vectors = sentences[doc.content]
-    if question_vector is None:
-        return AnswerView(tuple(split), 1.0, doc=doc)
-    sims = vectors @ question_vector
-    order = sorted(range(len(split)), key=lambda i: (-sims[i], i))[:cfg.answer_sentences]
-    best = float(sims[order[0]])
-    keep = sorted(i for i in order if sims[i] >= best - cfg.answer_margin)
-    return AnswerView(tuple(split[i] for i in keep), best, doc=doc)
-
-
 def make_detector(name, cfg, embed, read_alone=None, nli=None, sentences=None):
     """'article': the two original heuristics; 'heuristic': question-aware, no reader; 'full': with the reader
     (read_alone, a ReadAlone) on each relevant document. sentences: a SentenceCache to share, else its own."""
@@ -1177,6 +1164,19 @@ def facet_views(question, docs, pipe):
     cache = getattr(pipe.detector, "sentences", None) or SentenceCache(pipe.embed, pipe.cfg.embed_batch)
     question_vector = normalise(pipe.embed([question]))[0]
     return [answer_view(d, cache, question_vector, pipe.cfg) for d in docs]
+
+
+def answer_view(doc, sentences, question_vector, cfg):
+    """The AnswerView of a document: its sentences (from a SentenceCache) most similar to the question (a unit
+    vector), within cfg.answer_margin of the best; every sentence, relevance 1.0, when there is no question."""
+    split, vectors = sentences[doc.content]
+    if question_vector is None:
+        return AnswerView(tuple(split), 1.0, doc=doc)
+    sims = vectors @ question_vector
+    order = sorted(range(len(split)), key=lambda i: (-sims[i], i))[:cfg.answer_sentences]
+    best = float(sims[order[0]])
+    keep = sorted(i for i in order if sims[i] >= best - cfg.answer_margin)
+    return AnswerView(tuple(split[i] for i in keep), best, doc=doc)
 
 
 def same_measure(x, y):
