@@ -4275,6 +4275,14 @@ def _withdrawn_predicate(lower: list[str], tokens: list[str], i: int, cfg: Confi
     return None
 
 
+# "May not" or "must not" followed within LIMIT_REACH words by one of these bounds an amount ("must not exceed 23 kg",
+# "may not be more than 20 people", "must not be later than 5 pm"): a limit, which the values compare, not a ban.
+LIMIT_WORDS = frozenset("""
+exceed surpass more over above beyond longer heavier greater larger higher bigger later
+""".split())
+LIMIT_REACH = 3
+
+
 def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str, sign: int,
                 cfg: Config) -> PolarityHit | None:
     """Apply negation (before, or "not" right after a modal) and the direction subject to one lexicon match.
@@ -4284,6 +4292,8 @@ def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str,
     """
     text = " ".join(tokens[i:i + n])
     if lower[i] in ("may", "must") and lower[i + 1:i + 2] == ["not"]:
+        if LIMIT_WORDS.intersection(lower[i + 2:i + 2 + LIMIT_REACH]):
+            return None  # "must not exceed 23 kg" states a limit, as "may weigh up to 23 kg" does: no prohibition
         return PolarityHit("allowed", -1, f"{text} not")  # subtle: "must not" forbids, it does not un-require
     if _is_negated(lower, i, cfg.negation_window):
         if group == "direction":
@@ -11576,6 +11586,20 @@ class TestPolarity(unittest.TestCase):
         self.assertEqual(signs_of("Employees must not smoke."), {"allowed": -1})
         self.assertEqual(signs_of("Employees must badge in."), {"required": 1})
         self.assertEqual(signs_of("May 1 is a holiday."), {})
+
+    def test_a_limit_said_as_must_not_exceed_is_no_ban(self):
+        for limit in ("Bags must not exceed 23 kilograms.", "Groups may not be more than 20 people.",
+                      "Returns must not be later than 30 days after delivery."):
+            self.assertEqual(signs_of(limit), {}, limit)
+        q = "What is the checked baggage weight limit?"
+        self.assertIsNone(compare_answers(q, ["Each checked bag may weigh up to 23 kg."],
+                                          ["Checked bags must not exceed 23 kilograms."], DEFAULT_CONFIG))
+        self.assertEqual(compare_answers(q, ["Each checked bag may weigh up to 23 kg."],
+                                         ["Checked bags must not exceed 20 kilograms."], DEFAULT_CONFIG).kind, "value")
+        # near misses: a ban stays a ban, against a permission with a limit too
+        self.assertEqual(signs_of("Guests must not bring pets."), {"allowed": -1})
+        self.assertEqual(compare_answers("Can I bring guests?", ["You may not bring guests."],
+                                         ["You may bring up to two guests."], DEFAULT_CONFIG).kind, "polarity")
 
     def test_groups_and_subjects(self):
         self.assertEqual(signs_of("The API was shut down."), {"available": -1})
