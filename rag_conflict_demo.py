@@ -4136,9 +4136,9 @@ POLARITY_WORDS = {
     "active": ("active", "inactive deactivated"), "online": ("online", "offline"), "enabled": ("enabled", "disabled"),
     "allowed": ("allowed permitted may allow allows permit permits acceptable is_fine are_fine is_ok are_ok is_okay "
                 "are_okay is_welcome are_welcome", "prohibited forbidden banned disallowed unacceptable"),
-    "available": ("available in_service offered accepts accepting accepted resumed reinstated restored relaunched "
-                  "operational in_operation supported supports on_sale go_ahead goes_ahead going_ahead went_ahead "
-                  "as_planned",
+    "available": ("available in_service offer offers offered accepts accepting accepted resumed reinstated restored "
+                  "relaunched operational in_operation supported supports on_sale go_ahead goes_ahead going_ahead "
+                  "went_ahead as_planned",
                   "retired discontinued deprecated unavailable shut_down sunset sunsetted withdrawn decommissioned "
                   "out_of_service phased_out stopped_selling stopped_offering ceased cancelled canceled scrapped "
                   "abolished terminated suspended out_of_operation removed unsupported postponed called_off"),
@@ -11600,6 +11600,15 @@ class TestPolarity(unittest.TestCase):
         self.assertEqual(signs_of("Guests must not bring pets."), {"allowed": -1})
         self.assertEqual(compare_answers("Can I bring guests?", ["You may not bring guests."],
                                          ["You may bring up to two guests."], DEFAULT_CONFIG).kind, "polarity")
+
+    def test_an_offer_withdrawn(self):
+        self.assertEqual(signs_of("We no longer offer gift wrapping."), {"available": -1})
+        self.assertEqual(signs_of("The shop offers gift wrapping."), {"available": 1})
+        self.assertEqual(compare_answers("Is gift wrapping offered?", ["The shop offers gift wrapping at the till."],
+                                         ["The shop no longer offers gift wrapping."], DEFAULT_CONFIG).kind, "polarity")
+        # near miss: two offers agree
+        self.assertIsNone(compare_answers("Is gift wrapping offered?", ["The shop offers gift wrapping at the till."],
+                                          ["Gift wrapping is offered at every till."], DEFAULT_CONFIG))
 
     def test_groups_and_subjects(self):
         self.assertEqual(signs_of("The API was shut down."), {"available": -1})
