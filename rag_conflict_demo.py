@@ -1150,7 +1150,7 @@ def stopped_candidates(question, docs, readings, cfg):
         return []
     subject = subject_stems(question)
     found = [(d, stopped_state(sentence, subject, cfg)) for d in docs if d.source_id not in readings
-             for sentence in split_sentences(d.content)]
+             for sentence in sentences_of(d.content)]
     firsts = {}
     for d, stop in found:
         if stop and d.source_id not in firsts:
@@ -2408,6 +2408,9 @@ def asks_schedule(question: str) -> bool:
                for o in SCHEDULE_OPENERS)
 
 
+_ASKING_ONLY = frozenset().union(*(ASKING_WORDS[r] for r in ("opener", "auxiliary", "scene", "clock", "frequency")))
+
+
 def subject_stems(question: str) -> frozenset[str]:
     """The stems of the question's content words that name what it is about: not STOPWORDS, the words that ask
     (openers, auxiliaries, "time", "often") or a predicate of the polarity lexicon ("open", "closed"), which a
@@ -2416,9 +2419,8 @@ def subject_stems(question: str) -> frozenset[str]:
     >>> sorted(subject_stems("What time does the city pool open?"))
     ['city', 'pool']
     """
-    asking = frozenset().union(*(ASKING_WORDS[r] for r in ("opener", "auxiliary", "scene", "clock", "frequency")))
     return frozenset(_stem(w) for w in question_words(question)
-                     if w not in STOPWORDS and w not in asking and (w,) not in POLARITY_LEXICON)
+                     if w not in STOPWORDS and w not in _ASKING_ONLY and (w,) not in POLARITY_LEXICON)
 
 
 # --- Values: typed, normalised amounts and times ($4.2M == 4.2 million dollars), with their entity and period
