@@ -2025,7 +2025,7 @@ class Finding:
 # Conflict's kind (--json, the conflict log, --scan).
 FINDING_KINDS = {
     "value": "amounts or times that differ for one unit, period and entity (value_finding, anchored_value_finding); "
-             "contact addresses of the asked kind, none shared (contact_finding)",
+             "contact addresses or codes of the asked kind, none shared (contact_finding)",
     "polarity": "one predicate with opposite signs (polarity_finding; asked_polarity_finding: a yes/no question's own)",
     "name": "who-answers that share no name (name_finding; slot_name_finding: the name in the answer slot)",
     "slot": "one frame with one content slot changed (slot_finding, state_slot_finding)",
@@ -2588,6 +2588,14 @@ _TEMPERATURE_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:[°º]\s?(?P<s1>[CF])|(?i:deg
                              rf"|(?:[°º]\s?|(?i:degrees?\s))?(?P<s3>(?i:celsius|centigrade|fahrenheit)))(?![\w])")
 _RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?/\s?|\s(?:per|a|an|each|every)\s)"
                       rf"(?P<per>{_PER_UNITS})(?![\w])")
+# An age, in years since birth: "aged 12", "at the age of 21", "ages 12 and up", "25 or older"; "or over", "and up"
+# and "+" only after an age word ("18 and over" alone is as often a count). "21 years old" is a duration already, and
+# "aged 18-25" a range of numbers.
+_AGE_RES = (
+    re.compile(rf"(?<![\w])(?i:aged?|ages)\s(?:of\s)?{_NUM}(?:\s(?:or|and)\s(?:older|over|above|up)|\+)?(?![\w])"
+               r"(?!\s?[-–]\s?\d|\s(?:to|and)\s\d)"),
+    re.compile(rf"{_LEAD}{_NUM}\s(?:or|and)\solder(?![\w])"),
+)
 _DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+)?"
                           rf"(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
 _DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
@@ -2602,6 +2610,10 @@ _DATE_DMY_RE = re.compile(rf"{_LEAD}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)
 # Full month names with no day or year after them; "May" is left out: far more often a modal verb.
 _MONTH_ONLY_RE = re.compile(r"(?<![\w])(?P<mon>January|February|March|April|June|July|August|September|October"
                             r"|November|December)(?![\w])(?!,?\s\d)")
+# A month recurring each year ("charged every January", "each May"): a date of no year and no day; a month named
+# alone elsewhere ("In January, ...") only dates the values beside it (_PERIOD_RULES).
+_EVERY_MONTH_RE = re.compile(r"(?<![\w])(?i:every|each)\s(?P<mon>January|February|March|April|May|June|July|August"
+                             r"|September|October|November|December)(?![\w])(?!,?\s\d)")
 _ANY_YEAR_RE = re.compile(rf"(?<![\w.,$€£-])(?P<year>{_MODERN_YEAR})(?![\w%])")
 _DATE_MY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH}),?\s(?P<year>\d{{4}})(?![\w])")
 _DATE_MD_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\w])")
@@ -2831,6 +2843,16 @@ def _duration_values(m: re.Match) -> list[Value]:
     if qualifier != "calendar":
         return _value("duration", amount, f"{qualifier} {unit}s", m)
     return _value("duration", amount * DURATION_DAYS[unit], "days", m)
+
+
+def _age_values(m: re.Match) -> list[Value]:
+    """An age as the duration it is, in days: "25 or older" meets "25 years old" and not "at least 21 years old".
+
+    >>> [(v.text, v.amount) for v in extract_values("Open to ages 12 and up; drivers 25 or older; aged 18 months.")]
+    [('ages 12 and up', 4380.0), ('25 or older', 9125.0), ('18 months', 547.5)]
+    """
+    years = _scaled(m)
+    return _value("duration", None if years is None else years * DURATION_DAYS["year"], "days", m)
 
 
 def _one_duration_values(m: re.Match) -> list[Value]:
@@ -3211,8 +3233,10 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_DATE_DMY_RE, _date_values),
     (_DATE_MY_RE, _date_values),
     (_DATE_MD_RE, _date_values),
+    (_EVERY_MONTH_RE, _date_values),
     (_DURATION_RE, _duration_values),
     (_ONE_DURATION_RE, _one_duration_values),
+    *((r, _age_values) for r in _AGE_RES),
     (_YEAR_RANGE_RE, _year_range_values),
     (_YEAR_RE, _year_values),
     (_WEEKDAY_RE, _weekday_values),
@@ -4072,50 +4096,81 @@ def _first_disagreement(va: dict[tuple[str, str], list[tuple]], vb: dict[tuple[s
     return None
 
 
-# Contact addresses: an email address, a web address or a phone number, each compared as an address (case, a scheme,
-# "www." and a phone number's spacing, punctuation and country code aside) when the question asks for that kind
-# ("What is the billing email?"); two documents whose answer sentences give such addresses, none in common, disagree.
-CONTACTS = {  # kind: (its pattern, the question words that ask for it, its plural)
-    "email address": (re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z\d-]+(?:\.[A-Za-z\d-]+)+"),
+# Contact addresses and access codes: an email address, a web address, a phone number or a code given after its name
+# ("the password BlueOcean7", "PIN: 4512"), each compared as what it is (an address's case, a scheme, "www." and a
+# phone number's spacing, punctuation and country code aside; a code exactly) when the question asks for that kind
+# ("What is the billing email?", "What is the Wi-Fi password?"); two documents whose answer sentences give such
+# values, none in common, disagree, and the reader reads the value whole.
+CONTACTS = {  # kind: (its pattern, its value's group, the question words that ask for it, its plural)
+    "email address": (re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z\d-]+(?:\.[A-Za-z\d-]+)+"), 0,
                       frozenset("email emails e-mail mail".split()), "email addresses"),
-    "web address": (re.compile(r"(?<![\w@/.-])(?i:https?://|www\.)[\w-]+(?:\.[\w-]+)+(?:/[^\s,;)\"'<>]*)?"),
+    "web address": (re.compile(r"(?<![\w@/.-])(?i:https?://|www\.)[\w-]+(?:\.[\w-]+)+(?:/[^\s,;)\"'<>]*)?"), 0,
                     frozenset("website websites site url link webpage homepage".split()), "web addresses"),
-    "phone number": (re.compile(r"(?<![\w+])\+?(?:\(\d+\)[ .-]?)?\d[\d .-]{5,}\d(?![\w-])"),
+    "phone number": (re.compile(r"(?<![\w+])\+?(?:\(\d+\)[ .-]?)?\d(?:[ .-]?\d){5,}(?![\w-])"), 0,
                      frozenset("phone telephone call fax hotline helpline mobile".split()), "phone numbers"),
+    # a code is a token with a digit or a capital ("sunflower42", "SAVE10"), so "the dress code is smart" gives none
+    "access code": (re.compile(r"(?<![\w])(?i:password|passcode|passphrase|pin|code)(?:\s(?:is|was))?\s?[:=]?\s"
+                               r"[\"“'‘]?(?P<code>(?=[^\s\"“”'‘’]*[\dA-Z])[^\s\"“”'‘’,;]*[^\s\"“”'‘’,;.:!?)])"), "code",
+                    frozenset("password passwords passcode passphrase pin code codes".split()), "codes"),
 }
 PHONE_MIN_DIGITS = 7  # fewer digits are a count, a year or a code, not a number to call
 
 
-def contact_finding(a: list[str], b: list[str], qwords: frozenset[str], cfg: Config) -> Finding | None:
-    """Different contact addresses of the kind the question asks for (CONTACTS), none shared by the two sides.
+def contact_spans(sentence: str, qwords: frozenset[str]) -> list[tuple[str, int, int]]:
+    """(kind, start, end) of each value in the sentence of a kind the question asks for (CONTACTS), in order. A
+    question asks for one with "what" or "which" and its kind's word ("Which number should I call?"); not one that
+    asks how ("How many episodes are in A Place to Call Home?") or gives a number itself ("What does code 11 mean?").
 
-    >>> contact_finding(["Email billing@acme.com."], ["Write to accounts@acme.com."], frozenset({"email"}),
+    >>> s = "Call 0800 123 4567 or email help@acme.com; the PIN is 4512."
+    >>> [(kind, s[a:b]) for kind, a, b in contact_spans(s, question_words("What is the phone number or the PIN?"))]
+    [('phone number', '0800 123 4567'), ('access code', '4512')]
+    >>> contact_spans(s, question_words("How many PIN codes are there?"))
+    []
+    """
+    if not qwords & {"what", "which"} or "how" in qwords or any(c.isdigit() for w in qwords for c in w):
+        return []
+    found = []
+    for kind, (pattern, group, asking, _) in CONTACTS.items():
+        if qwords & asking:
+            found += [(kind, *m.span(group)) for m in pattern.finditer(sentence)
+                      if kind != "phone number" or sum(c.isdigit() for c in m.group()) >= PHONE_MIN_DIGITS]
+    return sorted(found, key=lambda f: f[1:])
+
+
+def contact_finding(a: list[str], b: list[str], qwords: frozenset[str], cfg: Config) -> Finding | None:
+    """Different contact addresses or codes of the kind the question asks for (CONTACTS), none shared by the sides.
+
+    >>> contact_finding(["Email billing@acme.com."], ["Write to accounts@acme.com."], frozenset({"what", "email"}),
     ...                 DEFAULT_CONFIG).reason
     'different email addresses: billing@acme.com vs accounts@acme.com'
-    >>> contact_finding(["Call +44 20 7946 0018."], ["Call 020 7946 0018."], frozenset({"call"}), DEFAULT_CONFIG)
+    >>> contact_finding(["Call +44 20 7946 0018."], ["Call 020 7946 0018."], frozenset({"what", "call"}),
+    ...                 DEFAULT_CONFIG)
     """
-    for kind, (pattern, asking, plural) in CONTACTS.items():
-        if not qwords & asking:
-            continue
-        said = [[m.group().rstrip(".") for sentence in side for m in pattern.finditer(sentence)
-                 if kind != "phone number" or sum(c.isdigit() for c in m.group()) >= PHONE_MIN_DIGITS]
-                for side in (a, b)]
-        if all(said) and not any(_same_contact(kind, x, y) for x in said[0] for y in said[1]):
-            return Finding("value", f"different {plural}: {said[0][0]} vs {said[1][0]}", (said[0][0], said[1][0]))
+    said = [[(kind, sentence[start:end].rstrip(".")) for sentence in side
+             for kind, start, end in contact_spans(sentence, qwords)] for side in (a, b)]
+    for kind, plural in ((kind, row[-1]) for kind, row in CONTACTS.items()):
+        x, y = ([text for k, text in side if k == kind] for side in said)
+        if x and y and not any(_same_contact(kind, p, q) for p in x for q in y):
+            return Finding("value", f"different {plural}: {x[0]} vs {y[0]}", (x[0], y[0]))
     return None
 
 
 def _same_contact(kind: str, x: str, y: str) -> bool:
-    """Whether two contact addresses of a kind are one: a phone number's digits, a leading 0 or country code aside
-    (the shorter ends the longer); a web address without its scheme, "www." and closing slash; else case aside.
+    """Whether two contact addresses or codes of a kind are one: a phone number's digits, a leading 0 or country code
+    aside (the shorter ends the longer); a web address without its scheme, "www." and closing slash; a code exactly
+    (a password's case counts); else case aside.
 
     >>> _same_contact("phone number", "+1 (555) 123-4567", "555.123.4567"), _same_contact("web address",
     ...                                                                                  "https://www.x.org/", "x.org")
     (True, True)
+    >>> _same_contact("access code", "BlueOcean7", "blueocean7")
+    False
     """
     if kind == "phone number":
         dx, dy = sorted(("".join(c for c in t if c.isdigit()).lstrip("0") for t in (x, y)), key=len)
         return bool(dx) and dy.endswith(dx)
+    if kind == "access code":
+        return x == y
     if kind == "web address":
         x, y = (re.sub(r"^(?i:https?://)?(?i:www\.)?", "", t).rstrip("/") for t in (x, y))
     return x.lower() == y.lower()
@@ -5839,6 +5894,9 @@ def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
     ...                                                           DEFAULT_CONFIG)]
     [('1998', 1.0), ('2003', 0.0)]
     """
+    contacts = contact_spans(sentence, qwords)
+    if contacts:  # an address or a code asked for is read whole: "(555) 123-4567", not "555"
+        return [(start, end, {"asked": 1.0}, None) for _, start, end in contacts]
     preds = asked_stems(sentence, qwords)
     if qtype in ("quantity", "date"):
         return _value_candidates(sentence, qtype, qwords, preds, cfg)
@@ -6998,6 +7056,9 @@ def answers_agree(x, y, cfg):
         return False
     if holds(x, y) or holds(y, x):
         return True
+    for kind, (pattern, group, _, _) in CONTACTS.items():
+        if not group and pattern.fullmatch(x) and pattern.fullmatch(y):  # two addresses: "+44 20 ..." is "020 ..."
+            return _same_contact(kind, x, y)
     vx, vy = (extract_values(t) or period_values(t) for t in (x, y))
     return bool(vx and vy) and (all(any(_values_agree(a, b, cfg) for b in vy) for a in vx)
                                 and all(any(_values_agree(a, b, cfg) for b in vx) for a in vy))
@@ -11269,6 +11330,27 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.assertEqual(one("The dam holds 5.5 billion cubic metres.").unit, "m³")
         self.assertEqual(one("It runs 10 miles.").written, "miles")
 
+    def test_an_age_is_a_duration_in_years(self):
+        self.amounts(["Drivers must be 25 or older.", "Drivers must be 25 years old or older.",
+                      "Drivers aged 25 and over may rent.", "Rentals are open to ages 25+.",
+                      "Drivers must have reached the age of 25."], "duration", 25 * 365.0, "days")
+        q = "What is the minimum age to rent a car?"
+        self.conflict(q, "Drivers must be at least 21 years old to rent a car.", "You must be 25 or older to rent.")
+        self.control(q, "Drivers must be at least 25 years old to rent a car.", "You must be 25 or older to rent.")
+        # near misses: "and over" with no age word, and an age in months
+        self.assertEqual(one("Groups of 18 and over get a discount.").type, "quantity")
+        self.assertEqual(one("The boy aged 18 months was fine.").amount, 18 * 365 / 12)
+
+    def test_a_month_recurring_each_year_is_a_date(self):
+        self.assertEqual([(v.type, v.amount) for v in extract_values("The fee is charged every January.")],
+                         [("date", 100.0)])
+        q = "When is the annual membership fee charged?"
+        self.conflict(q, "The annual fee is charged every January.", "We bill the annual fee each September.")
+        self.control(q, "The annual fee is charged every January.", "We bill the annual fee on January 1 each year.")
+        self.assertEqual([v.amount for v in extract_values("Members may renew each May.")], [500.0])
+        # near miss: a month named alone only dates what is beside it
+        self.assertEqual(extract_values("In January, the fee went up."), ())
+
     def test_what_is_no_measurement(self):
         self.assertEqual(one("He lost 11 pounds.").unit, "pounds")  # no cue says money or weight: left a count
         self.assertFalse([v for v in extract_values("Sales hit 324m.") if v.unit == "m"])  # glued m: as often millions
@@ -11309,6 +11391,36 @@ class TestUnitsAndRanges(unittest.TestCase):
                      "Bookings are taken at harbor-tours.com via www.harbor-tours.com.")
         self.assertIsNone(contact_finding(["Email billing@acme-corp.com."], ["Email accounts@acme-corp.com."],
                                           question_words("When are invoices sent?"), DEFAULT_CONFIG))
+
+    def test_codes_asked_for_are_compared_exactly(self):
+        q = "What is the guest Wi-Fi password?"
+        self.conflict(q, "The guest Wi-Fi password is harbor42.", "Guests join the Wi-Fi with the password Maple7.",
+                      "value")
+        self.conflict(q, "The guest Wi-Fi password is Harbor42.", "The guest Wi-Fi password is harbor42.", "value")
+        self.conflict("What is the door code?", "The door code is 4512.", "Staff open the door with code 4521.",
+                      "value")
+        # near misses: one code twice, a code of another kind not asked, and words after "code" that are no code
+        self.control(q, "The guest Wi-Fi password is harbor42.", "Use the password \"harbor42\" to join.")
+        self.control("What is the door code?", "The door code is 4512.", "Call 0800 123 4567 for the code 4512.")
+        self.assertEqual(contact_spans("The dress code is smart casual.", question_words("What is the dress code?")),
+                         [])
+        self.assertIsNone(contact_finding(["The password is harbor42."], ["The password is Maple7."],
+                                          question_words("When was the network installed?"), DEFAULT_CONFIG))
+
+    def test_an_address_or_a_code_asked_for_is_read_whole(self):
+        read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
+        self.assertEqual(read("What is the support phone number?", "Call support at (555) 123-4567.").text,
+                         "(555) 123-4567")
+        self.assertEqual(read("What is the guest Wi-Fi password?", "The guest Wi-Fi password is harbor42.").text,
+                         "harbor42")
+        self.assertEqual(read("Which email should I use for refunds?", "Email refunds@shop.example.com.").text,
+                         "refunds@shop.example.com")
+        self.assertTrue(answers_agree("+44 20 7946 0018", "020 7946 0018", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("020 7946 0018", "020 7946 0019", DEFAULT_CONFIG))
+        # near misses: a number too short to call is read as before, and a question not asking for one reads values
+        self.assertEqual(read("What is the support phone number?", "Support has 12 staff.").text, "12 staff")
+        self.assertEqual(read("How many staff does support have?", "Support has 12 staff; email help@shop.example.com.")
+                         .text, "12 staff")
 
     def test_a_price_of_nothing_meets_every_currency(self):
         q = "How much does parking cost?"
