@@ -785,7 +785,7 @@ def _subjects_veto(det, fa, fb, question):
 # pair with no conflict (the documents are not compared); a "check" that returns a Finding ends it with that conflict.
 PAIR_STEPS = (
     ("subjects", "veto", _subjects_veto),
-    # one side speaks of another period than the one asked about (H1 2022 asked, H2 2022 said)
+    # one side speaks of another period than the one asked about (H1 2022 asked, H2 2022 said; weekdays, weekends)
     ("period", "veto", lambda det, fa, fb, q: answers_another_period(q, list(fa.sentences), list(fb.sentences))),
     # one side answers another facet of the subject (the cafe's lunch hours for the museum's opening time)
     ("facet", "veto", lambda det, fa, fb, q: answers_another_facet(q, fa, fb, det.cfg)),
@@ -1129,9 +1129,11 @@ def rival_readings(question, context, pipe):
     readings = answering(question, list(docs.values()), pipe.read_alone)
     groups = support(readings, None, pipe.cfg)
     rivals = [(text, ids) for text, ids in groups if same_measure(groups[0][0], text)] if groups else []
-    if len(rivals) > 1:  # a document answering another facet (a cafe's hours for the museum's) is no rival
+    if len(rivals) > 1:  # one answering another facet (a cafe's hours) or other days (the weekend's) is no rival
         views = facet_views(question, [docs[ids[0]] for _, ids in rivals], pipe)
-        rivals = [r for r, v in zip(rivals, views) if not any(off_facet(question, v, w, pipe.cfg) for w in views)]
+        rivals = [r for r, v in zip(rivals, views)
+                  if not any(off_facet(question, v, w, pipe.cfg) or off_period(question, v.sentences, w.sentences)
+                             for w in views)]
     stopped = stopped_candidates(question, docs.values(), readings, pipe.cfg) if rivals else []
     # each candidate as its own document reads it (a group's text may be another member's fuller form)
     return tuple(Candidate(docs[ids[0]], readings[ids[0]].text, readings[ids[0]].confidence) for _, ids in rivals) \
@@ -5610,17 +5612,59 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str],
 
 
 def answers_another_period(question: str, a: list[str], b: list[str]) -> bool:
-    """Whether one side speaks of the reporting period the question names (a quarter, a half, a fiscal year) and the
-    other only of other periods (a year or month alone dates an event more often than it picks a period: not counted).
+    """Whether either side speaks of another period than the one the question names, and the other of it (off_period).
 
     >>> answers_another_period("Revenue in the first half of 2022?", ["In H1 2022 it was $4M."], ["In H2 2022 it was $5M."])
     True
     """
+    return off_period(question, a, b) or off_period(question, b, a)
+
+
+def off_period(question: str, side: Iterable[str], other: Iterable[str]) -> bool:
+    """Whether side speaks only of other periods than the one the question names, and other of it: a reporting period
+    (a quarter, a half, a fiscal year: a year or month alone dates an event more often than it picks a period, so not
+    counted) or days of the week (days_named: "on weekdays" asked, "On weekends" said; "Mondays" meets "weekdays").
+
+    >>> q = "When does the pool open on weekdays?"
+    >>> off_period(q, ["On weekends it opens at 8 am."], ["It opens at 6:30 am on weekdays."])
+    True
+    >>> off_period(q, ["It opens at 7 am from Monday to Friday."], ["It opens at 6:30 am on weekdays."])
+    False
+    """
+    side, other = list(side), list(other)
     asked = {label for _, label in _period_markers(question)[0] if label[:1] in ("Q", "H", "F")}
-    if not asked:
-        return False
-    sides = [{label for sentence in side for _, label in _period_markers(sentence)[0]} for side in (a, b)]
-    return all(sides) and (asked <= sides[0]) != (asked <= sides[1])
+    if asked:
+        said, others = ({label for sentence in x for _, label in _period_markers(sentence)[0]} for x in (side, other))
+        if said and not asked <= said and asked <= others:
+            return True
+    days = days_named(question)
+    said, others = (days_named(" ".join(x)) for x in (side, other)) if days else ((), ())
+    return bool(said and not said & days and others & days)
+
+
+# Days of the week as a set of WEEKDAY_NUMBERS: a day ("Tuesdays"), a run of days ("Tuesday to Sunday",
+# "Monday-Friday") or a word for several ("weekdays", "weekends").
+DAY_SETS = {"weekday": frozenset(range(1, 6)), "weeknight": frozenset(range(1, 6)), "weekend": frozenset({6, 7})}
+_DAY_NAME = "|".join(WEEKDAY_NUMBERS)
+_DAYS_RE = re.compile(rf"(?<![\w])(?:(?P<first>{_DAY_NAME})s?(?:\s?[-–—]\s?|\s(?:to|through|thru|until|till)\s)"
+                      rf"(?P<last>{_DAY_NAME})s?|(?P<day>{_DAY_NAME})s?|(?i:(?P<set>weekday|weeknight|weekend))s?)"
+                      r"(?![\w])")
+
+
+def days_named(text: str) -> frozenset[int]:
+    """The days of the week a text names (WEEKDAY_NUMBERS: Monday is 1), a run of them whole, wrapping past Sunday.
+
+    >>> sorted(days_named("Open Tuesday to Sunday; closed on Mondays.")), sorted(days_named("On weekends"))
+    ([1, 2, 3, 4, 5, 6, 7], [6, 7])
+    """
+    days = set()
+    for m in _DAYS_RE.finditer(text):
+        if m["set"]:
+            days |= DAY_SETS[m["set"].lower()]
+        else:
+            first, last = WEEKDAY_NUMBERS[m["first"] or m["day"]], WEEKDAY_NUMBERS[m["last"] or m["day"]]
+            days |= {(first - 1 + k) % 7 + 1 for k in range((last - first) % 7 + 1)}
+    return frozenset(days)
 
 
 # Facets: a dispute needs two answers to one question. For "When does the museum open?", "The museum cafe serves lunch
@@ -13554,6 +13598,20 @@ class TestFacets(unittest.TestCase):
         self.assertFalse(off_facet("What are the museum's opening hours?", self.view("a", 0.2, "The museum cafe "
                                    "serves lunch from 12:00."), opens, DEFAULT_CONFIG))
 
+    def test_a_side_speaking_only_of_other_days_than_the_asked_ones_is_not_compared(self):
+        question = "What time does the pool open on weekdays?"
+        weekdays = self.view("a", 0.8, "On weekdays the city pool opens at 6:30 am.")
+        weekends = self.view("b", 0.8, "On weekends the city pool opens at 8 am.")
+        self.assertIsNone(self.check_pair(question, weekdays, weekends))
+        self.assertEqual(sorted(days_named("Open Saturday to Monday, and on Wednesdays.")), [1, 3, 6, 7])
+        # near misses: a day among the asked ones, or a run of days holding them, is a side; and so is every side
+        # when the question names no day
+        for other in ("On Mondays the city pool opens at 7 am.", "From Monday to Friday the city pool opens at 7 am.",
+                      "The city pool opens at 7 am, Sunday through Tuesday."):
+            with self.subTest(other):
+                self.assertEqual(self.check_pair(question, weekdays, self.view("c", 0.8, other)).kind, "value")
+        self.assertEqual(self.check_pair("What time does the pool open?", weekdays, weekends).kind, "value")
+
 
 class TestAnswerMatching(unittest.TestCase):
     def test_normalisation(self):
@@ -17587,6 +17645,8 @@ class TestIntegration(unittest.TestCase):
         opens = "The museum opens at 10:00 on weekdays."
         self.assertEqual(ask("When does the museum open?", opens, "The museum cafe serves lunch from 12:00 to 14:00."),
                          ("ANSWERED", "10:00", set()))
+        self.assertEqual(ask("What time does the pool open on weekdays?", "On weekdays the pool opens at 6:30 am.",
+                             "On weekends the pool opens at 8 am."), ("ANSWERED", "6:30 am", set()))
         label, said, _ = ask("Where can visitors park?", "The Harbor Museum is in Portsmouth, on the south coast.",
                              "Visitors can park at the Elm Street car park, two minutes from the museum.")
         self.assertEqual((label, "Elm Street" in said), ("ANSWERED", True))
