@@ -5681,7 +5681,8 @@ def answers_another_facet(question: str, a: AnswerView, b: AnswerView, cfg: Conf
 def off_facet(question: str, side: AnswerView, other: AnswerView, cfg: Config) -> bool:
     """Whether side answers another facet of the question than other: other's answer-bearing sentences say the verb
     the question asks about (asked_verb), side's document never does, and side bears on the question less than
-    cfg.facet_ratio of other. A side that says the verb ("Doors open at 9:30") stays one.
+    cfg.facet_ratio of other or says the verb's opposite (OPPOSITE_VERBS: "closes" for "When does the gym open?"). A
+    side that says the verb ("Doors open at 9:30") stays one.
 
     >>> opens = AnswerView(("The museum opens at 10:00.",), 0.77)
     >>> off_facet("When does the museum open?", AnswerView(("The museum cafe serves lunch from 12:00.",), 0.49),
@@ -5689,11 +5690,23 @@ def off_facet(question: str, side: AnswerView, other: AnswerView, cfg: Config) -
     True
     >>> off_facet("When does the museum open?", AnswerView(("Doors open at 9:30.",), 0.51), opens, DEFAULT_CONFIG)
     False
+    >>> off_facet("When does the museum open?", AnswerView(("The museum closes at 17:00.",), 0.8), opens,
+    ...           DEFAULT_CONFIG)
+    True
     """
     verb = asked_verb(question)
     whole = sentences_of(side.doc.content) if side.doc else side.sentences
-    return (bool(verb) and side.relevance < cfg.facet_ratio * other.relevance
-            and any(_states_stem(other.sentences, v) for v in verb) and not any(_states_stem(whole, v) for v in verb))
+    if not any(_states_stem(other.sentences, v) for v in verb) or any(_states_stem(whole, v) for v in verb):
+        return False
+    opposite = {o for v in verb for o in OPPOSITE_VERBS.get(v, ())}
+    return side.relevance < cfg.facet_ratio * other.relevance or any(_states_stem(side.sentences, o) for o in opposite)
+
+
+# Verbs whose opposite answers the other end of one schedule: opening and closing, starting and ending, arriving and
+# leaving (as stems, each side's verbs the other's opposites).
+OPPOSITE_VERBS = {_stem(a): frozenset(map(_stem, others)) for pair in (
+    ("open", "close"), ("start begin", "end finish"), ("arrive", "depart leave"),
+) for one, two in (pair, pair[::-1]) for others in [two.split()] for a in one.split()}
 
 
 # A short question of subject and verb, asked in the present: a wh-word (and up to two words: "how much", "what
@@ -13598,6 +13611,20 @@ class TestFacets(unittest.TestCase):
         self.assertFalse(off_facet("What are the museum's opening hours?", self.view("a", 0.2, "The museum cafe "
                                    "serves lunch from 12:00."), opens, DEFAULT_CONFIG))
 
+    def test_a_side_saying_only_the_opposite_of_the_asked_verb_is_not_compared(self):
+        question = "When does the gym open on weekdays?"
+        opens = self.view("a", 0.8, "The gym opens at 6 am on weekdays.")
+        closes = self.view("b", 0.8, "The gym closes at 10 pm on weekdays.")
+        self.assertTrue(off_facet(question, closes, opens, DEFAULT_CONFIG))
+        self.assertIsNone(self.check_pair(question, opens, closes))
+        self.assertIsNone(self.check_pair("When does the last ferry leave?", self.view("c", 0.8, "The last ferry "
+                                          "leaves at 22:00."), self.view("d", 0.8, "The last ferry arrives at 23:10.")))
+        # near misses: a side saying both verbs, or the asked one in another form, is one
+        both = self.view("e", 0.8, "The gym opens at 7 am and closes at 10 pm on weekdays.")
+        self.assertEqual(self.check_pair(question, opens, both).kind, "value")
+        self.assertEqual(self.check_pair(question, opens, self.view("f", 0.8, "Opening time on weekdays is 5:30 am."))
+                         .kind, "value")
+
     def test_a_side_speaking_only_of_other_days_than_the_asked_ones_is_not_compared(self):
         question = "What time does the pool open on weekdays?"
         weekdays = self.view("a", 0.8, "On weekdays the city pool opens at 6:30 am.")
@@ -17647,6 +17674,8 @@ class TestIntegration(unittest.TestCase):
                          ("ANSWERED", "10:00", set()))
         self.assertEqual(ask("What time does the pool open on weekdays?", "On weekdays the pool opens at 6:30 am.",
                              "On weekends the pool opens at 8 am."), ("ANSWERED", "6:30 am", set()))
+        self.assertEqual(ask("When does the gym open?", "The gym opens at 6 am.", "The gym closes at 10 pm."),
+                         ("ANSWERED", "6 am", set()))
         label, said, _ = ask("Where can visitors park?", "The Harbor Museum is in Portsmouth, on the south coast.",
                              "Visitors can park at the Elm Street car park, two minutes from the museum.")
         self.assertEqual((label, "Elm Street" in said), ("ANSWERED", True))
