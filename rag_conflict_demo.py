@@ -2235,6 +2235,8 @@ def split_sentences(text: str) -> list[str]:
 ASKING_WORDS = {role: frozenset(words.split()) for role, words in {
     "auxiliary": """is are was were do does did can could has have had will would should shall may might must isn't
         aren't wasn't weren't doesn't don't didn't can't won't""",
+    "present": "do does",  # the auxiliaries of a question in the present tense (with "is", "are": PRESENT_AUXILIARIES)
+    "modal": "can could will would should shall may might must",
     "opener": "who whom whose what which when where why how name list tell give",
     "scene": """in as on at after before since during considering given according if from for with by under until
         between among""",
@@ -2394,7 +2396,7 @@ def question_words(question: str) -> frozenset[str]:
 # wrapping cost?"). A thing that has stopped has neither.
 SCHEDULE_OPENERS = (("when",), ("what", "time"), ("what", "hours"), ("how", "often"), ("how", "frequently"),
                     ("how", "much"))
-PRESENT_AUXILIARIES = frozenset("do does is are".split())
+PRESENT_AUXILIARIES = ASKING_WORDS["present"] | {"is", "are"}
 
 
 def asks_schedule(question: str) -> bool:
@@ -5716,9 +5718,10 @@ OPPOSITE_VERBS = {_stem(a): frozenset(map(_stem, others)) for pair in (
 # an object ("When does the team play its home games?"), which the verb's facet does not turn on. A question in the
 # past ("When did the line open?") asks about an event in history, which documents tell with many verbs ("a spur was
 # added", "service began"): no facet.
+_ASKED_AS = {role: "|".join(sorted(ASKING_WORDS[role])) for role in ("opener", "present", "modal")}
 _DO_QUESTION_RE = re.compile(
-    rf"^(?:(?:{'|'.join(sorted(ASKING_WORDS['opener']))})(?:\s+[a-z]+){{0,2}}?\s+(?:do|does)"
-    r"|(?:when|where|why|how)\s+(?:can|could|will|would|should|shall|may|might|must))"
+    rf"^(?:(?:{_ASKED_AS['opener']})(?:\s+[a-z]+){{0,2}}?\s+(?:{_ASKED_AS['present']})"
+    rf"|(?:when|where|why|how)\s+(?:{_ASKED_AS['modal']}))"
     r"(?:\s+[\w'-]+){1,3}?\s+([a-z]+)"
     rf"(?:\s+(?:{'|'.join(sorted(ASKING_WORDS['scene'] | {'to'}))})(?:\s+[\w'-]+){{1,3}})?\W*$")
 
