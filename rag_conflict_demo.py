@@ -4152,7 +4152,7 @@ def contact_finding(a: list[str], b: list[str], qwords: frozenset[str], cfg: Con
     """
     said = [[(kind, sentence[start:end].rstrip(".")) for sentence in side
              for kind, start, end in contact_spans(sentence, qwords)] for side in (a, b)]
-    for kind, plural in ((kind, row[-1]) for kind, row in CONTACTS.items()):
+    for kind, (*_, plural) in CONTACTS.items():
         x, y = ([text for k, text in side if k == kind] for side in said)
         if x and y and not any(_same_contact(kind, p, q) for p in x for q in y):
             return Finding("value", f"different {plural}: {x[0]} vs {y[0]}", (x[0], y[0]))
