@@ -3053,6 +3053,9 @@ MEASUREMENT_UNITS = {
     **dict.fromkeys(("GB", "gigabyte", "gigabytes"), ("B", 1e9)),
     **dict.fromkeys(("TB", "terabyte", "terabytes"), ("B", 1e12)),
     **dict.fromkeys(("PB", "petabyte", "petabytes"), ("B", 1e15)),
+    **dict.fromkeys(("kbps", "kb/s", "kbit/s", "kilobits per second"), ("bit/s", 1e3)),
+    **dict.fromkeys(("Mbps", "Mb/s", "Mbit/s", "megabits per second"), ("bit/s", 1e6)),
+    **dict.fromkeys(("Gbps", "Gb/s", "Gbit/s", "gigabits per second"), ("bit/s", 1e9)),
     "KiB": ("B", 2.0 ** 10), "MiB": ("B", 2.0 ** 20), "GiB": ("B", 2.0 ** 30), "TiB": ("B", 2.0 ** 40),
 }
 # Other spellings of an abbreviation: capitals and plurals that are no other unit ("MB" is not "mb", millibars).
@@ -3067,12 +3070,12 @@ MEASUREMENT_UNITS.update({spelling: MEASUREMENT_UNITS[unit] for spelling, unit i
 # a question's words are lowercased; single letters and words are left out ("t" of "don't", "has" read as "ha"s)
 _UNITS_LOWER = {u.lower(): si for u, (si, _) in MEASUREMENT_UNITS.items() if len(u) > 1 and u != "ha"}
 MEASURE_NAMES = {"°C": "temperatures", "m": "lengths", "kg": "masses", "m/s": "speeds", "m²": "areas", "m³": "volumes", "W": "powers",
-                 "J": "energies", "B": "data sizes"}
+                 "J": "energies", "B": "data sizes", "bit/s": "data rates"}
 # Units that may be glued to their number ("630km", "128GB", "25g"): abbreviations that are no word and no other
 # amount glued ("324m" is as often millions, "5G" a network, "2L", "60W" and "3t" labels).
 GLUED_UNITS = frozenset("""
 km cm mm mi ft yd nmi kg g mg lb lbs oz km/h kmh kph km/hr mph m/s km2 km² m2 m² mi2 mi² ft2 ft² m3 m³ ml mL
-kW MW GW hp kWh MWh GWh TWh KB kB MB GB TB PB KiB MiB GiB TiB
+kW MW GW hp kWh MWh GWh TWh KB kB MB GB TB PB KiB MiB GiB TiB kbps Mbps Gbps
 """.split()) | frozenset(UNIT_SPELLINGS)
 _UNIT_ALT = "|".join(re.escape(u).replace(r"\ ", r"\s") for u in sorted(MEASUREMENT_UNITS, key=len, reverse=True))
 _GLUED_ALT = "|".join(map(re.escape, sorted(GLUED_UNITS, key=len, reverse=True)))
@@ -11387,6 +11390,12 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.amounts(["It weighs 2kg.", "It weighs 2 kilograms.", "It weighs 2,000 grams."], "quantity", 2.0, "kg")
         self.amounts(["It holds 128GB.", "It holds 128 GB.", "It holds 128 gigabytes."], "quantity", 128e9, "B")
         self.amounts(["It does 90 km/h.", "It does 90 kph.", "It does 25 m/s."], "quantity", 25.0, "m/s")
+        self.amounts(["It runs at 100Mbps.", "It runs at 100 Mbit/s.", "It runs at 100 megabits per second.",
+                      "It runs at 0.1 Gbps."], "quantity", 1e8, "bit/s")
+        q = "What download speed does the Basic plan give?"
+        self.conflict(q, "The Basic plan delivers 50 Mbps.", "The Basic plan gives 100 megabits per second.")
+        self.control(q, "The Basic plan delivers 100 Mbps.", "The Basic plan gives 100 megabits per second.")
+        self.assertEqual(one("The file is 100 MB.").unit, "B")  # near miss: megabytes are a size, not a rate
         self.assertEqual(one("The dam holds 5.5 billion cubic metres.").unit, "m³")
         self.assertEqual(one("It runs 10 miles.").written, "miles")
 
