@@ -4108,6 +4108,12 @@ def _first_disagreement(va: dict[tuple[str, str], list[tuple]], vb: dict[tuple[s
 # phone number's spacing, punctuation and country code aside; a code exactly) when the question asks for that kind
 # ("What is the billing email?", "What is the Wi-Fi password?"); two documents whose answer sentences give such
 # values, none in common, disagree, and the reader reads the value whole.
+# the kinds of street a street address names, with their abbreviations (compared as one: "St." is "Street")
+STREET_KINDS = {"Street": "street", "St": "street", "Road": "road", "Rd": "road", "Lane": "lane", "Ln": "lane",
+                "Avenue": "avenue", "Ave": "avenue", "Boulevard": "boulevard", "Blvd": "boulevard", "Drive": "drive",
+                "Dr": "drive", "Way": "way", "Place": "place", "Pl": "place", "Square": "square", "Sq": "square",
+                "Court": "court", "Ct": "court", "Terrace": "terrace", "Crescent": "crescent", "Close": "close",
+                "Highway": "highway", "Hwy": "highway", "Parkway": "parkway", "Row": "row", "Quay": "quay"}
 CONTACTS = {  # kind: (its pattern, its value's group, the question words that ask for it, its plural)
     "email address": (re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z\d-]+(?:\.[A-Za-z\d-]+)+"), 0,
                       frozenset("email emails e-mail mail".split()), "email addresses"),
@@ -4119,6 +4125,10 @@ CONTACTS = {  # kind: (its pattern, its value's group, the question words that a
     "access code": (re.compile(r"(?<![\w])(?i:password|passcode|passphrase|pin|code)(?:\s(?:is|was))?\s?[:=]?\s"
                                r"[\"“'‘]?(?P<code>(?=[^\s\"“”'‘’]*[\dA-Z])[^\s\"“”'‘’,;]*[^\s\"“”'‘’,;.:!?)])"), "code",
                     frozenset("password passwords passcode passphrase pin code codes".split()), "codes"),
+    # a house number, a street's name and its kind: "12 Quay Street", "221B Baker St.", "48 St Mary's Road"
+    "street address": (re.compile(r"(?<![\w.,-])\d{1,5}[A-Za-z]?(?:\s[A-Z][\w'’.-]*){1,3}?\s(?:"
+                                  + "|".join(sorted(STREET_KINDS, key=len, reverse=True)) + r")\b\.?"), 0,
+                       frozenset("address addresses street".split()), "street addresses"),
 }
 PHONE_MIN_DIGITS = 7  # fewer digits are a count, a year or a code, not a number to call
 
@@ -4136,9 +4146,11 @@ def contact_spans(sentence: str, qwords: frozenset[str]) -> list[tuple[str, int,
     """
     if not qwords & {"what", "which"} or "how" in qwords or any(c.isdigit() for w in qwords for c in w):
         return []
+    asked = [kind for kind, (*_, asking, _) in CONTACTS.items() if qwords & asking]
     found = []
     for kind, (pattern, group, asking, _) in CONTACTS.items():
-        if qwords & asking:
+        # "address" asks for a street address only when no other kind is asked ("What email address ...?")
+        if kind in asked and (kind != "street address" or len(asked) == 1):
             found += [(kind, *m.span(group)) for m in pattern.finditer(sentence)
                       if kind != "phone number" or sum(c.isdigit() for c in m.group()) >= PHONE_MIN_DIGITS]
     return sorted(found, key=lambda f: f[1:])
@@ -4180,6 +4192,8 @@ def _same_contact(kind: str, x: str, y: str) -> bool:
         return x == y
     if kind == "web address":
         x, y = (re.sub(r"^(?i:https?://)?(?i:www\.)?", "", t).rstrip("/") for t in (x, y))
+    if kind == "street address":  # the street's kind as one word: "12 Quay St." is "12 Quay Street"
+        x, y = (" ".join(STREET_KINDS.get(w, w) for w in re.findall(r"[\w'’]+", t)) for t in (x, y))
     return x.lower() == y.lower()
 
 
@@ -11475,6 +11489,21 @@ class TestUnitsAndRanges(unittest.TestCase):
                          [])
         self.assertIsNone(contact_finding(["The password is harbor42."], ["The password is Maple7."],
                                           question_words("When was the network installed?"), DEFAULT_CONFIG))
+
+    def test_street_addresses_asked_for_are_compared(self):
+        q = "What is the Harbor office's street address?"
+        self.conflict(q, "The Harbor office is at 12 Quay Street, Portmere.",
+                      "The Harbor office is located at 48 Mill Lane, Portmere.", "value")
+        self.conflict(q, "The Harbor office is at 12 Quay Street.", "The Harbor office is at 21 Quay Street.", "value")
+        # near misses: one address in two spellings; an email address asked for; a question asking no address
+        self.control(q, "The Harbor office is at 12 Quay Street, Portmere.", "Visit us at 12 Quay St. in Portmere.")
+        self.control("What email address does the Harbor office use?",
+                     "Email harbor@acme.com; we are at 12 Quay Street.", "Write to harbor@acme.com or visit 48 Mill Lane.")
+        self.assertIsNone(contact_finding(["The office is at 12 Quay Street."], ["The office is at 48 Mill Lane."],
+                                          question_words("How many people work at the office?"), DEFAULT_CONFIG))
+        read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
+        self.assertEqual(read(q, "The Harbor office moved in 2019 and is at 12 Quay Street, Portmere.").text,
+                         "12 Quay Street")
 
     def test_an_address_or_a_code_asked_for_is_read_whole(self):
         read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
