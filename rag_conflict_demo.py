@@ -7131,7 +7131,7 @@ def answers_agree(x, y, cfg):
     negated = [any(map(is_negation, normalise_answer(t).split())) for t in (x, y)]
     if negated[0] != negated[1]:
         return False
-    if holds(x, y) or holds(y, x):
+    if holds(x, y) or holds(y, x) or _short_form_of(x, y) or _short_form_of(y, x):
         return True
     for kind, (pattern, group, _, _) in CONTACTS.items():
         if not group and pattern.fullmatch(x) and pattern.fullmatch(y):  # two addresses: "+44 20 ..." is "020 ..."
@@ -7139,6 +7139,27 @@ def answers_agree(x, y, cfg):
     vx, vy = (extract_values(t) or period_values(t) for t in (x, y))
     return bool(vx and vy) and (all(any(_values_agree(a, b, cfg) for b in vy) for a in vx)
                                 and all(any(_values_agree(a, b, cfg) for b in vx) for a in vy))
+
+
+SHORT_NAME_LETTERS = 3  # a given name shortened keeps at least this many letters: "Dan" for "Daniel", not "Jo"
+
+
+def _short_form_of(short: str, full: str) -> bool:
+    """Whether one person's name is another's with given names shortened: the same surname, and each other word of
+    `short` the beginning, at least SHORT_NAME_LETTERS letters, of the word as far from the end of `full` (a title
+    before it aside: "Coach Daniel Reyes").
+
+    >>> _short_form_of("Dan Yu", "Daniel Yu"), _short_form_of("Dan Reyes", "Coach Daniel Reyes")
+    (True, True)
+    >>> _short_form_of("Jo Li", "Joseph Li"), _short_form_of("Dan Reyes", "Daniel Ortiz")
+    (False, False)
+    """
+    xs, ys = short.split(), full.split()
+    ys = ys[-len(xs):]
+    return (1 < len(xs) == len(ys) and all(w[:1].isupper() and w.isalpha() for w in xs + ys)
+            and xs[-1].lower() == ys[-1].lower() and xs != ys
+            and all(len(x) >= SHORT_NAME_LETTERS and y.lower().startswith(x.lower())
+                    for x, y in zip(xs[:-1], ys[:-1])))
 
 
 def version_key(doc):
@@ -11504,6 +11525,8 @@ class TestUnitsAndRanges(unittest.TestCase):
         read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
         self.assertEqual(read(q, "The Harbor office moved in 2019 and is at 12 Quay Street, Portmere.").text,
                          "12 Quay Street")
+        self.assertTrue(answers_agree("12 Quay St.", "12 Quay Street", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("12 Quay Street", "21 Quay Street", DEFAULT_CONFIG))
 
     def test_an_address_or_a_code_asked_for_is_read_whole(self):
         read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
@@ -13009,6 +13032,11 @@ class TestSupport(unittest.TestCase):
         self.assertFalse(answers_agree("ACTIVE", "INACTIVE", DEFAULT_CONFIG))
         self.assertFalse(answers_agree("active", "not active", DEFAULT_CONFIG))
         self.assertFalse(answers_agree("18,000", "81,000", DEFAULT_CONFIG))
+        # one person with a given name shortened; near misses: another surname, a short form under three letters
+        self.assertTrue(answers_agree("Dan Reyes", "Daniel Reyes", DEFAULT_CONFIG))
+        self.assertTrue(answers_agree("Coach Daniel Reyes", "Dan Reyes", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("Dan Reyes", "Daniel Ortiz", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("Jo Li", "Joseph Li", DEFAULT_CONFIG))
 
     def test_beacon_stays_uncertain_and_arena_resolves(self):
         beacon = [d for d in KNOWLEDGE_BASE if d.source_id.startswith("ops-")]
