@@ -2594,11 +2594,13 @@ _RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?
                       rf"(?P<per>{_PER_UNITS})(?![\w])")
 # An age, in years since birth: "aged 12", "at the age of 21", "ages 12 and up", "25 or older"; "or over", "and up"
 # and "+" only after an age word ("18 and over" alone is as often a count). "21 years old" is a duration already, and
-# "aged 18-25" a range of numbers.
+# "aged 18-25" a range of numbers. A bare number is an age as what one must be to do a thing: "must be at least 21
+# to rent", "have to be 18 to vote", not said of a measure ("The score must be 50 to pass"; "be 3 to 1" is no age).
 _AGE_RES = (
     re.compile(rf"(?<![\w])(?i:aged?|ages)\s(?:of\s)?{_NUM}(?:\s(?:or|and)\s(?:older|over|above|up)|\+)?(?![\w])"
                r"(?!\s?[-–]\s?\d|\s(?:to|and)\s\d)"),
     re.compile(rf"{_LEAD}{_NUM}\s(?:or|and)\solder(?![\w])"),
+    re.compile(rf"(?<=\bbe\s)(?:(?:at\sleast|over)\s)?{_NUM}(?=\sto\s[a-z]+\b)"),
 )
 _DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+)?"
                           rf"(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
@@ -2855,6 +2857,8 @@ def _age_values(m: re.Match) -> list[Value]:
     >>> [(v.text, v.amount) for v in extract_values("Open to ages 12 and up; drivers 25 or older; aged 18 months.")]
     [('ages 12 and up', 4380.0), ('25 or older', 9125.0), ('18 months', 547.5)]
     """
+    if m.re is _AGE_RES[-1] and set(map(str.lower, _words_before(m.string, m.start(), 4))) & ASKING_WORDS["quantity"]:
+        return []  # what a measure must be is no age: "The score must be at least 50 to pass"
     years = _scaled(m)
     return _value("duration", None if years is None else years * DURATION_DAYS["year"], "days", m)
 
@@ -11441,8 +11445,15 @@ class TestUnitsAndRanges(unittest.TestCase):
         q = "What is the minimum age to rent a car?"
         self.conflict(q, "Drivers must be at least 21 years old to rent a car.", "You must be 25 or older to rent.")
         self.control(q, "Drivers must be at least 25 years old to rent a car.", "You must be 25 or older to rent.")
+        self.conflict(q, "Drivers must be at least 21 to rent a car.", "You must be 25 or older to rent a car.")
+        self.control(q, "Drivers must be at least 25 to rent a car.", "You must be 25 or older to rent a car.")
+        self.amounts(["You have to be 18 to vote.", "Voters must be eighteen to register."], "duration", 18 * 365.0,
+                     "days")
         # near misses: "and over" with no age word, and an age in months
         self.assertEqual(one("Groups of 18 and over get a discount.").type, "quantity")
+        self.assertEqual({v.type for v in extract_values("The odds must be 3 to 1.")}, {"quantity"})
+        self.assertEqual(one("The score must be at least 50 to pass.").type, "quantity")
+        self.assertEqual([v.amount for v in extract_values("The stay will be 5 to 10 days.")], [5.0])  # 5 to 10 days
         self.assertEqual(one("The boy aged 18 months was fine.").amount, 18 * 365 / 12)
 
     def test_a_month_recurring_each_year_is_a_date(self):
