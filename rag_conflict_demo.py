@@ -4129,11 +4129,17 @@ CONTACTS = {  # kind: (its pattern, its value's group, the question words that a
     "access code": (re.compile(r"(?<![\w])(?i:password|passcode|passphrase|pin|code)(?:\s(?:is|was))?\s?[:=]?\s"
                                r"[\"“'‘]?(?P<code>(?=[^\s\"“”'‘’]*[\dA-Z])[^\s\"“”'‘’,;]*[^\s\"“”'‘’,;.:!?)])"), "code",
                     frozenset("password passwords passcode passphrase pin code codes".split()), "codes"),
+    # a wireless network's name, a token with a digit or a capital: "the network HarborGuest", "SSID: Cafe_5G"
+    "network name": (re.compile(r"(?<![\w])(?i:network|SSID)(?:\s(?i:name))?(?:\s(?:is|was))?"
+                                r"(?:\s(?:called|named))?\s?[:=]?\s[\"“'‘]?"
+                                r"(?P<code>(?=[^\s\"“”'‘’]*[\dA-Z])[^\s\"“”'‘’,;]*[^\s\"“”'‘’,;.:!?)])"),
+                     "code", frozenset("network networks ssid".split()), "network names"),
     # a house number, a street's name and its kind: "12 Quay Street", "221B Baker St.", "48 St Mary's Road"
     "street address": (re.compile(r"(?<![\w.,-])\d{1,5}[A-Za-z]?(?:\s[A-Z][\w'’.-]*){1,3}?\s(?:"
                                   + "|".join(sorted(STREET_KINDS, key=len, reverse=True)) + r")\b\.?"), 0,
                        frozenset("address addresses street".split()), "street addresses"),
 }
+QUALIFYING_CONTACTS = frozenset({"street address", "network name"})  # their words also qualify another kind's
 PHONE_MIN_DIGITS = 7  # fewer digits are a count, a year or a code, not a number to call
 
 
@@ -4151,10 +4157,12 @@ def contact_spans(sentence: str, qwords: frozenset[str]) -> list[tuple[str, int,
     if not qwords & {"what", "which"} or "how" in qwords or any(c.isdigit() for w in qwords for c in w):
         return []
     asked = [kind for kind, (*_, asking, _) in CONTACTS.items() if qwords & asking]
+    # "address" and "network" ask for a street address or a network's name only when no other kind is asked ("What
+    # email address ...?", "What is the network password?")
+    asked = [kind for kind in asked if kind not in QUALIFYING_CONTACTS] or asked
     found = []
     for kind, (pattern, group, asking, _) in CONTACTS.items():
-        # "address" asks for a street address only when no other kind is asked ("What email address ...?")
-        if kind in asked and (kind != "street address" or len(asked) == 1):
+        if kind in asked:
             found += [(kind, *m.span(group)) for m in pattern.finditer(sentence)
                       if kind != "phone number" or sum(c.isdigit() for c in m.group()) >= PHONE_MIN_DIGITS]
     return sorted(found, key=lambda f: f[1:])
@@ -4192,7 +4200,7 @@ def _same_contact(kind: str, x: str, y: str) -> bool:
     if kind == "phone number":
         dx, dy = sorted(("".join(c for c in t if c.isdigit()).lstrip("0") for t in (x, y)), key=len)
         return bool(dx) and dy.endswith(dx)
-    if kind == "access code":
+    if kind in ("access code", "network name"):
         return x == y
     if kind == "web address":
         x, y = (re.sub(r"^(?i:https?://)?(?i:www\.)?", "", t).rstrip("/") for t in (x, y))
@@ -11521,6 +11529,17 @@ class TestUnitsAndRanges(unittest.TestCase):
                          [])
         self.assertIsNone(contact_finding(["The password is harbor42."], ["The password is Maple7."],
                                           question_words("When was the network installed?"), DEFAULT_CONFIG))
+
+    def test_network_names_asked_for_are_compared_exactly(self):
+        q = "What is the Wi-Fi network name?"
+        self.conflict(q, "Join the network HarborGuest.", "The Wi-Fi network is called PortmereFree.", "value")
+        self.conflict("What is the SSID?", "SSID: Cafe_5G", "The SSID is Cafe_2G.", "value")
+        # near misses: one name twice; a network password asked for; a network named in plain lowercase words
+        self.control(q, "Join the network HarborGuest.", "The guest Wi-Fi network is named \"HarborGuest\".")
+        s = "Join the network HarborGuest with the password Maple7."
+        self.assertEqual([kind for kind, *_ in contact_spans(s, question_words("What is the network password?"))],
+                         ["access code"])
+        self.assertEqual(contact_spans("The network is down.", question_words("What is the network name?")), [])
 
     def test_street_addresses_asked_for_are_compared(self):
         q = "What is the Harbor office's street address?"
