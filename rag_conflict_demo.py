@@ -2636,6 +2636,12 @@ _DAY_WORD = rf"(?P<day>(?i:{'|'.join(sorted(DAY_ORDINALS, key=len, reverse=True)
 _DATE_WORD_DMY_RE = re.compile(rf"(?<![\w-]){_DAY_WORD}\sof\s(?P<mon>{_MONTH}),?(?:\s(?P<year>\d{{4}}))?(?![\w])")
 _DATE_WORD_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?:the\s)?{_DAY_WORD}(?:,?\s(?P<year>\d{{4}}))?"
                                r"(?![\w-])")
+# A floor of a building, by its number: "the third floor", "3rd floor", "floor 3", "on level 1" (a level only where
+# one is on it or goes to it: "a level 3 qualification" is none; "ground floor" is the first in one country and not
+# in another, so it is no number)
+_FLOOR_RE = re.compile(rf"(?<![\w-])(?:(?P<ord>\d{{1,3}}(?:st|nd|rd|th)|(?i:{'|'.join(_UNITS_ORDINALS + ['tenth'])}))"
+                       r"\s(?i:floor|storey|story)|(?:(?i:floor)|(?<=\bon\s)level|(?<=\bto\s)level)\s(?P<num>\d{1,3}))"
+                       r"(?![\w])")
 _YEAR_RANGE_RE = re.compile(rf"(?<![\w.,$€£¥#:])(?P<year>{_YEAR})\s?[-–]\s?(?P<end>\d{{4}}|\d{{2}})"
                             r"(?![\w%]|[.,:]\d)")
 _YEAR_RE = re.compile(rf"(?<![\w.,$€£¥#:/-])(?P<year>{_YEAR})(?![\w%]|[.,:]\d)")
@@ -3236,6 +3242,8 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_DATE_WORD_MDY_RE, _date_values),
     (_TIMES_PER_RE, _frequency_values),  # before rates, durations and counts, which would read its number alone
     (_EVERY_RE, _frequency_values),
+    (_FLOOR_RE, lambda m: _value("quantity", float(m["num"] or DAY_ORDINALS.get(m["ord"].lower())
+                                                  or m["ord"][:-2]), "floor", m)),
     (_MEASURE_RE, _measure_values),
     (_RATE_RE, _rate_values),
     (_DATE_ISO_RE, _date_values),
@@ -11445,6 +11453,18 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.assertEqual(one("The file is 100 MB.").unit, "B")  # near miss: megabytes are a size, not a rate
         self.assertEqual(one("The dam holds 5.5 billion cubic metres.").unit, "m³")
         self.assertEqual(one("It runs 10 miles.").written, "miles")
+
+    def test_a_floor_is_a_number(self):
+        q = "Which floor is the library on?"
+        self.conflict(q, "The library is on the third floor of the civic centre.",
+                      "The library is on level 1 of the civic centre.")
+        self.control(q, "The library is on the third floor of the civic centre.",
+                     "Take the lift to floor 3 for the library.")
+        self.amounts(["It is on the 3rd floor.", "It is on the third floor.", "Go up to level 3."], "quantity", 3.0,
+                     "floor")
+        # near misses: a level that is no floor, and a ground floor (numbered differently from country to country)
+        self.assertNotIn("floor", [v.unit for v in extract_values("She holds a level 3 qualification.")])
+        self.assertEqual(extract_values("The ground floor has a cafe."), ())
 
     def test_an_age_is_a_duration_in_years(self):
         self.amounts(["Drivers must be 25 or older.", "Drivers must be 25 years old or older.",
