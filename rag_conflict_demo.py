@@ -2600,8 +2600,8 @@ _AGE_RES = (
     re.compile(rf"(?<![\w])(?i:aged?|ages)\s(?:of\s)?{_NUM}(?:\s(?:or|and)\s(?:older|over|above|up)|\+)?(?![\w])"
                r"(?!\s?[-–]\s?\d|\s(?:to|and)\s\d)"),
     re.compile(rf"{_LEAD}{_NUM}\s(?:or|and)\solder(?![\w])"),
-    re.compile(rf"(?<=\bbe\s)(?:(?:at\sleast|over)\s)?{_NUM}(?=\sto\s[a-z]+\b)"),
 )
+_BARE_AGE_RE = re.compile(rf"(?<=\bbe\s)(?:(?:at\sleast|over)\s)?{_NUM}(?=\sto\s[a-z]+\b)")
 _DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+)?"
                           rf"(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
 _DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
@@ -2863,10 +2863,16 @@ def _age_values(m: re.Match) -> list[Value]:
     >>> [(v.text, v.amount) for v in extract_values("Open to ages 12 and up; drivers 25 or older; aged 18 months.")]
     [('ages 12 and up', 4380.0), ('25 or older', 9125.0), ('18 months', 547.5)]
     """
-    if m.re is _AGE_RES[-1] and set(map(str.lower, _words_before(m.string, m.start(), 4))) & ASKING_WORDS["quantity"]:
-        return []  # what a measure must be is no age: "The score must be at least 50 to pass"
     years = _scaled(m)
     return _value("duration", None if years is None else years * DURATION_DAYS["year"], "days", m)
+
+
+def _bare_age_values(m: re.Match) -> list[Value]:
+    """A bare number one must be to do a thing as an age (_BARE_AGE_RE), unless said of a measure in the four words
+    before it: "The score must be at least 50 to pass" is no age."""
+    if set(map(str.lower, _words_before(m.string, m.start(), 4))) & ASKING_WORDS["quantity"]:
+        return []
+    return _age_values(m)
 
 
 def _one_duration_values(m: re.Match) -> list[Value]:
@@ -3242,8 +3248,7 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_DATE_WORD_MDY_RE, _date_values),
     (_TIMES_PER_RE, _frequency_values),  # before rates, durations and counts, which would read its number alone
     (_EVERY_RE, _frequency_values),
-    (_FLOOR_RE, lambda m: _value("quantity", float(m["num"] or DAY_ORDINALS.get(m["ord"].lower())
-                                                  or m["ord"][:-2]), "floor", m)),
+    (_FLOOR_RE, lambda m: _value("quantity", float(m["num"] or _ordinal(m["ord"].lower())), "floor", m)),
     (_MEASURE_RE, _measure_values),
     (_RATE_RE, _rate_values),
     (_DATE_ISO_RE, _date_values),
@@ -3256,6 +3261,7 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_DURATION_RE, _duration_values),
     (_ONE_DURATION_RE, _one_duration_values),
     *((r, _age_values) for r in _AGE_RES),
+    (_BARE_AGE_RE, _bare_age_values),
     (_YEAR_RANGE_RE, _year_range_values),
     (_YEAR_RE, _year_values),
     (_WEEKDAY_RE, _weekday_values),
@@ -4120,6 +4126,8 @@ def _first_disagreement(va: dict[tuple[str, str], list[tuple]], vb: dict[tuple[s
 # phone number's spacing, punctuation and country code aside; a code exactly) when the question asks for that kind
 # ("What is the billing email?", "What is the Wi-Fi password?"); two documents whose answer sentences give such
 # values, none in common, disagree, and the reader reads the value whole.
+# a code as a token with a digit or a capital ("sunflower42", "SAVE10", "HarborGuest"), maybe quoted
+_CODE_TOKEN = r"[\"“'‘]?(?P<code>(?=[^\s\"“”'‘’]*[\dA-Z])[^\s\"“”'‘’,;]*[^\s\"“”'‘’,;.:!?)])"
 # the kinds of street a street address names, with their abbreviations (compared as one: "St." is "Street")
 STREET_KINDS = {"Street": "street", "St": "street", "Road": "road", "Rd": "road", "Lane": "lane", "Ln": "lane",
                 "Avenue": "avenue", "Ave": "avenue", "Boulevard": "boulevard", "Blvd": "boulevard", "Drive": "drive",
@@ -4135,13 +4143,12 @@ CONTACTS = {  # kind: (its pattern, its value's group, the question words that a
                      frozenset("phone telephone call fax hotline helpline mobile".split()), "phone numbers"),
     # a code is a token with a digit or a capital ("sunflower42", "SAVE10"), so "the dress code is smart" gives none
     "access code": (re.compile(r"(?<![\w])(?i:password|passcode|passphrase|pin|code)(?:\s(?:is|was))?\s?[:=]?\s"
-                               r"[\"“'‘]?(?P<code>(?=[^\s\"“”'‘’]*[\dA-Z])[^\s\"“”'‘’,;]*[^\s\"“”'‘’,;.:!?)])"), "code",
+                               + _CODE_TOKEN), "code",
                     frozenset("password passwords passcode passphrase pin code codes".split()), "codes"),
     # a wireless network's name, a token with a digit or a capital: "the network HarborGuest", "SSID: Cafe_5G"
     "network name": (re.compile(r"(?<![\w])(?i:network|SSID)(?:\s(?i:name))?(?:\s(?:is|was))?"
-                                r"(?:\s(?:called|named))?\s?[:=]?\s[\"“'‘]?"
-                                r"(?P<code>(?=[^\s\"“”'‘’]*[\dA-Z])[^\s\"“”'‘’,;]*[^\s\"“”'‘’,;.:!?)])"),
-                     "code", frozenset("network networks ssid".split()), "network names"),
+                                r"(?:\s(?:called|named))?\s?[:=]?\s" + _CODE_TOKEN), "code",
+                     frozenset("network networks ssid".split()), "network names"),
     # a house number, a street's name and its kind: "12 Quay Street", "221B Baker St.", "48 St Mary's Road"
     "street address": (re.compile(r"(?<![\w.,-])\d{1,5}[A-Za-z]?(?:\s[A-Z][\w'’.-]*){1,3}?\s(?:"
                                   + "|".join(sorted(STREET_KINDS, key=len, reverse=True)) + r")\b\.?"), 0,
@@ -4208,7 +4215,7 @@ def _same_contact(kind: str, x: str, y: str) -> bool:
     if kind == "phone number":
         dx, dy = sorted(("".join(c for c in t if c.isdigit()).lstrip("0") for t in (x, y)), key=len)
         return bool(dx) and dy.endswith(dx)
-    if kind in ("access code", "network name"):
+    if CONTACTS[kind][1] == "code":  # read as a code: exactly
         return x == y
     if kind == "web address":
         x, y = (re.sub(r"^(?i:https?://)?(?i:www\.)?", "", t).rstrip("/") for t in (x, y))
