@@ -1191,10 +1191,15 @@ def same_measure(x, y):
     (False, False)
     >>> same_measure("5% of the monthly rent", "$50"), same_measure("5% of the staff", "$50")  # a share of money
     (True, False)
+    >>> same_measure("within 14 days of the posting", "March 31"), same_measure("14 days", "March 31")  # from an event
+    (True, False)
     """
     vx, vy = extract_values(x), extract_values(y)
     if not vx or not vy:
         return not vx and not vy
+    if {vx[0].type, vy[0].type} & {"duration"} and {vx[0].type, vy[0].type} & WHEN_TYPES:
+        return any(v[0].type == "duration" and relative_time_end(t, v[0], t.find(v[0].text)) for t, v in
+                   ((x, vx), (y, vy)))
     if {vx[0].type, vy[0].type} == {"percent", "money"}:
         share = x if vx[0].type == "percent" else y
         return _SHARE_OF_MONEY_RE.search(share) is not None
@@ -6056,6 +6061,9 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
     values = [v for v, _ in _side_values([sentence], qwords, cfg, types)]
     # stable sorts: sentence order among equals, and candidates of equal scores keep this order
     values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _numeric_date(v)))
+    if qtype == "date":  # then a time from an event, each a poor fit beside a date (ill_fitting)
+        values += [v for v in _typed_values(sentence, frozenset({"duration"}), False)
+                   if relative_time_end(sentence, v, sentence.find(v.text))]
     counted = frozenset().union(*(COUNTED_AS.get(p, ()) for p in preds))
     lived = _lifespan(sentence, qwords) if qtype == "date" else None
     found, seen = [], set()
@@ -6073,7 +6081,8 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
         features = {"asked": float(bool(near & preds) or bool(v.unit) and _plural(v.unit) in counted),
                     "asked_event": float(_stem(SYNONYMS.get(verb, verb)) in preds),
                     # a rate ("885 people per square mile") answers no question that does not ask one
-                    "ill_fitting": float(_asked_rank(v, qwords) == 2 or _words_after(sentence, end, 1) == ["per"]),
+                    "ill_fitting": float(_asked_rank(v, qwords) == 2 or _words_after(sentence, end, 1) == ["per"]
+                                         or qtype == "date" and v.type == "duration"),
                     "precision": 0.0 if _numeric_date(v) or v.type == "date" and v.amount < 1e4  # no year
                     else _specificity(v) / 2,
                     "lifespan": float(lived == (at, end))}
@@ -6082,8 +6091,11 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
             end = joined.end()  # a time span is both its ends: "1790 to 1794", "1953 and 1954"
         share = _SHARE_OF_MONEY_RE.match(sentence, end) if v.type == "percent" else None
         end = share.end() if share else end  # a share of money with its base: "5% of the monthly rent"
+        relative = relative_time_end(sentence, v, at)
+        end = relative or end  # a time from its event: "30 days after purchase"
         word = (_words_before(sentence, at, 1) or [""])[0]
-        start = sentence.rfind(word, 0, at) if word.lower() in VALUE_QUALIFIERS else at
+        bounds = VALUE_QUALIFIERS | RELATIVE_BOUNDS if relative else VALUE_QUALIFIERS
+        start = sentence.rfind(word, 0, at) if word.lower() in bounds else at
         between = sentence[start + len(word):at] if start < at else " "  # a space, a stop or a hyphen: "c. 1850"
         found.append((start if 0 < len(between) <= 2 and not between.strip(" .-") else at, end, features, v))
     return found
@@ -6125,6 +6137,31 @@ bill bills invoice fare fares premium premiums payment payments loan deposit bud
 """.split())
 _SHARE_OF_MONEY_RE = re.compile(rf"\s+of\s+(?:[\w-]+\s+){{0,3}}?(?:{'|'.join(sorted(MONEY_BASES))})\b", re.IGNORECASE)
 _TIME_TO_TIME_RE = re.compile(r"\s*(?:to|and|until|till)\s+(?P<then>(?:\w+\s){0,2}\d{4})")
+# A time said from an event: a duration, then the event it counts from, to the end of its clause ("30 days after
+# purchase", "two weeks before the race", "within 14 days of the posting"; "of" only after "within": "14 days of
+# leave" counts leave). It answers "when" where a document gives no date, and never equals a date (when the event
+# falls is not said), so a date and a time from an event read by two documents are rivals (same_measure).
+RELATIVE_BOUNDS = frozenset({"within"})  # said before a time from an event, part of it: "within 30 days of purchase"
+_RELATIVE_TIME_RE = re.compile(r"\s+(?P<link>after|before|following|from|prior\s+to|of)\s+"
+                               r"(?:[^\W\d][\w'’-]*\s+){0,4}?[^\W\d][\w'’-]*(?=\s*(?:[.,;:!?)]|$)|\s+(?:and|or|but)\b)")
+
+
+def relative_time_end(sentence: str, v: Value, at: int) -> int | None:
+    """Where the event a duration (v, at `at` in the sentence) counts from ends (_RELATIVE_TIME_RE); None when the
+    duration is not said from an event.
+
+    >>> s = "Returns are accepted within 30 days of purchase."
+    >>> s[s.index("30"):relative_time_end(s, extract_values(s)[0], s.index("30"))]
+    '30 days of purchase'
+    >>> s, t = "Staff get 25 days of paid leave.", "The build took five years from start to finish."
+    >>> relative_time_end(s, extract_values(s)[0], s.index("25")), relative_time_end(t, extract_values(t)[0], 15)
+    (None, None)
+    """
+    m = _RELATIVE_TIME_RE.match(sentence, at + len(v.text)) if v.type == "duration" else None
+    if not m or m["link"] == "of" and [w.lower() for w in _words_before(sentence, at, 1)] != ["within"] or \
+            m["link"] == "from" and re.search(r"\sto\s", m[0]):  # "from start to finish" spans a duration
+        return None
+    return m.end()
 
 
 @text_feature
@@ -13288,6 +13325,32 @@ class TestSubjects(unittest.TestCase):
         staff = replace(found[0].doc, content="The late fee is applied to 5% of the tenants.")
         r = answer_once(question, [Retrieved(staff, 0.9, 0), found[1]], ConflictReport(), pipe, True)
         self.assertEqual((r.label, r.answer), ("ANSWERED", "$50"))
+
+    def test_a_time_from_an_event_and_a_date_are_a_dispute(self):
+        pipe = tiny_pipeline(overlap_embed)
+
+        def resolved(question, *texts):
+            found = [Retrieved(Document(f"d{n}", f"d{n}", None, t), 0.9 - n / 10, n) for n, t in enumerate(texts)]
+            r = answer_once(question, found, ConflictReport(), pipe, True)
+            return r.label, [(a.text, a.sources) for a in r.answers]
+
+        due = "When are the grant applications due?"
+        self.assertEqual(resolved(due, "The grant applications are due within 14 days of the call.",
+                                  "The grant applications are due by March 31, 2025."),
+                         ("UNCERTAIN", [("within 14 days of the call", ("d0",)), ("March 31, 2025", ("d1",))]))
+        self.assertEqual(resolved("When must bikes be returned?", "Bikes must be returned 3 hours after pickup.",
+                                  "Bikes must be returned 5 hours after pickup.")[0], "UNCERTAIN")
+        # near misses: a date beside a duration that counts what it measures ("14 days of leave"); the same time from
+        # one event said twice
+        self.assertEqual(resolved(due, "The grant applications take 14 days of review.",
+                                  "The grant applications are due by March 31, 2025."),
+                         ("ANSWERED", [("March 31, 2025", ("d1",))]))
+        self.assertEqual(resolved(due, "The grant applications are due within 14 days of the call.",
+                                  "The grant applications are due 14 days after the call.")[0], "ANSWERED")
+        # a document that gives a date is read for it, its time from an event aside
+        self.assertEqual(answering(due, [Document("d", "d", None, "The grant applications open 30 days after the call "
+                                                  "and are due on March 31, 2025.")], pipe.read_alone)["d"].text,
+                         "March 31, 2025")
 
     def test_a_subject_is_defined_by_the_opening_of_the_document_that_names_it(self):
         pipe = tiny_pipeline(overlap_embed)
