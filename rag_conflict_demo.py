@@ -4254,6 +4254,9 @@ POLARITY_WORDS = {
                   "abolished terminated suspended out_of_operation removed unsupported postponed called_off"),
     "required": ("required require requires mandatory must compulsory obligatory", "optional voluntary"),
     "open": ("open", "closed"), "approved": ("approved", "rejected denied"),
+    "included": ("included", "charged_separately billed_separately paid_separately sold_separately costs_extra "
+                 "cost_extra charged_extra at_extra_cost at_an_extra_cost at_additional_cost at_an_additional_cost "
+                 "is_extra are_extra"),
 }
 POLARITY_LEXICON = {
     **{tuple(phrase.split("_")): (group, sign) for group, said in POLARITY_WORDS.items()
@@ -11976,6 +11979,19 @@ class TestPolarity(unittest.TestCase):
         # a fine is a penalty and a greeting no permission
         self.assertEqual(signs_of("Parking there brings a fine of $50."), {})
         self.assertEqual(signs_of("Welcome to the terrace bar."), {})
+
+    def test_included_vs_charged_separately_is_polarity(self):
+        q = "Is breakfast included in the room rate?"
+        for extra in ("Breakfast is charged separately at $15 per person.", "Breakfast is not included in the rate.",
+                      "Breakfast is available at an extra cost.", "Breakfast costs extra."):
+            self.assertEqual(compare_answers(q, ["Breakfast is included in the room rate."], [extra],
+                                             DEFAULT_CONFIG).kind, "polarity", extra)
+        self.assertEqual(signs_of("Towels are extra."), {"included": -1})
+        # near misses: both sides say it is included; "extra" that is no charge; "includes" that lists contents
+        self.assertIsNone(compare_answers(q, ["Breakfast is included in the room rate."],
+                                          ["A full breakfast is included for every guest."], DEFAULT_CONFIG))
+        self.assertEqual(signs_of("Guests get an extra towel each day."), {})
+        self.assertEqual(signs_of("The album includes twelve tracks."), {})
 
     def test_one_permission_said_in_two_words_is_no_swap(self):
         self.assertIsNone(compare_answers("Are jeans allowed in the office?",
