@@ -1191,6 +1191,8 @@ def same_measure(x, y):
     (False, False)
     >>> same_measure("5% of the monthly rent", "$50"), same_measure("5% of the staff", "$50")  # a share of money
     (True, False)
+    >>> same_measure("one month's rent", "$800"), same_measure("one month", "$800")  # a time's worth of money
+    (True, False)
     >>> same_measure("within 14 days of the posting", "March 31"), same_measure("14 days", "March 31")  # from an event
     (True, False)
     """
@@ -1200,9 +1202,9 @@ def same_measure(x, y):
     if {vx[0].type, vy[0].type} & {"duration"} and {vx[0].type, vy[0].type} & WHEN_TYPES:
         return any(v[0].type == "duration" and relative_time_end(t, v[0], t.find(v[0].text)) for t, v in
                    ((x, vx), (y, vy)))
-    if {vx[0].type, vy[0].type} == {"percent", "money"}:
-        share = x if vx[0].type == "percent" else y
-        return _SHARE_OF_MONEY_RE.search(share) is not None
+    if {vx[0].type, vy[0].type} in ({"percent", "money"}, {"duration", "money"}):
+        t, v = (x, vx[0]) if vy[0].type == "money" else (y, vy[0])
+        return money_base_end(t, v, t.find(v.text)) is not None
     return _keys_meet(_value_key(vx[0]), _value_key(vy[0]))
 
 
@@ -6092,8 +6094,7 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
         joined = _TIME_TO_TIME_RE.match(sentence, end) if v.type in TEMPORAL_TYPES else None
         if joined and any(w.type in TEMPORAL_TYPES and joined["then"].startswith(w.text) for w in values):
             end = joined.end()  # a time span is both its ends: "1790 to 1794", "1953 and 1954"
-        share = _SHARE_OF_MONEY_RE.match(sentence, end) if v.type == "percent" else None
-        end = share.end() if share else end  # a share of money with its base: "5% of the monthly rent"
+        end = money_base_end(sentence, v, at) or end  # money with its base: "5% of the rent", "one month's rent"
         relative = relative_time_end(sentence, v, at)
         end = relative or end  # a time from its event: "30 days after purchase"
         word = (_words_before(sentence, at, 1) or [""])[0]
@@ -6132,13 +6133,30 @@ def denied_value(sentence: str, at: int, cfg: Config) -> bool:
 
 
 # what follows a time that is one end of a span: "to 1794", "and 1954", "until May 1903"
-# A percentage of an amount of money is an amount of money said as a share ("5% of the monthly rent", "2% of the
-# purchase price"): read with its base, and a rival of a sum ("a flat $50") as an answer to one question.
+# An amount of money said by its base: a percentage of it ("5% of the monthly rent", "2% of the purchase price") or a
+# time's worth of it ("one month's rent", "two weeks' pay"). Read with its base, and a rival of a sum ("a flat $50")
+# as an answer to one question (same_measure).
 MONEY_BASES = frozenset("""
-rent rents price prices cost costs fee fees salary salaries wage wages income revenue revenues sales balance balances
-bill bills invoice fare fares premium premiums payment payments loan deposit budget profit profits earnings tuition
+rent rents price prices cost costs fee fees salary salaries wage wages pay income revenue revenues sales balance
+balances bill bills invoice fare fares premium premiums payment payments loan deposit budget profit profits earnings
+tuition
 """.split())
-_SHARE_OF_MONEY_RE = re.compile(rf"\s+of\s+(?:[\w-]+\s+){{0,3}}?(?:{'|'.join(sorted(MONEY_BASES))})\b", re.IGNORECASE)
+_MONEY_BASE = rf"(?:[\w-]+\s+){{0,3}}?(?:{'|'.join(sorted(MONEY_BASES))})\b"
+_SHARE_OF_MONEY_RE = re.compile(rf"\s+of\s+{_MONEY_BASE}", re.IGNORECASE)
+_TIME_OF_MONEY_RE = re.compile(rf"['’]s?\s+{_MONEY_BASE}", re.IGNORECASE)  # right after a duration
+
+
+def money_base_end(sentence: str, v: Value, at: int) -> int | None:
+    """Where the base of an amount of money said by its base ends (v at `at` in the sentence: "5%" in "5% of the
+    rent", "one month" in "one month's rent"); None when v is no such amount.
+
+    >>> s = "The deposit is one month's rent."
+    >>> s[s.index("one"):money_base_end(s, extract_values(s)[0], s.index("one"))]
+    "one month's rent"
+    """
+    pattern = {"percent": _SHARE_OF_MONEY_RE, "duration": _TIME_OF_MONEY_RE}.get(v.type)
+    m = pattern and pattern.match(sentence, at + len(v.text))
+    return m.end() if m else None
 _TIME_TO_TIME_RE = re.compile(r"\s*(?:to|and|until|till)\s+(?P<then>(?:\w+\s){0,2}\d{4})")
 # A time said from an event: a duration, then the event it counts from, to the end of its clause ("30 days after
 # purchase", "two weeks before the race", "within 14 days of the posting"; "of" only after "within": "14 days of
@@ -13341,6 +13359,24 @@ class TestSubjects(unittest.TestCase):
         staff = replace(found[0].doc, content="The late fee is applied to 5% of the tenants.")
         r = answer_once(question, [Retrieved(staff, 0.9, 0), found[1]], ConflictReport(), pipe, True)
         self.assertEqual((r.label, r.answer), ("ANSWERED", "$50"))
+
+    def test_a_times_worth_of_money_and_a_sum_are_a_dispute(self):
+        pipe, question = tiny_pipeline(overlap_embed), "How much is the security deposit?"
+
+        def resolved(*texts):
+            found = [Retrieved(Document(f"d{n}", f"d{n}", None, t), 0.9 - n / 10, n) for n, t in enumerate(texts)]
+            r = answer_once(question, found, ConflictReport(), pipe, True)
+            return r.label, [(a.text, a.sources) for a in r.answers]
+
+        self.assertEqual(resolved("The security deposit is one month's rent.", "The security deposit is $800."),
+                         ("UNCERTAIN", [("one month's rent", ("d0",)), ("$800", ("d1",))]))
+        self.assertEqual(resolved("The security deposit is two months' rent.",
+                                  "The security deposit is one month's rent.")[0], "UNCERTAIN")
+        # near misses: a time that is no money ("one month's notice") beside a sum; one base said twice
+        self.assertEqual(resolved("The security deposit is returned after one month's notice.",
+                                  "The security deposit is $800."), ("ANSWERED", [("$800", ("d1",))]))
+        self.assertEqual(resolved("The security deposit is one month's rent.",
+                                  "The security deposit equals one month's rent.")[0], "ANSWERED")
 
     def test_a_time_from_an_event_and_a_date_are_a_dispute(self):
         pipe = tiny_pipeline(overlap_embed)
