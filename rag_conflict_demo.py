@@ -10359,15 +10359,38 @@ def mode_name(args, mode):
 
 def check_index_layout(args):
     """A kept index given with --index read for its layout (index_archive) before any model loads, once every path
-    is checked: a compressed or oversized file is refused at once, whatever it would inflate to."""
-    if not args.index or args.rebuild_index or not os.path.isfile(args.index):
+    is checked: a compressed or oversized file is refused at once, whatever it would inflate to. --rebuild-index
+    replaces only an index or what is left of one (index_remnant): another file named by mistake stays as it is."""
+    if not args.index or not os.path.isfile(args.index):
         return
     with open(args.index, "rb") as f:
+        if args.rebuild_index:
+            if not index_remnant(f):
+                raise IndexRefused(f"kept index {args.index}: not an index, so --rebuild-index does not replace it; "
+                                   f"{INDEX_ELSEWHERE}")
+            return
         try:
             index_archive(f).close()
         except (KeyError,) + DAMAGED_ARCHIVE as e:
+            f.seek(0)
             raise IndexRefused(f"kept index {args.index}: damaged or not an index ({e or type(e).__name__}); "
-                               f"{INDEX_FIX}") from None
+                               f"{INDEX_FIX if index_remnant(f) else INDEX_ELSEWHERE}") from None
+
+
+INDEX_ELSEWHERE = "give --index a path of its own, or --no-index runs without one"
+INDEX_MEMBERS = frozenset(name.encode() for layout in INDEX_LAYOUTS.values() for name in layout)
+
+
+def index_remnant(f):
+    """Whether an open file is an index or what is left of one: empty, or a zip whose first member is one of an
+    index's (a file cut short or altered keeps its first header), which --rebuild-index may replace."""
+    head = f.read(30 + max(map(len, INDEX_MEMBERS)))
+    if not head:
+        return True
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        return False
+    (length,) = struct.unpack("<H", head[26:28])  # the local header's file name length; the name follows at 30
+    return head[30:30 + length] in INDEX_MEMBERS
 
 
 def check_index_flags(args, mode, stdout):
@@ -15687,15 +15710,24 @@ class TestKeptIndex(unittest.TestCase):
                 with zipfile.ZipFile(path) as z:
                     self.assertEqual(json.loads(str(np.load(z.open("manifest.npy"))))["format"], INDEX_FORMAT)
 
-    def assert_refused(self, what):
+    def assert_refused(self, what, index=True):
+        """Refused with `what`; then rebuilt on --rebuild-index if it is an index or what is left of one, else
+        refused again and left as it is."""
         with open(self.index, "rb") as f:
             before = f.read()
         code, out, err, _ = self.ask("--index", self.index, "--quiet")
         self.assertEqual((code, out, err.count("\n")), (2, "", 1), err)
         self.assertTrue(err.startswith(f"error: kept index {self.index}: {what}"), err)
+        self.assertEqual("--rebuild-index replaces it" in err, index, err)
         with open(self.index, "rb") as f:
             self.assertEqual(f.read(), before)  # refused, not rebuilt unasked
         code, out, err, _ = self.ask("--index", self.index, "--rebuild-index")
+        if not index:
+            self.assertEqual((code, out, err.count("\n")), (2, "", 1), err)
+            self.assertIn("not an index, so --rebuild-index does not replace it", err)
+            with open(self.index, "rb") as f:
+                self.assertEqual(f.read(), before)
+            return
         self.assertEqual((code, out), (0, self.ask("--no-index")[1]))
         self.assertEqual(self.ask("--index", self.index)[0], 0)
 
@@ -15723,18 +15755,22 @@ class TestKeptIndex(unittest.TestCase):
         self.assert_refused("holds embeddings of model")
 
     def test_a_file_that_is_no_index_is_refused(self):
-        for content in (b"hello\n", b"PK\x03\x04not a zip"):
-            with self.subTest(content=content):
+        kb = json.dumps([{"source_id": "a", "content": "Refunds take 30 days."}]).encode()
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as other:  # another program's archive
+            other.writestr("notes.txt", "kept")
+        for content in (b"hello\n", b"PK\x03\x04not a zip", kb, buffer.getvalue()):
+            with self.subTest(content=content[:20]):
                 with open(self.index, "wb") as f:
                     f.write(content)
-                self.assert_refused("damaged or not an index")
+                self.assert_refused("damaged or not an index", index=False)
         np.savez(self.index, manifest=np.array(json.dumps({"format": "another program 1"})))
         self.assert_refused("damaged or not an index")
 
     def test_a_text_file_is_refused_without_numpys_advice(self):
         with open(self.index, "w", encoding="utf-8") as f:
             f.write("hello\n")
-        self.assert_refused("damaged or not an index (not a NumPy .npz archive)")
+        self.assert_refused("damaged or not an index (not a NumPy .npz archive)", index=False)
         with open(self.index, "w", encoding="utf-8") as f:
             f.write("hello\n")
         err = self.ask("--index", self.index)[2]
