@@ -1193,6 +1193,8 @@ def same_measure(x, y):
     (True, False)
     >>> same_measure("one month's rent", "$800"), same_measure("one month", "$800")  # a time's worth of money
     (True, False)
+    >>> same_measure("$20", "£20")  # two currencies: neither is picked
+    True
     >>> same_measure("within 14 days of the posting", "March 31"), same_measure("14 days", "March 31")  # from an event
     (True, False)
     """
@@ -1202,6 +1204,8 @@ def same_measure(x, y):
     if {vx[0].type, vy[0].type} & {"duration"} and {vx[0].type, vy[0].type} & WHEN_TYPES:
         return any(v[0].type == "duration" and relative_time_end(t, v[0], t.find(v[0].text)) for t, v in
                    ((x, vx), (y, vy)))
+    if vx[0].type == vy[0].type == "money":  # whatever the currencies: "$20" and "£20" are two fees
+        return True
     if {vx[0].type, vy[0].type} in ({"percent", "money"}, {"duration", "money"}):
         t, v = (x, vx[0]) if vy[0].type == "money" else (y, vy[0])
         return money_base_end(t, v, t.find(v.text)) is not None
@@ -5023,7 +5027,9 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str],
 # Words whose swap changes nothing a reader would dispute (tense, articles, connectives).
 SWAP_FILLER = STOPWORDS | frozenset("still currently later approximately nearly".split())
 
-_SWAP_TOKEN_RE = re.compile(rf"[$€£]?\d[\d,.:]*\d%?|[$€£]?\d%?|{_LETTER_WORD}")  # "17:00" is one token
+# "17:00" is one token, and so is a code of capitals and digits ("Gate B12", "seat 14C"; not "3rd", "5PM")
+_SWAP_TOKEN_RE = re.compile(rf"(?<!\w)(?:[A-Z]{{1,3}}\d+[A-Z]?|\d+[A-Z])(?!\w)|[$€£]?\d[\d,.:]*\d%?|[$€£]?\d%?"
+                            rf"|{_LETTER_WORD}")
 _UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 
 
@@ -7210,12 +7216,15 @@ def answers_agree(x, y, cfg):
     ...  answers_agree("1750", "3 July 1750", DEFAULT_CONFIG))
     (True, True)
     >>> (answers_agree("active", "not active", DEFAULT_CONFIG),
-    ...  answers_agree("12 December 1750", "3 July 1750", DEFAULT_CONFIG))
-    (False, False)
+    ...  answers_agree("12 December 1750", "3 July 1750", DEFAULT_CONFIG), answers_agree("$20", "£20", DEFAULT_CONFIG))
+    (False, False, False)
     """
     negated = [any(map(is_negation, normalise_answer(t).split())) for t in (x, y)]
     if negated[0] != negated[1]:
         return False
+    money = [[v for v in extract_values(t) if v.type == "money"] for t in (x, y)]
+    if all(money) and not any(_keys_meet(_value_key(a), _value_key(b)) for a in money[0] for b in money[1]):
+        return False  # "$20" is not "£20", though their words are one
     if holds(x, y) or holds(y, x) or _short_form_of(x, y) or _short_form_of(y, x):
         return True
     for kind, (pattern, group, _, _) in CONTACTS.items():
@@ -12238,6 +12247,17 @@ class TestSwaps(unittest.TestCase):
                 self.assertIn(f"{evidence[0]} vs {evidence[1]}", compare_answers("When is it?", [a], [b],
                                                                                  DEFAULT_CONFIG).reason)
 
+    def test_a_code_of_capitals_and_digits_is_one_swapped_span(self):
+        for a, b in (("Flight 318 boards at Gate B12.", "Flight 318 boards at Gate C4."),
+                     ("Your seat on the night train is 12A.", "Your seat on the night train is 14C.")):
+            f = compare_answers("Where do I board?", [a], [b], DEFAULT_CONFIG)
+            self.assertEqual((f.kind, f.evidence), ("swap", (a.split()[-1][:-1], b.split()[-1][:-1])))
+        # near misses: one code said twice; an ordinal or a time of day stays two tokens as before
+        self.assertIsNone(compare_answers("Where do I board?", ["Flight 318 boards at Gate B12."],
+                                          ["Passengers of flight 318 board at Gate B12."], DEFAULT_CONFIG))
+        self.assertEqual([t for t, _ in swap_tokens("On the 3rd at 5PM, gate B12.")],
+                         ["on", "the", "3", "rd", "at", "5", "pm", "gate", "b12"])
+
     def test_a_category_question_compares_no_amounts(self):
         a = ["Vestri is a football club in Isafjordur with 4 senior teams and 120 members."]
         b = ["Vestri is a football club in Isafjordur with 9 senior teams and 300 members."]
@@ -13382,6 +13402,20 @@ class TestSubjects(unittest.TestCase):
         staff = replace(found[0].doc, content="The late fee is applied to 5% of the tenants.")
         r = answer_once(question, [Retrieved(staff, 0.9, 0), found[1]], ConflictReport(), pipe, True)
         self.assertEqual((r.label, r.answer), ("ANSWERED", "$50"))
+
+    def test_amounts_in_two_currencies_are_a_dispute(self):
+        pipe, question = tiny_pipeline(overlap_embed), "What is the conference registration fee?"
+
+        def resolved(*texts):
+            found = [Retrieved(Document(f"d{n}", f"d{n}", None, t), 0.9 - n / 10, n) for n, t in enumerate(texts)]
+            r = answer_once(question, found, ConflictReport(), pipe, True)
+            return r.label, [(a.text, a.sources) for a in r.answers]
+
+        self.assertEqual(resolved("The conference registration fee is $20.", "The conference registration fee is £20."),
+                         ("UNCERTAIN", [("$20", ("d0",)), ("£20", ("d1",))]))
+        # near miss: one amount in two notations of one currency
+        self.assertEqual(resolved("The conference registration fee is $20.",
+                                  "The conference registration fee is 20 US dollars.")[0], "ANSWERED")
 
     def test_a_times_worth_of_money_and_a_sum_are_a_dispute(self):
         pipe, question = tiny_pipeline(overlap_embed), "How much is the security deposit?"
