@@ -2551,8 +2551,9 @@ _FREQUENCY_UNITS = r"years?|months?|fortnights?|weeks?|days?|hours?|minutes?|sec
 _TIMES_PER_RE = re.compile(rf"(?<![\w])(?:(?P<times>(?i:once|twice|thrice))|{_NUM}\s(?i:times))"
                            r"\s(?i:a|an|per|each|every)\s(?P<unit>(?i:year|month|fortnight|week|day|hour|minute|decade"
                            r"|annum))(?![\w])")
-_EVERY_RE = re.compile(rf"(?<![\w])(?i:every)\s(?:(?P<other>(?i:other))\s|{_NUM}\s)?(?P<unit>(?i:{_FREQUENCY_UNITS}))"
-                       r"(?![\w])")
+_EVERY_RE = re.compile(rf"(?<![\w])(?i:every)\s(?:(?P<other>(?i:other))\s|(?P<part>(?i:half|quarter))[\s-]|{_NUM}\s)?"
+                       rf"(?P<unit>(?i:{_FREQUENCY_UNITS}))(?P<half>\s(?i:and\sa\shalf))?(?![\w])")
+EVERY_PARTS = {"half": 0.5, "quarter": 0.25}  # "every half hour", "every quarter-hour": a part of the unit
 TIMES_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 _DUR_QUALIFIERS = r"business|working|calendar|banking|school|trading"  # "9 business days": a unit of its own
 _PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
@@ -2905,13 +2906,16 @@ def _frequency_values(m: re.Match) -> list[Value]:
     [('twice an hour', 48.0), ('every 30 minutes', 48.0)]
     >>> [round(1 / v.amount, 1) for v in extract_values("Held every other year; cleaned 3 times a week.")]  # days apart
     [730.0, 2.3]
+    >>> [round(24 / v.amount, 2) for v in extract_values("Trams run every half hour, boats every hour and a half.")]
+    [0.5, 1.5]
     """
     groups = m.groupdict()
     days = DURATION_DAYS[_time_unit(m["unit"])]
     if "times" in groups:  # a count of times in one unit
         count = TIMES_WORDS[m["times"].lower()] if m["times"] else _scaled(m)
         return _value("frequency", count / days if count else None, "times/day", m)
-    interval = 2 if m["other"] else _scaled(m) if m["num"] else 1
+    interval = 2 if m["other"] else EVERY_PARTS[m["part"].lower()] if m["part"] else _scaled(m) if m["num"] else 1
+    interval = interval and interval + 0.5 * bool(m["half"])  # "every hour and a half": 1.5 hours
     return _value("frequency", 1 / (interval * days) if interval else None, "times/day", m)
 
 
@@ -4296,18 +4300,22 @@ DETERMINERS = frozenset("the a an its their his her this that these those our yo
 
 def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bool:
     """A negator within `window` tokens before position i, not across punctuation; with verb=True only stopwords
-    may stand between, since a negation scopes its verb, not the verb's object ("do not need a visa").
+    (and the "longer" of "no longer") may stand between, since a negation scopes its verb, not the verb's object ("do
+    not need a visa").
 
     >>> _is_negated(["is", "no", "longer", "required"], 3, 3)
     True
     >>> visa = ["do", "not", "need", "a", "visa"]
     >>> _is_negated(visa, 2, 3, verb=True), _is_negated(visa, 4, 3, verb=True)
     (True, False)
+    >>> _is_negated(["is", "no", "longer", "free"], 3, 3, verb=True)
+    True
     """
-    for tok in itertools.takewhile(lambda t: t[0].isalpha(), reversed(lower[max(0, i - window):i])):
+    before = lower[max(0, i - window):i]
+    for k, tok in enumerate(itertools.takewhile(lambda t: t[0].isalpha(), reversed(before))):
         if is_negation(tok):
             return True
-        if verb and tok not in STOPWORDS:
+        if verb and tok not in STOPWORDS and not (tok == "longer" and before[-k - 2:-k - 1] == ["no"]):
             return False
     return False
 
@@ -6234,22 +6242,35 @@ def _numeric_date(v: Value) -> bool:
     return v.type == "date" and not any(c.isalpha() for c in v.text)
 
 
+# Verbs of what happens at a time of each day: "When does the library open?" asks for a time of day as "What time
+# does it open?" does, while "When does the season start?" asks for a day.
+DAILY_VERBS = frozenset("open close shut leave depart arrive run".split())
+
+
 def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
     """How well a value's kind fits the question, best first: 0 money or a percentage the question names, 1 any other
     amount, 2 money or a percentage it does not name, a measurement where a count is asked, a count that reads as a
     year ("2010 census") or a coordinate, a date without its year ("Aug. 24"), a time of day where no time or hours
-    are asked (a when-question asks for a day first), or a frequency where the question does not ask how often.
+    are asked (a when-question asks for a day first, unless it asks in the present when a place opens or closes or a
+    service leaves or runs, DAILY_VERBS: then a date is the poor fit), or a frequency where the question does not ask
+    how often.
 
     >>> [_asked_rank(extract_values(t)[0], frozenset({"population"}))
     ...  for t in ("3,559 people", "10.4%", "2010 census", "40.159366", "0.44 square miles")]
     [1, 2, 2, 2, 2]
     >>> _asked_rank(extract_values("$15,553")[0], frozenset({"median", "income"}))
     0
+    >>> [_asked_rank(extract_values(t)[0], frozenset(q.split()))
+    ...  for t in ("9 am", "1952") for q in ("when does open", "when did open")]
+    [1, 2, 2, 1]
     """
     if v.type in ("money", "percent"):
         return 0 if qwords & (ASKING_WORDS["money"] if v.type == "money" else ASKING_WORDS["percent"]) else 2
+    daily = bool("when" in qwords and qwords & ASKING_WORDS["present"] and qwords & DAILY_VERBS)
     if v.type in CLOCK_TYPES:
-        return 1 if qwords & ASKING_WORDS["clock"] else 2
+        return 1 if qwords & ASKING_WORDS["clock"] or daily else 2
+    if v.type in TEMPORAL_TYPES and daily:  # "founded in 1952" beside "opens at 9 am", for when it opens
+        return 2
     if v.type == "frequency":
         return 1 if qwords & ASKING_WORDS["frequency"] else 2
     if v.type in WEEKDAY_TYPES:  # a when-question asks for a date first, a day of the week where days are asked
@@ -11238,6 +11259,13 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertEqual(f.evidence, ("a fortnight", "30 days"))
         self.check("How long is the trial?", "The trial lasts a month.", "The trial lasts 14 days.", "value")
 
+    def test_no_longer_negates_the_asked_predicate(self):
+        self.check("Is the museum free?", "Entry to the museum is free.", "Entry to the museum is no longer free.",
+                   "polarity")
+        # near miss: "longer" that is no "no longer"
+        self.assertIsNone(compare_answers("Is the walk free?", ["The walk is free."], ["The longer walk is free too."],
+                                          DEFAULT_CONFIG))
+
     def test_two_frequencies_said_two_ways_are_different_values(self):
         f = self.check("How often do trains run?", "Trains run twice an hour.", "Trains run every 15 minutes.",
                        "value")
@@ -11245,6 +11273,11 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertIn("different frequencies", f.reason)
         self.check("How often is the office cleaned?", "The office is cleaned 3 times a week.",
                    "The office is cleaned every day.", "value")
+        f = self.check("How often does the tram run?", "The tram runs every half hour.",
+                       "The tram runs every 20 minutes.", "value")
+        self.assertEqual(f.evidence, ("every half hour", "every 20 minutes"))
+        self.check("How often does the ferry run?", "The ferry runs every hour and a half.",
+                   "The ferry runs every hour.", "value")
 
     def test_a_year_said_as_in_the_year_is_a_year(self):
         f = self.check("When did the library open?", "The library opened in the year 1998.",
@@ -11355,6 +11388,9 @@ class TestAnswersThatAgree(unittest.TestCase):
         self.check("How often do trains run?", "Trains run twice an hour.", "Trains run every 30 minutes.")
         self.check("How often is the fair held?", "The fair is held every other year.",
                    "The fair is held once every two years.")
+        self.check("How often does the tram run?", "The tram runs every half-hour.", "The tram runs twice an hour.")
+        self.check("How often does the ferry run?", "The ferry runs every hour and a half.",
+                   "The ferry runs every 90 minutes.")
         # the interval's number is no duration: a course of ten days and a dose twice a day are not compared
         self.check("How long is the course?", "Take one tablet twice a day.", "The course lasts 10 days.")
 
@@ -13402,6 +13438,22 @@ class TestSubjects(unittest.TestCase):
         staff = replace(found[0].doc, content="The late fee is applied to 5% of the tenants.")
         r = answer_once(question, [Retrieved(staff, 0.9, 0), found[1]], ConflictReport(), pipe, True)
         self.assertEqual((r.label, r.answer), ("ANSWERED", "$50"))
+
+    def test_a_when_question_of_each_day_reads_a_time_of_day(self):
+        pipe = tiny_pipeline(overlap_embed)
+
+        def read(question, *texts):
+            found = [Retrieved(Document(f"d{n}", f"d{n}", None, t), 0.9 - n / 10, n) for n, t in enumerate(texts)]
+            return read_all(question, found, pipe.read)[0].text
+
+        room = ("The reading room opens at 9 am.", "The reading room was founded in 1952 and holds 40,000 books.")
+        self.assertEqual(read("When does the reading room open?", *room), "9 am")
+        self.assertEqual(read("When does the night bus leave?", "The night bus leaves at 11:30 pm.",
+                              "The night bus line opened in 1998."), "11:30 pm")
+        # near misses: asked in the past, or of what happens once (a season starts on a day)
+        self.assertEqual(read("When did the reading room open?", *room), "1952")
+        self.assertEqual(read("When does the new season start?", "The new season starts on 3 March 2025.",
+                              "Episodes air at 9 pm."), "3 March 2025")
 
     def test_amounts_in_two_currencies_are_a_dispute(self):
         pipe, question = tiny_pipeline(overlap_embed), "What is the conference registration fee?"
