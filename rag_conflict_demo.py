@@ -6178,7 +6178,8 @@ _TIME_TO_TIME_RE = re.compile(r"\s*(?:to|and|until|till)\s+(?P<then>(?:\w+\s){0,
 # falls is not said), so a date and a time from an event read by two documents are rivals (same_measure).
 RELATIVE_BOUNDS = frozenset({"within"})  # said before a time from an event, part of it: "within 30 days of purchase"
 _RELATIVE_TIME_RE = re.compile(r"\s+(?P<link>after|before|following|from|prior\s+to|of)\s+"
-                               r"(?:[^\W\d][\w'’-]*\s+){0,4}?[^\W\d][\w'’-]*(?=\s*(?:[.,;:!?)]|$)|\s+(?:and|or|but)\b)")
+                               r"(?:[^\W\d][\w'’-]*\s+){0,4}?[^\W\d][\w'’-]*"
+                               r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:and|or|but)\b)")
 
 
 def relative_time_end(sentence: str, v: Value, at: int) -> int | None:
@@ -13463,7 +13464,8 @@ class TestSubjects(unittest.TestCase):
             r = answer_once(question, found, ConflictReport(), pipe, True)
             return r.label, [(a.text, a.sources) for a in r.answers]
 
-        self.assertEqual(resolved("The conference registration fee is $20.", "The conference registration fee is £20."),
+        self.assertEqual(resolved("The conference registration fee is $20.",
+                                  "The conference registration fee is £20."),
                          ("UNCERTAIN", [("$20", ("d0",)), ("£20", ("d1",))]))
         # near miss: one amount in two notations of one currency
         self.assertEqual(resolved("The conference registration fee is $20.",
