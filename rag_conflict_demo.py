@@ -6080,9 +6080,8 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
     values = [v for v, _ in _side_values([sentence], qwords, cfg, types)]
     # stable sorts: sentence order among equals, and candidates of equal scores keep this order
     values = sorted(values, key=lambda v: (_asked_rank(v, qwords), -_specificity(v), _numeric_date(v)))
-    if qtype == "date":  # then a time from an event, each a poor fit beside a date (ill_fitting)
-        values += [v for v in _typed_values(sentence, frozenset({"duration"}), False)
-                   if relative_time_end(sentence, v, sentence.find(v.text))]
+    if qtype == "date":  # then a time from an event (below), each a poor fit beside a date (ill_fitting)
+        values += _typed_values(sentence, frozenset({"duration"}), False)
     counted = frozenset().union(*(COUNTED_AS.get(p, ()) for p in preds))
     lived = _lifespan(sentence, qwords) if qtype == "date" else None
     found, seen = [], set()
@@ -6091,6 +6090,9 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
         if at < 0 or (at, v.text) in seen or denied_value(sentence, at, cfg):  # a denied value is no answer
             continue
         seen.add((at, v.text))
+        relative = relative_time_end(sentence, v, at)
+        if qtype == "date" and v.type == "duration" and not relative:
+            continue  # a duration answers "when" only from its event
         end = at + len(v.text)
         window = cfg.value_anchor_window
         near = {_stem(SYNONYMS.get(w, w))
@@ -6109,7 +6111,6 @@ def _value_candidates(sentence: str, qtype: str, qwords: frozenset[str], preds: 
         if joined and any(w.type in TEMPORAL_TYPES and joined["then"].startswith(w.text) for w in values):
             end = joined.end()  # a time span is both its ends: "1790 to 1794", "1953 and 1954"
         end = money_base_end(sentence, v, at) or end  # money with its base: "5% of the rent", "one month's rent"
-        relative = relative_time_end(sentence, v, at)
         end = relative or end  # a time from its event: "30 days after purchase"
         word = (_words_before(sentence, at, 1) or [""])[0]
         bounds = VALUE_QUALIFIERS | RELATIVE_BOUNDS if relative else VALUE_QUALIFIERS
@@ -7244,7 +7245,8 @@ def answers_agree(x, y, cfg):
     negated = [any(map(is_negation, normalise_answer(t).split())) for t in (x, y)]
     if negated[0] != negated[1]:
         return False
-    money = [[v for v in extract_values(t) if v.type == "money"] for t in (x, y)]
+    vx, vy = extract_values(x), extract_values(y)
+    money = [[v for v in values if v.type == "money"] for values in (vx, vy)]
     if all(money) and not any(_keys_meet(_value_key(a), _value_key(b)) for a in money[0] for b in money[1]):
         return False  # "$20" is not "£20", though their words are one
     if holds(x, y) or holds(y, x) or _short_form_of(x, y) or _short_form_of(y, x):
@@ -7252,7 +7254,7 @@ def answers_agree(x, y, cfg):
     for kind, (pattern, group, _, _) in CONTACTS.items():
         if not group and pattern.fullmatch(x) and pattern.fullmatch(y):  # two addresses: "+44 20 ..." is "020 ..."
             return _same_contact(kind, x, y)
-    vx, vy = (extract_values(t) or period_values(t) for t in (x, y))
+    vx, vy = vx or period_values(x), vy or period_values(y)
     return bool(vx and vy) and (all(any(_values_agree(a, b, cfg) for b in vy) for a in vx)
                                 and all(any(_values_agree(a, b, cfg) for b in vx) for a in vy))
 
