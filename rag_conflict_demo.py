@@ -2553,6 +2553,15 @@ _TIMES_PER_RE = re.compile(rf"(?<![\w])(?:(?P<times>(?i:once|twice|thrice))|{_NU
                            r"|annum))(?![\w])")
 _EVERY_RE = re.compile(rf"(?<![\w])(?i:every)\s(?:(?P<other>(?i:other))\s|(?P<part>(?i:half|quarter))[\s-]|{_NUM}\s)?"
                        rf"(?P<unit>(?i:{_FREQUENCY_UNITS}))(?P<half>\s(?i:and\sa\shalf))?(?![\w])")
+# How often said by an adverb after its verb ("collected weekly", "meets twice monthly", "held annually in May"):
+# lowercase, and where its clause ends or a preposition follows, since before a noun it names a kind ("a weekly
+# newspaper", "daily life") and capitalised a name ("The Daily Star").
+ADVERB_INTERVALS = {"hourly": ("hour", 1), "daily": ("day", 1), "nightly": ("day", 1), "weekly": ("week", 1),
+                    "fortnightly": ("fortnight", 1), "monthly": ("month", 1), "quarterly": ("month", 3),
+                    "yearly": ("year", 1), "annually": ("year", 1)}
+_ADVERB_FREQUENCY_RE = re.compile(r"(?<=[a-z]\s)(?:(?P<times>once|twice|thrice)\s)?(?P<adverb>"
+                                  + "|".join(ADVERB_INTERVALS) + r")(?=\s?[.,;:!?)]|$|\s(?:on|at|in|during|from"
+                                  r"|until|till|and|or|but|except|between|for|throughout|since|by|via|to)\b)")
 EVERY_PARTS = {"half": 0.5, "quarter": 0.25}  # "every half hour", "every quarter-hour": a part of the unit
 TIMES_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 _DUR_QUALIFIERS = r"business|working|calendar|banking|school|trading"  # "9 business days": a unit of its own
@@ -2613,6 +2622,12 @@ _AGE_RES = (
                r"(?!\s?[-–]\s?\d|\s(?:to|and)\s\d)"),
     re.compile(rf"{_LEAD}{_NUM}\s(?:or|and)\solder(?![\w])"),
 )
+# An age limit said as who may not ("Drivers under 25 cannot rent", "No one under 18 is admitted"): the least age
+# allowed, so it meets "25 or older" and not "must be 21 to rent"; read only with a negation after it within
+# UNDER_AGE_REACH words, or "no one", "nobody" or "no" before "under".
+_UNDER_AGE_RE = re.compile(r"(?:(?<=\bunder\s)|(?<=\bUnder\s)|(?<=\bbelow\s))(?P<num>\d{1,3})(?![\d,.])(?:s\b|(?=\W))")
+_UNDER_AGE_NEGATION_RE = re.compile(r"(?:\s[a-z]+){0,3}?\s(?:cannot|can['’]t|may\snot|must\snot|(?:is|are)\snot"
+                                    r"|isn['’]t|aren['’]t|will\snot|won['’]t|(?:is|are)\snever)\b")
 _BARE_AGE_RE = re.compile(rf"(?<=\bbe\s)(?:(?:at\sleast|over)\s)?{_NUM}(?=\sto\s[a-z]+\b)")
 _DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+)?"
                           rf"(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
@@ -2632,6 +2647,12 @@ _MONTH_ONLY_RE = re.compile(r"(?<![\w])(?P<mon>January|February|March|April|June
 # alone elsewhere ("In January, ...") only dates the values beside it (_PERIOD_RULES).
 _EVERY_MONTH_RE = re.compile(r"(?<![\w])(?i:every|each)\s(?P<mon>January|February|March|April|May|June|July|August"
                              r"|September|October|November|December)(?![\w])(?!,?\s\d)")
+# A month named as a time limit or a part of it ("by March", "until June", "the end of March", "early April"): a date
+# of no year and no day, so "the end of March" meets "March 31" and not "15 April"; after these words "May" is a month.
+_MONTH_NAMES = "January|February|March|April|May|June|July|August|September|October|November|December"
+_BOUND_MONTH_RE = re.compile(rf"(?:(?<=\bby\s)|(?<=\buntil\s)|(?<=\btill\s)|(?<![\w])(?i:(?:the\s)?(?:end|beginning"
+                             rf"|start|middle)\sof\s|(?:early|mid|late)[\s-]))(?P<mon>{_MONTH_NAMES})(?![\w])"
+                             r"(?!,?\s(?:\d|[A-Z]))")
 _ANY_YEAR_RE = re.compile(rf"(?<![\w.,$€£-])(?P<year>{_MODERN_YEAR})(?![\w%])")
 _DATE_MY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH}),?\s(?P<year>\d{{4}})(?![\w])")
 _DATE_MD_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\w])")
@@ -2879,6 +2900,21 @@ def _age_values(m: re.Match) -> list[Value]:
     return _value("duration", None if years is None else years * DURATION_DAYS["year"], "days", m)
 
 
+def _under_age_values(m: re.Match) -> list[Value]:
+    """The least age allowed when the age under it is denied (_UNDER_AGE_RE); none otherwise.
+
+    >>> [v.text for v in extract_values("Drivers under 25 cannot rent. Children under 12 ride free.")
+    ...  if v.type == "duration"]
+    ['25']
+    >>> [round(v.amount / 365) for v in extract_values("No one under 18 is admitted.")]
+    [18]
+    """
+    before = [w.lower() for w in _words_before(m.string, m.start(), 4)[:-1]]
+    if not (_UNDER_AGE_NEGATION_RE.match(m.string, m.end()) or {"nobody", "no"} & set(before[-2:])):
+        return []
+    return _age_values(m)
+
+
 def _bare_age_values(m: re.Match) -> list[Value]:
     """A bare number one must be to do a thing as an age (_BARE_AGE_RE), unless said of a measure in the four words
     before it: "The score must be at least 50 to pass" is no age."""
@@ -2908,8 +2944,14 @@ def _frequency_values(m: re.Match) -> list[Value]:
     [730.0, 2.3]
     >>> [round(24 / v.amount, 2) for v in extract_values("Trams run every half hour, boats every hour and a half.")]
     [0.5, 1.5]
+    >>> [(v.text, round(1 / v.amount, 1)) for v in extract_values("Bins are collected weekly, boxes twice monthly.")]
+    [('weekly', 7.0), ('twice monthly', 15.2)]
     """
     groups = m.groupdict()
+    if "adverb" in groups:  # "collected weekly", "twice monthly": a count of times (one unless said) in an interval
+        unit, interval = ADVERB_INTERVALS[m["adverb"]]
+        count = TIMES_WORDS[m["times"]] if m["times"] else 1
+        return _value("frequency", count / (interval * DURATION_DAYS[unit]), "times/day", m)
     days = DURATION_DAYS[_time_unit(m["unit"])]
     if "times" in groups:  # a count of times in one unit
         count = TIMES_WORDS[m["times"].lower()] if m["times"] else _scaled(m)
@@ -3263,6 +3305,7 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_DATE_WORD_MDY_RE, _date_values),
     (_TIMES_PER_RE, _frequency_values),  # before rates, durations and counts, which would read its number alone
     (_EVERY_RE, _frequency_values),
+    (_ADVERB_FREQUENCY_RE, _frequency_values),
     (_FLOOR_RE, lambda m: _value("quantity", float(m["num"] or _ordinal(m["ord"].lower())), "floor", m)),
     (_MEASURE_RE, _measure_values),
     (_RATE_RE, _rate_values),
@@ -3273,10 +3316,12 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_DATE_MY_RE, _date_values),
     (_DATE_MD_RE, _date_values),
     (_EVERY_MONTH_RE, _date_values),
+    (_BOUND_MONTH_RE, _date_values),
     (_DURATION_RE, _duration_values),
     (_ONE_DURATION_RE, _one_duration_values),
     *((r, _age_values) for r in _AGE_RES),
     (_BARE_AGE_RE, _bare_age_values),
+    (_UNDER_AGE_RE, _under_age_values),
     (_YEAR_RANGE_RE, _year_range_values),
     (_YEAR_RE, _year_values),
     (_WEEKDAY_RE, _weekday_values),
@@ -3837,19 +3882,41 @@ def _free_joins_currencies(va: dict[tuple[str, str], list], vb: dict[tuple[str, 
     return out
 
 
-def _typed_values(sentence: str, types: frozenset[str], event_years: bool) -> list[Value]:
-    """A sentence's values of the types; with event_years, less the years that only date another value's period.
+def _typed_values(sentence: str, types: frozenset[str], event_years: bool,
+                  qwords: frozenset[str] = frozenset()) -> list[Value]:
+    """A sentence's values of the types, a price of nothing said of a thing the question names among them
+    (_free_of_asked); with event_years, less the years that only date another value's period.
 
     >>> [v.text for v in _typed_values("In 2022 revenue was $4M.", VALUE_TYPES, True)]
     ['$4M']
     """
     values = [v for v in extract_values(sentence) if v.type in types]
+    if "money" in types and qwords:
+        values += _free_of_asked(sentence, qwords)
     if types & PERIOD_TYPES:
         values += period_values(sentence)
     if not event_years:
         return values
     years = {_period_parts(v.period)[0] for v in values if v.period}
     return [v for v in values if not (v.type == "year" and str(int(v.amount)) in years)]
+
+
+# "Free" right before a noun: a price of nothing for that noun ("free Wi-Fi", "a free breakfast"), read only for a
+# noun the question names, as elsewhere "free" qualifies many things that have no price ("free time", "a free kick").
+_FREE_BEFORE_RE = re.compile(r"(?<![\w-])(?:free|^Free)\s(?P<noun>[^\W\d_]+(?:-[^\W\d_]+)*)")
+
+
+def _free_of_asked(sentence: str, qwords: frozenset[str]) -> list[Value]:
+    """A price of nothing for each "free" before a noun the question names that FREE_RE does not already read.
+
+    >>> _free_of_asked("The hotel offers free Wi-Fi.", frozenset({"is", "wi", "fi", "free"}))[0].amount
+    0.0
+    >>> _free_of_asked("Guests have free time.", frozenset({"is", "wi", "fi", "free"}))
+    []
+    """
+    return [Value("money", 0.0, FREE_CURRENCY, "", "", "free") for m in _FREE_BEFORE_RE.finditer(sentence)
+            if not _FREE_RE.match(sentence, m.start())
+            and any(w not in STOPWORDS and w in qwords for w in m["noun"].lower().split("-"))]
 
 
 def _asked_unit(v: Value, plurals: frozenset[str]) -> bool:
@@ -3875,7 +3942,7 @@ def _side_values(sentences: list[str], qwords: frozenset[str], cfg: Config,
     ['money']
     """
     out = [(v, _event_words(s, v, qwords, cfg.event_window)) for s in sentences
-           for v in _typed_values(s, types, event_years)]
+           for v in _typed_values(s, types, event_years, qwords)]
     plurals = _plurals(qwords) if out else frozenset()
     asked = [(v, e) for v, e in out if _asked_unit(v, plurals)]
     return asked or out  # "How many moons?": count moons, not the diameter in km that shares the sentence
@@ -4028,7 +4095,8 @@ def _sentence_anchors(sentence: str, qwords: frozenset[str], types: frozenset[st
     """(value, event words, measured phrase, stems near it) for each value of the types in one sentence: a
     document's part of _anchored_side, cached as it is the same whichever document it meets."""
     return tuple((v, _event_words(sentence, v, qwords, event_window), _measured_phrase(sentence, v),
-                  _window_stems(sentence, v, anchor_window)) for v in _typed_values(sentence, types, event_years))
+                  _window_stems(sentence, v, anchor_window))
+                 for v in _typed_values(sentence, types, event_years, qwords))
 
 
 def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
@@ -4114,7 +4182,8 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str],
     True
     """
     if not all(any(v.type in types for s in side for v in extract_values(s))
-               or types & PERIOD_TYPES and any(map(period_values, side)) for side in (a, b)):
+               or types & PERIOD_TYPES and any(map(period_values, side))
+               or "money" in types and any(_free_of_asked(s, qwords) for s in side) for side in (a, b)):
         return None  # a side with no value of the types: nothing to compare (and the hot path skips the rest)
     preds = predicate_words(a + b, qwords)
     units = counted_units(a + b, qwords) if "quantity" in types else frozenset()  # "How many moons?": "95" of them
@@ -4256,9 +4325,9 @@ POLARITY_WORDS = {
     "active": ("active", "inactive deactivated"), "online": ("online", "offline"), "enabled": ("enabled", "disabled"),
     "allowed": ("allowed permitted may allow allows permit permits acceptable is_fine are_fine is_ok are_ok is_okay "
                 "are_okay is_welcome are_welcome", "prohibited forbidden banned disallowed unacceptable"),
-    "available": ("available in_service offer offers offered accepts accepting accepted resumed reinstated restored "
-                  "relaunched operational in_operation supported supports on_sale go_ahead goes_ahead going_ahead "
-                  "went_ahead as_planned",
+    "available": ("available in_service offer offers offered accept accepts accepting accepted resumed reinstated "
+                  "restored relaunched operational in_operation supported supports on_sale go_ahead goes_ahead "
+                  "going_ahead went_ahead as_planned",
                   "retired discontinued deprecated unavailable shut_down sunset sunsetted withdrawn decommissioned "
                   "out_of_service phased_out stopped_selling stopped_offering ceased cancelled canceled scrapped "
                   "abolished terminated suspended out_of_operation removed unsupported postponed called_off"),
@@ -4274,6 +4343,10 @@ POLARITY_LEXICON = {
     **{(verb,): ("direction", sign) for verb, sign in CHANGE_VERBS.items() if sign},
 }
 POLARITY_MAX_PHRASE = max(len(p) for p in POLARITY_LEXICON)
+# A question's predicate that is a lexicon word, by its stem -> (its group, its sign): a sentence saying the group
+# with either sign answers it ("Is breakfast included?": "the rate includes breakfast" vs "breakfast costs extra").
+ASKED_GROUPS = {_stem(phrase[0]): (group, sign) for phrase, (group, sign) in POLARITY_LEXICON.items()
+                if len(phrase) == 1 and group in POLARITY_WORDS}
 # Looking back from a direction verb for the quantity it moves: at most this many words, skipping stopwords, negations
 # and adverbs of degree or pace, which qualify the verb and name no quantity ("costs were sharply reduced" moves costs).
 DIRECTION_LOOKBACK = 4
@@ -4476,10 +4549,13 @@ ADJECTIVE_ENDINGS = ("ive", "ible", "able", "al", "ent", "ant", "ous", "ful", "i
 @text_feature
 def asked_signs(sentence: str, preds: frozenset[str], cfg: Config) -> dict[str, int]:
     """Each asked predicate stem the sentence uses -> +1, or -1 when negated (a negator within negation_window
-    words before it, or a negating prefix); a stem used with both signs in the sentence is left out.
+    words before it, or a negating prefix), or said by its lexicon group (ASKED_GROUPS) with the group's sign; a
+    stem used with both signs in the sentence is left out.
 
     >>> asked_signs("It cannot be analyzed; it is nonselective.", frozenset({"analyz", "selectiv"}), DEFAULT_CONFIG)
     {'analyz': -1, 'selectiv': -1}
+    >>> asked_signs("Breakfast costs extra.", frozenset({"includ"}), DEFAULT_CONFIG)
+    {'includ': -1}
     """
     lower = [t.lower() for t in _POLARITY_TOKEN_RE.findall(sentence)]
     signs: dict[str, set[int]] = {}
@@ -4491,9 +4567,16 @@ def asked_signs(sentence: str, preds: frozenset[str], cfg: Config) -> dict[str, 
             if not prefix:
                 continue
             stem, sign = _stem(word[len(prefix):]), -1
+        elif stem in ASKED_GROUPS and word.endswith("ed") and (word,) not in POLARITY_LEXICON:
+            continue  # a past event ("opened in 1990"), not the state the lexicon's word says ("open", "closed")
         if lower[i - 1:i] == ["non"]:
             sign = -sign  # "non-selective": the hyphen splits the prefix off
         signs.setdefault(stem, set()).add(-sign if _is_negated(lower, i, cfg.negation_window, verb=True) else sign)
+    asked = {ASKED_GROUPS[stem]: stem for stem in preds if stem in ASKED_GROUPS}
+    for hit in polarity_hits(sentence, cfg) if asked else ():
+        for (group, sign), stem in asked.items():
+            if hit.group == group:
+                signs.setdefault(stem, set()).add(hit.sign * sign)
     return {stem: next(iter(s)) for stem, s in signs.items() if len(s) == 1}
 
 
@@ -11269,6 +11352,47 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertIsNone(compare_answers("Is the walk free?", ["The walk is free."], ["The longer walk is free too."],
                                           DEFAULT_CONFIG))
 
+    def test_free_before_a_thing_the_question_names_is_a_price_of_nothing(self):
+        f = self.check("Is Wi-Fi free?", "The hotel offers free Wi-Fi in every room.",
+                       "Wi-Fi at the hotel costs $10 a day.", "value")
+        self.assertEqual(f.evidence, ("free", "$10"))
+        self.check("How much is breakfast?", "Guests get a free breakfast.", "Breakfast is $12 per person.", "value")
+        # near misses: "free" before what the question does not name; both sides free
+        self.assertIsNone(compare_answers("Is Wi-Fi free?", ["Guests have free time in the afternoon."],
+                                          ["Wi-Fi at the hotel costs $10 a day."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("Is Wi-Fi free?", ["The hotel offers free Wi-Fi in every room."],
+                                          ["Wi-Fi is free for all guests."], DEFAULT_CONFIG))
+
+    def test_a_month_as_a_time_limit_is_a_date(self):
+        q = "When is the grant deadline?"
+        f = self.check(q, "The grant deadline is the end of March.", "The grant deadline is 15 April.", "value")
+        self.assertEqual(f.evidence[0], "the end of March")
+        self.check(q, "Applications must be in by June.", "The deadline is 15 July.", "value")
+        # near misses: the same month said as a day of it; a month named alone only dates what is beside it
+        self.assertIsNone(compare_answers(q, ["The grant deadline is the end of March."],
+                                          ["Applications close on March 31."], DEFAULT_CONFIG))
+        self.assertEqual(extract_values("In March, sales rose."), ())
+
+    def test_an_age_denied_below_it_is_the_least_age(self):
+        q = "What is the minimum age to rent a car?"
+        f = self.check(q, "You must be 21 to rent a car.", "Drivers under 25 cannot rent a car.", "value")
+        self.assertEqual(f.evidence, ("21", "25"))
+        self.check("How old must guests be?", "Guests must be 16 or older.", "No one under 18 is admitted.", "value")
+        # near misses: the same least age said both ways; "under" with no denial is no limit
+        self.assertIsNone(compare_answers(q, ["Renters must be 25 or older."], ["Drivers under 25 cannot rent a car."],
+                                          DEFAULT_CONFIG))
+        self.assertFalse([v for v in extract_values("Children under 12 ride free.") if v.type == "duration"])
+
+    def test_how_often_said_by_an_adverb_is_a_frequency(self):
+        q = "How often are bins collected?"
+        f = self.check(q, "Bins are collected weekly.", "Bins are collected every two weeks.", "value")
+        self.assertEqual(f.evidence, ("weekly", "every two weeks"))
+        self.check(q, "Bins are collected twice weekly.", "Bins are collected every week.", "value")
+        # near misses: one interval said two ways; an adjective before a noun or a name is no frequency
+        self.assertIsNone(compare_answers(q, ["Bins are collected fortnightly."],
+                                          ["Bins are collected every two weeks."], DEFAULT_CONFIG))
+        self.assertEqual(extract_values("The Daily Star is a weekly newspaper."), ())
+
     def test_two_frequencies_said_two_ways_are_different_values(self):
         f = self.check("How often do trains run?", "Trains run twice an hour.", "Trains run every 15 minutes.",
                        "value")
@@ -12081,6 +12205,19 @@ class TestPolarity(unittest.TestCase):
                                           ["A full breakfast is included for every guest."], DEFAULT_CONFIG))
         self.assertEqual(signs_of("Guests get an extra towel each day."), {})
         self.assertEqual(signs_of("The album includes twelve tracks."), {})
+
+    def test_a_yes_no_questions_predicate_meets_its_lexicon_group(self):
+        q = "Does the plan include dental cover?"
+        for extra in ("Dental cover is charged separately.", "Dental cover costs extra."):
+            self.assertEqual(compare_answers(q, ["The basic plan includes dental cover."], [extra],
+                                             DEFAULT_CONFIG).kind, "polarity", extra)
+        self.assertEqual(compare_answers("Does the shop take cards?", ["The shop accepts card payments."],
+                                         ["The shop does not accept cards."], DEFAULT_CONFIG).kind, "polarity")
+        # near misses: a count the question does not ask about; a past event beside a state ("opened" vs "closed")
+        self.assertIsNone(compare_answers("How many tracks are on the album?", ["The album includes twelve tracks."],
+                                          ["The bonus disc is sold separately."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("Is the pool open?", ["The pool opened in 1990."],
+                                          ["The pool is closed for repairs."], DEFAULT_CONFIG))
 
     def test_one_permission_said_in_two_words_is_no_swap(self):
         self.assertIsNone(compare_answers("Are jeans allowed in the office?",
