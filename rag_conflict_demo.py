@@ -1045,8 +1045,9 @@ def answer(question, documents, *, embed=None, reader=None, cfg=None, **fields):
 
     documents: Documents, or dicts as --kb reads them ({"source_id" or "id", "content" or "text", "title", "date",
     "version"}, checked as load_kb checks them). embed: texts -> (n, dim) rows; by default the configured embedder
-    (cfg.embed_model, RAG_EMBED_MODEL when set), loaded once. reader: (question, context) -> Answer, 'sentence' (the
-    default: the built-in reader on embed) or 'qa' (the QA model). cfg, then Config fields (top_k=5, ...) as options.
+    (cfg.embed_model, RAG_EMBED_MODEL when set), loaded once, with no progress bar on stderr. reader: (question,
+    context) -> Answer, 'sentence' (the default: the built-in reader on embed) or 'qa' (the QA model, loaded as
+    quietly). cfg, then Config fields (top_k=5, ...) as options.
     Bad input raises ValueError, one line saying what and where.
     """
     cfg = replace(cfg or DEFAULT_CONFIG, **config_options(fields))
@@ -1059,7 +1060,7 @@ def answer(question, documents, *, embed=None, reader=None, cfg=None, **fields):
         raise ValueError(str(e)) from None
     embed = embed or default_embedder(cfg)
     read = (SentenceReader(embed, cfg) if reader in (None, "sentence") else
-            load_models(cfg, False, ("QA",))[0]["QA"] if reader == "qa" else reader)
+            load_models_silently(cfg, ("QA",))["QA"] if reader == "qa" else reader)
     if not callable(read):
         raise ValueError(f"answer: reader must be 'sentence', 'qa' or a callable (question, context) -> Answer, "
                          f"got {reader!r}")
@@ -1082,7 +1083,7 @@ def default_embedder(cfg):
     """The embedder cfg names (RAG_EMBED_MODEL when set and cfg keeps the default), loaded once per process."""
     if cfg.embed_model == Config.embed_model and os.environ.get("RAG_EMBED_MODEL"):
         cfg = replace(cfg, embed_model=os.environ["RAG_EMBED_MODEL"])
-    return load_models(cfg, False, ("embedding",))[0]["embedding"]
+    return load_models_silently(cfg, ("embedding",))["embedding"]
 
 
 def answer_once(question, retrieved, report, pipe, resolved, timings=None):
@@ -7868,7 +7869,8 @@ MODELS = {  # what -> (config field, class, flag, environment variable)
 
 def load_models(cfg, quiet, wanted=("embedding", "QA"), optional=()):
     """({what: loaded model}, {what: why not}) for the wanted models; ModelUnavailable (one line) when one not
-    optional can't be had. Every model is located before any is loaded: a missing one fails in seconds."""
+    optional can't be had. Every model is located before any is loaded: a missing one fails in seconds. The
+    libraries' progress bars (download, loading weights) show unless quiet; load_models_silently has none."""
     if quiet:
         silence_model_libraries()
     paths, missing = {}, {}
@@ -7890,6 +7892,14 @@ def load_models(cfg, quiet, wanted=("embedding", "QA"), optional=()):
         with reading(f"{what} model at '{path}' could not be loaded"):  # whatever a damaged file raises: one line
             loaded[what] = MODELS[what][1](path, cfg)
     return loaded, missing
+
+
+def load_models_silently(cfg, wanted):
+    """load_models for a Python caller: no progress bar on its stderr while the models download and load, and the
+    libraries' bar switches left as they were (a program that imports this module keeps its own settings)."""
+    require_libraries()  # progress_bars_off imports transformers: a missing library is ModelUnavailable, one line
+    with progress_bars_off():
+        return load_models(cfg, False, wanted)[0]
 
 
 def check_weights(path, what):
@@ -8048,16 +8058,20 @@ def sequence_length_problem(length, config):
 
 @contextlib.contextmanager
 def progress_bars_off():
-    """The model libraries' progress bars off for a block, then as they were (on unless --quiet turned them off)."""
+    """The model libraries' progress bars off for a block, then as they were (on unless --quiet turned them off).
+    transformers' switch turns huggingface_hub's with it, so each library's own switch is put back in turn."""
+    from huggingface_hub import utils as hub_utils
     from transformers.utils import logging as transformers_logging
 
-    was = transformers_logging.is_progress_bar_enabled()
+    was, hub_was = transformers_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled()
     transformers_logging.disable_progress_bar()
     try:
         yield
     finally:
         if was:
             transformers_logging.enable_progress_bar()
+        if hub_was != (not hub_utils.are_progress_bars_disabled()):
+            (hub_utils.enable_progress_bars if hub_was else hub_utils.disable_progress_bars)()
 
 
 def silence_model_libraries():
@@ -18026,6 +18040,52 @@ class TestIntegration(unittest.TestCase):
         finally:
             (transformers_logging.enable_progress_bar if was else transformers_logging.disable_progress_bar)()
         self.assertEqual(err.getvalue().count("Loading weights: 100%"), 1, err.getvalue()[-2000:])
+
+    def test_one_call_loads_its_embedder_without_a_progress_bar(self):
+        """answer() from Python loads the embedder with no bar on stderr and leaves the bar switches as they were;
+        the CLI's load (load_models) still shows its one loading bar."""
+        from transformers.utils import logging as transformers_logging
+
+        was = transformers_logging.is_progress_bar_enabled()
+        docs = [{"id": "menu", "content": "A pot of tea costs four pounds at the corner cafe."}]
+        loads = (("answer", lambda: answer("How much is a pot of tea?", docs, cfg=self.cfg), 0),
+                 ("load_models", lambda: load_models(self.cfg, False, ("embedding",)), 1))
+        for name, load, bars in loads:
+            err = io.StringIO()
+            default_embedder.cache_clear()  # a model loaded before would not load again
+            try:
+                with self.subTest(name), unittest.mock.patch.dict(os.environ), contextlib.redirect_stderr(err):
+                    os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)  # a --quiet run in this process set it
+                    transformers_logging.enable_progress_bar()
+                    load()
+                    self.assertTrue(transformers_logging.is_progress_bar_enabled())
+                    self.assertEqual(err.getvalue().count("Loading weights: 100%"), bars, err.getvalue()[-2000:])
+            finally:
+                default_embedder.cache_clear()
+                (transformers_logging.enable_progress_bar if was else transformers_logging.disable_progress_bar)()
+
+    def test_bars_off_for_a_block_puts_each_library_switch_back(self):
+        """progress_bars_off turns huggingface_hub's bars off with transformers'; a hub switch its caller had off
+        stays off after the block, though transformers' own is turned back on."""
+        from huggingface_hub import utils as hub_utils
+        from transformers.utils import logging as transformers_logging
+
+        was = transformers_logging.is_progress_bar_enabled(), hub_utils.are_progress_bars_disabled()
+        try:
+            for hub_off in (True, False):
+                with self.subTest(hub_off=hub_off):
+                    transformers_logging.enable_progress_bar()
+                    if hub_off:
+                        hub_utils.disable_progress_bars()
+                    before = hub_utils.are_progress_bars_disabled()  # on unless HF_HUB_DISABLE_PROGRESS_BARS forbids
+                    with progress_bars_off():
+                        self.assertTrue(hub_utils.are_progress_bars_disabled())
+                        self.assertFalse(transformers_logging.is_progress_bar_enabled())
+                    self.assertEqual(hub_utils.are_progress_bars_disabled(), before)
+                    self.assertTrue(transformers_logging.is_progress_bar_enabled())
+        finally:
+            (transformers_logging.enable_progress_bar if was[0] else transformers_logging.disable_progress_bar)()
+            (hub_utils.disable_progress_bars if was[1] else hub_utils.enable_progress_bars)()
 
     def test_scenarios_retrieve_flag_and_keep_newest(self):
         pairs = (("fin-001", "fin-002"), ("hr-001", "hr-002"), ("api-001", "api-002"), ("ops-001", "ops-002"))
