@@ -10445,8 +10445,24 @@ def check_report_path(args, stdout):
     parent = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(parent):
         raise UsageError(f"--report {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"--report {path}: directory {parent} is not writable")
+    problem = temporary_file_problem(os.path.realpath(path))
+    if problem:
+        raise UsageError(f"--report {path}: directory {parent} is not writable ({problem})")
+
+
+def temporary_file_problem(target):
+    """None when write_report could make its temporary file beside target, else why not (the error's words): one is
+    made there and removed at once, so nothing is left and no file of the user's is opened. os.access would say
+    yes to root where nothing can be created (/proc, /sys)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
+                                   dir=os.path.dirname(target))
+    except OSError as e:
+        return e.strerror or str(e)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+    return None
 
 
 def write_report(path, page):
@@ -17731,6 +17747,21 @@ class TestReportPage(unittest.TestCase):
         for path in (log_path, index):
             with open(path, encoding="utf-8") as f:
                 self.assertEqual(f.read(), "kept\n")
+
+    @unittest.skipUnless(os.path.isdir("/proc"), "needs /proc, a folder no file can be created in")
+    def test_refused_before_the_run_where_no_file_can_be_created(self):
+        """A folder access(2) calls writable (as it does every folder, for root) that holds no new file, as /proc:
+        one line and exit 2 before any work. A writable folder passes the same check with nothing left in it and
+        the user's page as it was."""
+        with unittest.mock.patch("os.access", return_value=True):  # the answer root gets, whoever runs the test
+            code, out, err = run_main(["--quiet", "--report", "/proc/run.html"])
+        self.assertEqual((code, out), (2, ""))
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertIn("error: --report /proc/run.html: directory /proc is not writable (", err)
+        with open(self.page, "w", encoding="utf-8") as f:
+            f.write("old page")
+        self.assertIsNone(temporary_file_problem(self.page))
+        self.assertEqual((os.listdir(self.tmp), self.read_page()), (["run.html"], "old page"))
 
     def test_a_failed_write_leaves_the_old_page(self):
         with open(self.page, "w", encoding="utf-8") as f:
