@@ -8547,9 +8547,14 @@ def check_unique_id(rid, seen, path, lineno):
                          f"needs its own id")
 
 
-def record_id(record, where, name="id"):
-    """A record's id field as text: a string or an integer (JSON Lines write both); None when it has none."""
+def record_id(record, where, name="id", required=False):
+    """A record's id field as text: a string or an integer (JSON Lines write both); None when it has none, unless
+    required: then a record without one (missing, empty, invisible characters only) is a UsageError."""
     value = record.get(name)
+    if required and (value is None or isinstance(value, str) and not visible(value)):
+        problem = "missing" if value is None else "empty" if not value.strip() else "only invisible characters"
+        raise UsageError(f"{where}: field '{name}' is {problem}; each record needs its own id, a string or an "
+                         f"integer")
     if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
@@ -8566,7 +8571,7 @@ def eval_record_pairs(record, where):
     docs = record.get("docs")
     if not isinstance(docs, list) or len(docs) < 2:
         raise UsageError(f"{where}: field 'docs' must be a list of at least two documents")
-    rid = record_id(record, where) or where  # records without an id stay apart
+    rid = record_id(record, where, required=True)
     parsed = []
     for n, d in enumerate(docs, 1):
         if not isinstance(d, dict):
@@ -8641,7 +8646,7 @@ def eval_question(record, where):
         if doc.source_id in parsed:
             raise UsageError(f"{where}: document {n}: duplicate source_id '{doc.source_id}'")
         parsed[doc.source_id] = doc
-    rid = record_id(record, where) or where
+    rid = record_id(record, where, required=True)
     return EvalQuestion(rid, check_question(question, f"{where}: field 'question'"), tuple(parsed.values()),
                         answer_list(record, "gold_answers", where, 1), answer_list(record, "wrong_answers", where, 0))
 
@@ -14231,6 +14236,21 @@ class TestAnswerEval(unittest.TestCase):
                 self.assertEqual((code, out), (2, ""))
                 self.assertIn(message, err)
 
+    def test_a_question_without_an_id_is_refused_by_file_and_line(self):
+        """An answered question needs an id as a labelled pair does: without one, one line naming the file and
+        line, exit 2; an id 0 is an id."""
+        unnamed = {k: v for k, v in QUESTION_RECORDS[1].items() if k != "id"}
+        with tempfile.TemporaryDirectory() as tmp:
+            for record, problem in ((unnamed, "missing"), ({**unnamed, "id": ""}, "empty")):
+                path = self.write(tmp, [QUESTION_RECORDS[0], record])
+                with self.subTest(problem):
+                    code, out, err = run_main(["--eval", path])
+                    self.assertEqual((code, out), (2, ""))
+                    self.assertEqual(err, f"error: {path}: line 2: field 'id' is {problem}; each record needs its "
+                                          f"own id, a string or an integer\n")
+            questions = load_eval(self.write(tmp, [QUESTION_RECORDS[0], {**unnamed, "id": 0}]))
+        self.assertEqual([q.record_id for q in questions], ["q1", "0"])
+
     def test_answers_that_cannot_count_are_noted_once_per_kind_and_scored(self):
         records = [{**QUESTION_RECORDS[0], "gold_answers": ["18,000", "!!!"], "wrong_answers": ["81,000", "18,000."]},
                    {**QUESTION_RECORDS[1], "gold_answers": ["ACTIVE"], "wrong_answers": ["the", "active"]}]
@@ -15690,9 +15710,6 @@ class TestEval(unittest.TestCase):
         by_record = bootstrap_intervals(pairs_of_one_record, [n // 4 for n in range(40)])["mcc"]
         self.assertGreater(by_pair[1] - by_pair[0], by_record[1] - by_record[0])  # alike records: the score cannot move
         self.assertEqual(bootstrap_intervals(["tp", "tn"], ["r", "r"]), none)  # one record: nothing to resample
-        unnamed = [{**r, "id": None} for r in self.RECORDS]  # records without an id are still resampled apart
-        _, out, _ = run_main(["--eval", self.write(unnamed), "--detector", "heuristic", "--json"])
-        self.assertEqual(len(json.loads(out)["interval"]["mcc"]), 2)
 
     def test_nli_is_named_where_it_was_used(self):
         class NoContradiction:
@@ -15731,7 +15748,7 @@ class TestEval(unittest.TestCase):
         self.assertIn("snippet_date", out)
 
     def test_records_without_a_question_compare_every_sentence(self):
-        record = {"conflict": True, "docs": [{"id": "A", "text": "The beacon status is ACTIVE."},
+        record = {"id": "b1", "conflict": True, "docs": [{"id": "A", "text": "The beacon status is ACTIVE."},
                                              {"id": "B", "text": "The beacon status is INACTIVE."}]}
         _, out, _ = run_main(["--eval", self.write([record]), "--detector", "heuristic", "--json"])
         self.assertEqual(json.loads(out)["tp"], 1)
@@ -15740,9 +15757,9 @@ class TestEval(unittest.TestCase):
         for records, message in (([{"docs": []}], "field 'conflict' must be true or false"),
                                  ([{"conflict": True, "docs": [{"id": "A", "text": "x"}]}], "at least two documents"),
                                  (["{nope"], "invalid JSON Lines at line 1, column 2"),
-                                 ([{"conflict": False, "docs": [{"text": "x"}, {"text": ""}]}],
+                                 ([{"id": "e1", "conflict": False, "docs": [{"text": "x"}, {"text": ""}]}],
                                   "line 1: document 2: field 'text' is empty"),
-                                 (['{"conflict": true, "docs": [{"text": "x"}, {"text": "\\ud800"}]}'],
+                                 (['{"id": "e1", "conflict": true, "docs": [{"text": "x"}, {"text": "\\ud800"}]}'],
                                   "line 1: document 2: field 'text': \\ud800 is a lone surrogate"),
                                  (['{"conflict": true, "n": ' + "1" * 4301 + ', "docs": []}'],
                                   "line 1: an integer of 4301 digits at column 25"),
@@ -15767,12 +15784,28 @@ class TestEval(unittest.TestCase):
                 self.assertIn(message, err)
                 self.assertEqual(len(err.splitlines()), 1, err)
 
+    def test_a_record_without_an_id_is_refused_by_file_and_line(self):
+        """Each labelled record needs an id (it names the record in --json and groups its pairs when resampled):
+        missing, empty or blank, it is one line naming the file and line, exit 2. An id 0 is an id, and a record's
+        documents may go without theirs."""
+        for rid, problem in ((None, "missing"), ("", "empty"), ("  ", "empty"),
+                             ("\u200b", "only invisible characters")):
+            second = {k: v for k, v in self.RECORDS[1].items() if k != "id" or rid is not None}
+            path = self.write([self.RECORDS[0], {**second, **({} if rid is None else {"id": rid})}])
+            with self.subTest(rid=rid):
+                code, out, err = run_main(["--eval", path])
+                self.assertEqual((code, out), (2, ""))
+                self.assertEqual(err, f"error: {path}: line 2: field 'id' is {problem}; each record needs its own id, "
+                                      f"a string or an integer\n")
+        record = {"id": 0, "conflict": True, "docs": [{"text": "The gate is B12."}, {"text": "The gate is C4."}]}
+        self.assertEqual([(p.record_id, p.a.source_id) for p in load_eval(self.write([record]))], [("0", "0:1")])
+
     def test_integer_ids_name_their_records(self):
         records = [{**r, "id": n} for n, r in enumerate(self.RECORDS, 1)]
         self.assertEqual([p.record_id for p in load_eval(self.write(records))], ["1", "2", "3", "3", "3"])
 
     def test_a_question_of_invisible_characters_asks_nothing(self):
-        record = {"question": "\u200b\u2060", "conflict": True,
+        record = {"id": "b1", "question": "\u200b\u2060", "conflict": True,
                   "docs": [{"id": "A", "text": "The beacon status is ACTIVE."},
                            {"id": "B", "text": "The beacon status is INACTIVE."}]}
         self.assertEqual(load_eval(self.write([record]))[0].question, "")
