@@ -2569,10 +2569,16 @@ _DUR_QUALIFIERS = r"business|working|calendar|banking|school|trading"  # "9 busi
 _PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
 # a number must not continue a word ("Episodes38"), a version ("v2.0") or a decimal comma ("4,5 million": not 5)
 _LEAD = r"(?<![\w.])(?<!\d,)"
+# A money amount's comma before one or two digits, and no more digits after them, is a decimal comma: "€2,50" is
+# 2.50 and "EUR 4,5 million" 4.5 million. Three digits are thousands ("€2,500"), and a comma followed by more numbers
+# separates a list ("$5,10,15" reads $5). Only beside a currency: "sizes 2,50 and 60" is as often a list as a decimal.
+_DECIMAL_COMMA = r"\d+,\d{1,2}(?!\d|,\d)"
+_DECIMAL_COMMA_RE = re.compile(_DECIMAL_COMMA)
+_MONEY_NUM = rf"(?P<num>{_DECIMAL_COMMA}|{_DIGITS}|{_WORDNUM})"
 _MONEY_RES = (
-    re.compile(rf"(?<![A-Za-z0-9])(?P<cur>US\$|A\$|C\$|\$|€|£|¥|₹|Rs\.?)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
-    re.compile(rf"(?<![\w])(?P<cur>USD|EUR|GBP|JPY|INR|CAD|AUD|CHF|CNY)\s?{_NUM}{_SCALE_ANY}?(?![\w])"),
-    re.compile(rf"{_LEAD}{_NUM}{_SCALE_ANY}?\s?(?P<cur>(?:US |U\.S\. )?(?i:dollars?)|(?i:euros?)|yen|rupees?"
+    re.compile(rf"(?<![A-Za-z0-9])(?P<cur>US\$|A\$|C\$|\$|€|£|¥|₹|Rs\.?)\s?{_MONEY_NUM}{_SCALE_ANY}?(?![\w])"),
+    re.compile(rf"(?<![\w])(?P<cur>USD|EUR|GBP|JPY|INR|CAD|AUD|CHF|CNY)\s?{_MONEY_NUM}{_SCALE_ANY}?(?![\w])"),
+    re.compile(rf"{_LEAD}{_MONEY_NUM}{_SCALE_ANY}?\s?(?P<cur>(?:US |U\.S\. )?(?i:dollars?)|(?i:euros?)|yen|rupees?"
                r"|USD|EUR|GBP|JPY|INR)(?![\w])"),
 )
 # A price of nothing said in words: "free of charge", "at no cost", "no charge", "costs nothing", "admission is free",
@@ -2743,13 +2749,13 @@ def parse_number(text: str) -> float | None:
     return float(total) * fraction[1]
 
 
-def _scaled(m: re.Match) -> float | None:
-    """The match's number times its scale suffix, if any.
+def _scaled(m: re.Match, read: Callable[[str], float | None] = parse_number) -> float | None:
+    """The match's number (read: its reader) times its scale suffix, if any.
 
     >>> _scaled(_COUNT_RE.search("1.5K")), _scaled(_PERCENT_RE.search("12%"))
     (1500.0, 12.0)
     """
-    number = parse_number(m["num"])
+    number = read(m["num"])
     if number is None or "scale" not in m.re.groupindex:
         return number
     scale = (m["scale"] or "").strip().lower()
@@ -2833,7 +2839,16 @@ def _money_values(m: re.Match) -> list[Value]:
     """
     cur = _CURRENCY_PREFIX_RE.sub("", m["cur"].lower())
     cur = cur[:-1] if cur.endswith("s") and cur[:-1] in CURRENCIES else cur
-    return _value("money", _scaled(m), CURRENCIES[cur], m)
+    return _value("money", _scaled(m, money_number), CURRENCIES[cur], m)
+
+
+def money_number(text: str) -> float | None:
+    """The number of a money amount: a decimal comma (_DECIMAL_COMMA) read as a point, else parse_number's.
+
+    >>> money_number("2,50"), money_number("2,500"), money_number("1,200.50")
+    (2.5, 2500.0, 1200.5)
+    """
+    return float(text.replace(",", ".")) if _DECIMAL_COMMA_RE.fullmatch(text) else parse_number(text)
 
 
 def _pounds_values(m: re.Match) -> list[Value]:
@@ -3513,6 +3528,7 @@ DASHES = ("-", "–", "—")
 AGE_WORDS = frozenset({"aged", "ages", "age", "ageing", "aging"})  # "aged 18-25" is a range of ages, never a score
 _DIGITS_RE = re.compile(_DIGITS)
 _NUMBER_TEXT_RE = re.compile(rf"{_DIGITS}|{_WORDNUM}")  # "1,500", "fifteen"
+_MONEY_TEXT_RE = re.compile(rf"{_DECIMAL_COMMA}|{_DIGITS}|{_WORDNUM}")  # and "2,50", as _MONEY_RES read it
 _SCALED_RE = re.compile(rf"\d\s?(?i:{'|'.join(sorted(SCALES, key=len, reverse=True))})(?![\w])")  # "$5M", "2 bn"
 WORD_LOW_REACH = 60  # characters before an upper end that its low end in words may take ("seventy-five to ")
 _WORD_LOW_RE = re.compile(rf"(?<![\w-])(?P<num>{_WORDNUM})(?:\s?[-–—]\s?|\s(?:to|and)\s)$")
@@ -3615,11 +3631,15 @@ def _range_value(low: Value, high: Value, text: str) -> Value:
 
 
 def _written_number(v: Value) -> float | None:
-    """The first number a value's text writes, in digits or words; None when it has none.
+    """The first number a value's text writes, in digits or words (money's with its decimal comma); None when it has
+    none.
 
     >>> _written_number(extract_values("$10 million")[0]), _written_number(extract_values("three weeks")[0])
     (10.0, 3.0)
     """
+    if v.type == "money":
+        m = _MONEY_TEXT_RE.search(v.text)
+        return money_number(m.group()) if m else None
     m = _NUMBER_TEXT_RE.search(v.text)
     return parse_number(m.group()) if m else None
 
@@ -11607,6 +11627,25 @@ class TestValues(unittest.TestCase):
                            "money", 4_200_000.0, "USD")
         self.assertAmounts(["It cost €12.5bn."], "money", 12.5e9, "EUR")
 
+    def test_a_decimal_comma_in_money(self):
+        """A comma before one or two final digits of an amount of money is a decimal comma ("€2,50" is 2.50, so it
+        meets "€2.50"); three digits after it are thousands, and a number with no currency is read as before."""
+        self.assertAmounts(["The coffee costs €2,50.", "The coffee costs 2,50 euros.", "It is EUR 2,5."],
+                           "money", 2.5, "EUR")
+        self.assertEqual([(v.amount, v.high) for v in extract_values("Tickets cost €2,50–€3,00.")], [(2.5, 3.0)])
+        question = "How much is a coffee?"
+        self.assertIsNone(compare_answers(question, ["The coffee costs €2,50."], ["The coffee costs €2.50."],
+                                          DEFAULT_CONFIG))
+        finding = compare_answers(question, ["The coffee costs €2,50."], ["The coffee costs €3,00."],
+                                  DEFAULT_CONFIG)
+        self.assertEqual((finding.kind, finding.evidence), ("value", ("€2,50", "€3,00")))
+        # near misses: thousands, a list of numbers, and a comma with no currency beside it
+        self.assertAmounts(["The chair costs $1,200."], "money", 1200.0, "USD")
+        self.assertAmounts(["The bike costs €2,500."], "money", 2500.0, "EUR")
+        self.assertEqual([(v.amount, v.text) for v in extract_values("Fees of $5,10,15 apply.")], [(5.0, "$5")])
+        self.assertEqual([(v.type, v.amount, v.text) for v in extract_values("The sizes are 2,50 and 60.")],
+                         [("quantity", 60.0, "60")])
+
     def test_times_of_day(self):
         cases = {"It opens at 17:00.": 1020, "It opens at 5 pm.": 1020, "It opens at 5.30pm.": 1050,
                  "It opens at 5:30 P.M. sharp.": 1050, "It opens at noon.": 720, "It opens at midnight.": 0,
@@ -12038,7 +12077,7 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.amounts(["It costs Rs 500.", "It costs Rs. 500.", "It costs ₹500."], "money", 500.0, "INR")
         self.amounts(["It costs Rs 5 crore.", "It costs Rs 500 lakh."], "money", 5e7, "INR")
         self.assertEqual(extract_values("It has 10 000 staff.")[-1].amount, 10.0)  # a plain space: no count of 0
-        self.assertEqual(extract_values("Revenue was 4,5 million euros."), ())  # a decimal comma: not 5 million
+        self.amounts(["Revenue was 4,5 million euros."], "money", 4.5e6, "EUR")  # a decimal comma: not 5 million
         self.assertEqual(extract_values("Agent 007 left."), ())
         self.control("How far is it?", "It is 10\u202f000 km away.", "It is 6,214 miles away.")  # was a ValueError
         self.conflict("How far is it?", "It is 10\u202f000 km away.", "It is 5,000 miles away.")
