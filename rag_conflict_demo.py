@@ -4133,6 +4133,23 @@ def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str
     return frozenset(u for u in written if u in plurals)
 
 
+def sole_count_unit(a: list[str], b: list[str]) -> frozenset[str]:
+    """The unit of the counts of two sides when one side counts in one unit only and the other states bare numbers
+    and no count ("Groups are limited to 8 people" vs "The maximum group size is 10"): what the bare ones count.
+
+    >>> sole_count_unit(["Groups are limited to 8 people."], ["The maximum group size is 10."])
+    frozenset({'people'})
+    >>> sole_count_unit(["Groups are limited to 8 people and 2 cars."], ["The maximum group size is 10."])
+    frozenset()
+    """
+    units = [{v.unit for s in side for v in extract_values(s) if v.type == "quantity" and not v.written}
+             for side in (a, b)]
+    for counted, bare in (units, units[::-1]):
+        if bare == {""} and len(counted) == 1 and "" not in counted:
+            return frozenset(counted)
+    return frozenset()
+
+
 def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
     """A bare number in a sentence that names exactly one asked-for counted noun counts it ("The number of moons is
     95", "Moons: 95"), unless a word labels it ("Apollo 11", "lap 52", "Of the moons, 57 have names").
@@ -4150,6 +4167,8 @@ def _counted_bare(sentence: str, v: Value, units: frozenset[str]) -> Value:
     if before and before.group(1).lower() not in STOPWORDS and not set(before.group(2)) & set(":\t="):
         return v  # subtle: a label and its value set apart by a colon or a tab are a count ("Live albums\t1")
     named = units & {_plural(w.lower()) for w in _WORD_RE.findall(sentence)}
+    if not named and len(units) == 1 and not any(x.unit for x in extract_values(sentence) if x.type == "quantity"):
+        named = units  # a sentence that counts nothing else: "The hall has a capacity of 150" for "How many people?"
     if len(named) != 1:
         return v
     unit = next(iter(named))
@@ -4207,7 +4226,8 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str],
                or "money" in types and any(_free_of_asked(s, qwords) for s in side) for side in (a, b)):
         return None  # a side with no value of the types: nothing to compare (and the hot path skips the rest)
     preds = predicate_words(a + b, qwords)
-    units = counted_units(a + b, qwords) if "quantity" in types else frozenset()  # "How many moons?": "95" of them
+    # "How many moons?": "95" of them; with no count asked, the one thing both sides count ("10" vs "8 people")
+    units = counted_units(a + b, qwords) or sole_count_unit(a, b) if "quantity" in types else frozenset()
     va, vb = (_by_key(_anchored_side(side, qwords, preds, cfg, types, event_years, units)) for side in (a, b))
     return _first_disagreement(va, vb, cfg, event_years)
 
@@ -11427,6 +11447,19 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertIsNone(compare_answers(q, ["The grant deadline is the end of March."],
                                           ["Applications close on March 31."], DEFAULT_CONFIG))
         self.assertEqual(extract_values("In March, sales rose."), ())
+
+    def test_a_bare_number_counts_what_the_other_side_counts(self):
+        f = self.check("How many people can the hall hold?", "The hall holds up to 200 people.",
+                       "The hall has a capacity of 150.", "value")
+        self.assertEqual(f.evidence, ("200 people", "150"))
+        self.check("What is the maximum group size?", "Groups are limited to 8 people.",
+                   "The maximum group size is 10.", "value")
+        # near misses: the same number bare and counted; a side that counts two things
+        self.assertIsNone(compare_answers("How many people can the hall hold?", ["The hall holds up to 200 people."],
+                                          ["The hall has a capacity of 200."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("What is the maximum group size?",
+                                          ["Groups are limited to 8 people and 2 cars."],
+                                          ["The maximum group size is 10."], DEFAULT_CONFIG))
 
     def test_an_age_denied_below_it_is_the_least_age(self):
         q = "What is the minimum age to rent a car?"
