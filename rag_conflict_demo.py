@@ -10282,8 +10282,9 @@ def check_log_path(path, inputs=(), stdout=None):
     parent = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(parent):
         raise UsageError(f"--log-conflicts {path}: directory {parent} does not exist")
-    if st is None and not os.access(parent, os.W_OK):
-        raise UsageError(f"--log-conflicts {path}: not writable")
+    problem = temporary_file_problem(os.path.realpath(path)) if st is None else None
+    if problem:  # a file is made beside it and removed at once: os.access says yes to root even under /proc
+        raise UsageError(f"--log-conflicts {path}: not writable ({problem})")
     if st is not None and stat.S_ISREG(st.st_mode):  # not a FIFO: opening and closing it would end its reader's input
         try:
             open(path, "a").close()  # the real test (os.access says yes to root for any file): appends nothing
@@ -16892,6 +16893,14 @@ class TestNothingLost(KnowledgeBaseInTmp):
             with open(fifo, encoding="utf-8"):  # unblock the thread
                 pass
         self.assertFalse(opened)
+
+    @unittest.skipUnless(os.path.isdir("/proc"), "needs /proc, a folder no file can be created in")
+    def test_a_new_log_where_no_file_can_be_created_is_refused_up_front(self):
+        with unittest.mock.patch("os.access", return_value=True), \
+                self.assertRaisesRegex(UsageError, r"--log-conflicts /proc/conflicts\.jsonl: not writable \("):
+            check_log_path("/proc/conflicts.jsonl")  # os.access says yes to root here; no file can be made
+        check_log_path(os.path.join(os.path.dirname(self.log), "new.jsonl"))  # near miss: a writable folder
+        self.assertFalse(os.path.exists(os.path.join(os.path.dirname(self.log), "new.jsonl")))
 
     def run_script(self, argv, close="", env=None):
         """The script as a process, with stdout (">&-") or stderr ("2>&-") closed: (exit code, stdout, stderr)."""
