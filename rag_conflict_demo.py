@@ -4133,15 +4133,19 @@ def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str
     return frozenset(u for u in written if u in plurals)
 
 
-def sole_count_unit(a: list[str], b: list[str]) -> frozenset[str]:
-    """The unit of the counts of two sides when one side counts in one unit only and the other states bare numbers
-    and no count ("Groups are limited to 8 people" vs "The maximum group size is 10"): what the bare ones count.
+def sole_count_unit(a: list[str], b: list[str], qwords: frozenset[str]) -> frozenset[str]:
+    """The unit of the counts of two sides when the question asks for an amount ("how many", "size": ASKING_WORDS),
+    one side counts in one unit only and the other states bare numbers and no count ("Groups are limited to 8 people"
+    vs "The maximum group size is 10"): what the bare ones count.
 
-    >>> sole_count_unit(["Groups are limited to 8 people."], ["The maximum group size is 10."])
+    >>> size = frozenset({"what", "is", "the", "maximum", "group", "size"})
+    >>> sole_count_unit(["Groups are limited to 8 people."], ["The maximum group size is 10."], size)
     frozenset({'people'})
-    >>> sole_count_unit(["Groups are limited to 8 people and 2 cars."], ["The maximum group size is 10."])
+    >>> sole_count_unit(["Groups are limited to 8 people and 2 cars."], ["The maximum group size is 10."], size)
     frozenset()
     """
+    if not qwords & (ASKING_WORDS["quantity"] | {"many", "much"}):
+        return frozenset()  # "Which paper sells most?": "two top-selling papers" and "3" count nothing asked
     units = [{v.unit for s in side for v in extract_values(s) if v.type == "quantity" and not v.written}
              for side in (a, b)]
     for counted, bare in (units, units[::-1]):
@@ -4227,7 +4231,7 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str],
         return None  # a side with no value of the types: nothing to compare (and the hot path skips the rest)
     preds = predicate_words(a + b, qwords)
     # "How many moons?": "95" of them; with no count asked, the one thing both sides count ("10" vs "8 people")
-    units = counted_units(a + b, qwords) or sole_count_unit(a, b) if "quantity" in types else frozenset()
+    units = counted_units(a + b, qwords) or sole_count_unit(a, b, qwords) if "quantity" in types else frozenset()
     va, vb = (_by_key(_anchored_side(side, qwords, preds, cfg, types, event_years, units)) for side in (a, b))
     return _first_disagreement(va, vb, cfg, event_years)
 
@@ -11455,12 +11459,14 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertEqual(f.evidence, ("200 people", "150"))
         self.check("What is the maximum group size?", "Groups are limited to 8 people.",
                    "The maximum group size is 10.", "value")
-        # near misses: the same number bare and counted; a side that counts two things
+        # near misses: the same number bare and counted; a side that counts two things; no amount asked
         self.assertIsNone(compare_answers("How many people can the hall hold?", ["The hall holds up to 200 people."],
                                           ["The hall has a capacity of 200."], DEFAULT_CONFIG))
         self.assertIsNone(compare_answers("What is the maximum group size?",
                                           ["Groups are limited to 8 people and 2 cars."],
                                           ["The maximum group size is 10."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("Which paper sells best?", ["The paper is one of two top-selling titles."],
+                                          ["Its sales rank is 3."], DEFAULT_CONFIG))
 
     def test_an_age_denied_below_it_is_the_least_age(self):
         q = "What is the minimum age to rent a car?"
