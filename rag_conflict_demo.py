@@ -6176,6 +6176,12 @@ def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
         spans = [(_surfaces(h.text, sentence)[:1], POLARITY_GROUP_WORDS.get(h.group.split(":")[0], frozenset()))
                  for h in polarity_hits(sentence, cfg)]
         found = [(*sp[0], {"asked": float(bool(words & qwords))}, None) for sp, words in spans if sp]
+        # the question's own predicate in a form the lexicon lacks ("includes" for "Is breakfast included?"), said
+        # plainly (not negated, no past event: "opened in 1990"), where no hit already reads it
+        signs = asked_signs(sentence, frozenset(p for p in preds if p in ASKED_GROUPS), cfg)
+        found += [(m.start(), m.end(), {"asked": 1.0}, None) for m in _WORD_RE.finditer(sentence)
+                  if signs.get(_stem(m[0].lower())) == 1 and (m[0].lower(),) not in POLARITY_LEXICON
+                  and not m[0].lower().endswith("ed") and not any(a <= m.start() < b for a, b, _, _ in found)]
         return sorted(found, key=lambda c: -c[2]["asked"])  # stable: a hit the question names first
     words = list(_WORD_RE.finditer(sentence))
     asked = {k for k, w in enumerate(words) if _stem(SYNONYMS.get(w[0].lower(), w[0].lower())) in preds}
@@ -12332,6 +12338,16 @@ class TestPolarity(unittest.TestCase):
                                           ["The bonus disc is sold separately."], DEFAULT_CONFIG))
         self.assertIsNone(compare_answers("Is the pool open?", ["The pool opened in 1990."],
                                           ["The pool is closed for repairs."], DEFAULT_CONFIG))
+
+    def test_a_yes_no_questions_own_predicate_is_read_where_the_lexicon_lacks_its_form(self):
+        def read(sentence, question):
+            return [sentence[a:b] for a, b, _, _ in answer_candidates(sentence, "state", question_words(question),
+                                                                       DEFAULT_CONFIG)]
+        self.assertEqual(read("The room rate includes breakfast.", "Is breakfast included?"), ["includes"])
+        # near misses: negated, a past event, a form the lexicon reads already
+        self.assertEqual(read("The room rate does not include breakfast.", "Is breakfast included?"), [])
+        self.assertEqual(read("The pool opened in 1990.", "Is the pool open?"), [])
+        self.assertEqual(read("Breakfast is included.", "Is breakfast included?"), ["included"])
 
     def test_one_permission_said_in_two_words_is_no_swap(self):
         self.assertIsNone(compare_answers("Are jeans allowed in the office?",
