@@ -10585,19 +10585,20 @@ def check_index_layout(args):
 
 
 INDEX_ELSEWHERE = "give --index a path of its own, or --no-index runs without one"
-INDEX_MEMBERS = frozenset(name.encode() for layout in INDEX_LAYOUTS.values() for name in layout)
+INDEX_FIRST_MEMBER = b"manifest.npy"  # an index is written manifest first (np.savez keeps the order it is given)
 
 
 def index_remnant(f):
-    """Whether an open file is an index or what is left of one: empty, or a zip whose first member is one of an
-    index's (a file cut short or altered keeps its first header), which --rebuild-index may replace."""
-    head = f.read(30 + max(map(len, INDEX_MEMBERS)))
+    """Whether an open file is an index or what is left of one: empty, or a zip whose first member is an index's
+    manifest, written first (a file cut short or altered keeps its first header), which --rebuild-index may replace.
+    Another program's .npz ("vectors", "keys" and all) is never one, whatever its members are called."""
+    head = f.read(30 + len(INDEX_FIRST_MEMBER))
     if not head:
         return True
     if len(head) < 30 or head[:4] != b"PK\x03\x04":
         return False
     (length,) = struct.unpack("<H", head[26:28])  # the local header's file name length; the name follows at 30
-    return head[30:30 + length] in INDEX_MEMBERS
+    return head[30:30 + length] == INDEX_FIRST_MEMBER
 
 
 def check_index_flags(args, mode, stdout):
@@ -16154,6 +16155,13 @@ class TestKeptIndex(unittest.TestCase):
                 self.assert_refused("damaged or not an index", index=False)
         np.savez(self.index, manifest=np.array(json.dumps({"format": "another program 1"})))
         self.assert_refused("damaged or not an index")
+
+    def test_another_programs_npz_is_never_replaced_whatever_its_members_are_called(self):
+        for members in ({"vectors": np.zeros((2, 3))}, {"keys": np.arange(3), "labels": np.arange(3)},
+                        {"days": np.arange(3)}, {"vectors": np.zeros((2, 3)), "ids": np.arange(2)}):
+            with self.subTest(members=sorted(members)):
+                np.savez(self.index, **members)
+                self.assert_refused("damaged or not an index", index=False)
 
     def test_a_text_file_is_refused_without_numpys_advice(self):
         with open(self.index, "w", encoding="utf-8") as f:
