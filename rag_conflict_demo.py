@@ -2591,7 +2591,8 @@ _COPULA_BEFORE = "|".join(rf"(?<=\b{w}\s)" for w in ("is", "are", "was", "were",
                                                      "totally", "also", "still"))
 _FREE_RE = re.compile(r"(?<![\w-])(?i:free\sof\s(?:charge|cost)|at\sno\s(?:extra\s|additional\s)?(?:cost|charge)"
                       r"|no\scharge|costs?\snothing|charges?\snothing|free(?=\s(?:admission|entry|entrance|parking"
-                      rf"|access|shipping|delivery)\b)|(?:{_COPULA_BEFORE})free(?=\s?[.,;:!?)]|$|\s(?:on|at|in"
+                      rf"|access|shipping|delivery)\b)|(?:{_COPULA_BEFORE})(?:free|complimentary)"
+                      r"(?=\s?[.,;:!?)]|$|\s(?:on|at|in"
                       r"|during|until|after|before|every|each|and|but|with|for\s(?:all|everyone|everybody|anyone"
                       r"|the\spublic))\b))")
 FREE_CURRENCY = ""
@@ -3922,20 +3923,22 @@ def _typed_values(sentence: str, types: frozenset[str], event_years: bool,
     return [v for v in values if not (v.type == "year" and str(int(v.amount)) in years)]
 
 
-# "Free" right before a noun: a price of nothing for that noun ("free Wi-Fi", "a free breakfast"), read only for a
-# noun the question names, as elsewhere "free" qualifies many things that have no price ("free time", "a free kick").
-_FREE_BEFORE_RE = re.compile(r"(?<![\w-])(?:free|^Free)\s(?P<noun>[^\W\d_]+(?:-[^\W\d_]+)*)")
+# "Free" right before a noun: a price of nothing for that noun ("free Wi-Fi", "complimentary breakfast"), read only
+# for a noun the question names, as elsewhere "free" qualifies many things with no price ("free time", "a free kick").
+_FREE_BEFORE_RE = re.compile(r"(?<![\w-])(?:free|complimentary|^Free|^Complimentary)"
+                             r"\s(?P<noun>[^\W\d_]+(?:-[^\W\d_]+)*)")
 
 
 def _free_of_asked(sentence: str, qwords: frozenset[str]) -> list[Value]:
-    """A price of nothing for each "free" before a noun the question names that FREE_RE does not already read.
+    """A price of nothing for each "free" (or "complimentary") before a noun the question names that FREE_RE does not
+    already read.
 
     >>> _free_of_asked("The hotel offers free Wi-Fi.", frozenset({"is", "wi", "fi", "free"}))[0].amount
     0.0
     >>> _free_of_asked("Guests have free time.", frozenset({"is", "wi", "fi", "free"}))
     []
     """
-    return [Value("money", 0.0, FREE_CURRENCY, "", "", "free") for m in _FREE_BEFORE_RE.finditer(sentence)
+    return [Value("money", 0.0, FREE_CURRENCY, "", "", m[0].split()[0]) for m in _FREE_BEFORE_RE.finditer(sentence)
             if not _FREE_RE.match(sentence, m.start())
             and any(w not in STOPWORDS and w in qwords for w in m["noun"].lower().split("-"))]
 
@@ -4383,6 +4386,7 @@ POLARITY_WORDS = {
                   "abolished terminated suspended out_of_operation removed unsupported postponed called_off"),
     "required": ("required require requires mandatory must compulsory obligatory", "optional voluntary"),
     "open": ("open", "closed"), "approved": ("approved", "rejected denied"),
+    "in_stock": ("in_stock", "out_of_stock sold_out"),
     "included": ("included", "charged_separately billed_separately paid_separately sold_separately costs_extra "
                  "cost_extra charged_extra at_extra_cost at_an_extra_cost at_additional_cost at_an_additional_cost "
                  "is_extra are_extra"),
@@ -4531,6 +4535,7 @@ LIMIT_WORDS = frozenset("""
 exceed surpass more over above beyond longer heavier greater larger higher bigger later
 """.split())
 LIMIT_REACH = 3
+POSSIBILITY = [[modal, "be"] for modal in ("can", "could", "may", "might")]  # before a predicate: what may happen
 
 
 def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str, sign: int,
@@ -4541,6 +4546,8 @@ def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str,
     'allowed'
     """
     text = " ".join(tokens[i:i + n])
+    if lower[max(0, i - 2):i] in POSSIBILITY and group != "allowed":
+        return None  # "Bookings can be cancelled free of charge": a possibility, not the state "cancelled"
     if lower[i] in ("may", "must") and lower[i + 1:i + 2] == ["not"]:
         if LIMIT_WORDS.intersection(lower[i + 2:i + 2 + LIMIT_REACH]):
             return None  # "must not exceed 23 kg" states a limit, as "may weigh up to 23 kg" does: no prohibition
@@ -11449,6 +11456,8 @@ class TestAnswersThatDisagree(unittest.TestCase):
                        "Wi-Fi at the hotel costs $10 a day.", "value")
         self.assertEqual(f.evidence, ("free", "$10"))
         self.check("How much is breakfast?", "Guests get a free breakfast.", "Breakfast is $12 per person.", "value")
+        for free in ("Wi-Fi is complimentary for all guests.", "The hotel offers complimentary Wi-Fi."):
+            self.check("Is Wi-Fi free?", free, "Wi-Fi costs $10 per day.", "value")
         # near misses: "free" before what the question does not name; both sides free
         self.assertIsNone(compare_answers("Is Wi-Fi free?", ["Guests have free time in the afternoon."],
                                           ["Wi-Fi at the hotel costs $10 a day."], DEFAULT_CONFIG))
@@ -12342,6 +12351,23 @@ class TestPolarity(unittest.TestCase):
                                           ["The bonus disc is sold separately."], DEFAULT_CONFIG))
         self.assertIsNone(compare_answers("Is the pool open?", ["The pool opened in 1990."],
                                           ["The pool is closed for repairs."], DEFAULT_CONFIG))
+
+    def test_in_stock_vs_out_of_stock_or_sold_out_is_polarity(self):
+        q = "Is the Aero 14 in stock?"
+        for other in ("The Aero 14 is out of stock.", "The Aero 14 is currently sold out."):
+            self.assertEqual(compare_answers(q, ["The Aero 14 is in stock."], [other], DEFAULT_CONFIG).kind,
+                             "polarity", other)
+        # near miss: in stock said twice
+        self.assertIsNone(compare_answers(q, ["The Aero 14 is in stock."], ["The Aero 14 is in stock now."],
+                                          DEFAULT_CONFIG))
+
+    def test_what_can_be_done_is_no_state(self):
+        q = "Can I cancel for free?"
+        self.assertIsNone(compare_answers(q, ["Bookings can be cancelled free of charge up to 48 hours before."],
+                                          ["Free cancellation is available up to 48 hours before."], DEFAULT_CONFIG))
+        self.assertEqual(signs_of("Bookings can be cancelled."), {})
+        # near miss: what was done is a state
+        self.assertEqual(signs_of("The booking was cancelled."), {"available": -1})
 
     def test_a_yes_no_questions_own_predicate_is_read_where_the_lexicon_lacks_its_form(self):
         def read(sentence, question):
