@@ -10638,6 +10638,9 @@ def check_index_flags(args, mode, stdout):
         raise UsageError(f"--index {args.index}: is not a regular file; give a file path")
     if not os.path.isdir(directory):
         raise UsageError(f"--index {args.index}: directory {directory} does not exist")
+    problem = temporary_file_problem(os.path.realpath(args.index)) if st is None else None
+    if problem:  # no index there to read, and none can be made: the flag would keep nothing (an existing one is read)
+        raise UsageError(f"--index {args.index}: directory {directory} is not writable ({problem})")
     inputs = [("--kb", args.kb), ("--log-conflicts", args.log_conflicts), ("--embed-model", args.embed_model),
               ("--qa-model", args.qa_model), ("--nli", args.nli)]
     clash = path_clash(args.index, st, inputs + installed_model_dirs((args.embed_model, args.qa_model, args.nli)),
@@ -16181,6 +16184,14 @@ class TestKeptIndex(unittest.TestCase):
                 self.assert_refused("damaged or not an index", index=False)
         np.savez(self.index, manifest=np.array(json.dumps({"format": "another program 1"})))
         self.assert_refused("damaged or not an index")
+
+    @unittest.skipUnless(os.path.isdir("/proc"), "needs /proc, a folder no file can be created in")
+    def test_a_new_index_where_no_file_can_be_created_is_refused_up_front(self):
+        with unittest.mock.patch("os.access", return_value=True):  # the answer root gets, whoever runs the test
+            code, out, err, _ = self.ask("--index", "/proc/passages.npz", "--quiet")
+        self.assertEqual((code, out, err.count("\n")), (2, "", 1), err)
+        self.assertIn("error: --index /proc/passages.npz: directory /proc is not writable (", err)
+        self.assertEqual(self.ask("--index", self.index, "--quiet")[0], 0)  # near miss: a writable folder
 
     def test_another_programs_npz_is_never_replaced_whatever_its_members_are_called(self):
         for members in ({"vectors": np.zeros((2, 3))}, {"keys": np.arange(3), "labels": np.arange(3)},
