@@ -2522,10 +2522,14 @@ _WORDNUM_ALT = "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
 WORDNUM_MAX_WORDS = 8
 # "a" counts one only before a dozen, a hundred or a scale word ("a dozen eggs", "half a million", "a quarter of a
 # million"); a dozen scales what came before it as a hundred does ("two dozen" = 24).
+# "And" joins the tens to a hundred last ("a hundred and twenty", "two hundred and fifty-one"), as British English
+# says them; not a second number ("between one hundred and two hundred").
+_AND_TENS = (rf"(?:(?<=hundred)\sand\s(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}))?"
+             r"(?![\w-]|\s(?:hundred|dozen)(?![\w-])))")  # a scale after it scales all: "a hundred and fifty thousand"
 _ONE_OF_SCALE = (r"(?:half\s|a\squarter\sof\s|a\sthird\sof\s)?an?(?=\s(?:dozen|hundred|thousand|million|billion|trillion)"
-                 r"(?![\w-]))(?:\s(?:dozen|hundred))?")
+                 rf"(?![\w-]))(?:\s(?:dozen|hundred{_AND_TENS}?))?")
 _WORDNUM = (rf"(?i:{_ONE_OF_SCALE}|(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred|dozen))"
-            rf"{{0,{WORDNUM_MAX_WORDS - 1}}})")
+            rf"{{0,{WORDNUM_MAX_WORDS - 1}}}{_AND_TENS}?)")
 FRACTION_OPENERS = {("half",): 0.5, ("a", "quarter", "of"): 0.25, ("a", "third", "of"): 1 / 3}
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
 _SCALE_WORDS = r"thousand|million|billion|trillion|lakhs?|crores?"
@@ -2732,6 +2736,8 @@ def parse_number(text: str) -> float | None:
 
     >>> parse_number("1,500"), parse_number("three-hundred-seventeen"), parse_number("two dozen"), parse_number("half a")
     (1500.0, 317.0, 24.0, 0.5)
+    >>> parse_number("a hundred and twenty"), parse_number("two hundred and fifty-one")
+    (120.0, 251.0)
     """
     t = text.strip().lower()
     if t[:1].isdigit():
@@ -2740,7 +2746,9 @@ def parse_number(text: str) -> float | None:
     fraction = next(((n, f) for opener, f in FRACTION_OPENERS.items() if tuple(words[:(n := len(opener))]) == opener),
                     (0, 1.0))
     total = 0.0  # subtle: a float, so "nine hundred ninety nine hundred ..." grows to inf, not past what float() takes
-    for word in words[fraction[0]:]:
+    for k, word in enumerate(words[fraction[0]:], fraction[0]):
+        if word == "and" and words[k - 1:k] == ["hundred"]:
+            continue  # "a hundred and twenty"
         if word in ("hundred", "dozen"):
             total = max(total, 1) * (100 if word == "hundred" else 12)  # they scale what came before: "three hundred"
         elif word in NUMBER_WORDS or word in ("a", "an"):
@@ -11688,6 +11696,17 @@ class TestValues(unittest.TestCase):
                             "It made USD 4.2 million.", "It made $4.2 million.", "It made 4.2 million US dollars."],
                            "money", 4_200_000.0, "USD")
         self.assertAmounts(["It cost €12.5bn."], "money", 12.5e9, "EUR")
+
+    def test_and_after_a_hundred_joins_its_tens(self):
+        self.assertEqual([(v.text, v.amount) for v in extract_values("A room costs a hundred and twenty dollars.")],
+                         [("a hundred and twenty dollars", 120.0)])
+        self.assertEqual([v.amount for v in extract_values("It has two hundred and fifty employees.")], [250.0])
+        self.assertIsNone(compare_answers("How much is a room?", ["A room costs $120 per night."],
+                                          ["A room costs a hundred and twenty dollars a night."], DEFAULT_CONFIG))
+        # near misses: two numbers joined by "and" stay two; "and" elsewhere joins nothing
+        between = extract_values("Between one hundred and two hundred people came.")
+        self.assertEqual([(v.amount, v.high) for v in between], [(100.0, 200.0)])
+        self.assertEqual([v.amount for v in extract_values("He and twenty others came.")], [20.0])
 
     def test_a_decimal_comma_in_money(self):
         """A comma before one or two final digits of an amount of money is a decimal comma ("€2,50" is 2.50, so it
