@@ -4626,6 +4626,8 @@ def asked_signs(sentence: str, preds: frozenset[str], cfg: Config) -> dict[str, 
     signs: dict[str, set[int]] = {}
     for i, word in enumerate(lower):
         stem, sign = _stem(word), 1
+        if stem not in preds and word.endswith("s") and word[:-1] in preds:
+            stem = word[:-1]  # a short verb _stem keeps whole: "runs" for "Does it run ...?"
         if stem not in preds:
             prefix = next((p for p in NEGATING_PREFIXES if word.startswith(p) and _stem(word[len(p):]) in preds
                            and (p in ("non", "un") or word.endswith(ADJECTIVE_ENDINGS))), "")  # not "inform"
@@ -12373,6 +12375,15 @@ class TestPolarity(unittest.TestCase):
                                           ["The bonus disc is sold separately."], DEFAULT_CONFIG))
         self.assertIsNone(compare_answers("Is the pool open?", ["The pool opened in 1990."],
                                           ["The pool is closed for repairs."], DEFAULT_CONFIG))
+
+    def test_no_longer_negates_a_short_verb_the_question_asks(self):
+        q = "Does the hotel run an airport shuttle?"
+        self.assertEqual(compare_answers(q, ["The hotel runs an airport shuttle."],
+                                         ["The hotel no longer runs an airport shuttle."], DEFAULT_CONFIG).kind,
+                         "polarity")
+        # near miss: both run it
+        self.assertIsNone(compare_answers(q, ["The hotel runs an airport shuttle."],
+                                          ["The hotel runs a free airport shuttle."], DEFAULT_CONFIG))
 
     def test_in_stock_vs_out_of_stock_or_sold_out_is_polarity(self):
         q = "Is the Aero 14 in stock?"
