@@ -5191,6 +5191,9 @@ _SWAP_TOKEN_RE = re.compile(rf"(?<!\w)(?:[A-Z]{{1,3}}\d+[A-Z]?|\d+[A-Z])(?!\w)|[
 _UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 
 
+AT_LEAST_WORDS = frozenset("newer later higher above up greater".split())  # after "or"/"and": a lower bound
+
+
 @text_feature
 def swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     """(lowercased, original) tokens, stopwords kept: the whole frame counts, not just its content words.
@@ -5198,7 +5201,11 @@ def swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     >>> [t for t, _ in swap_tokens("Aged 45.7 years.")]
     ['aged', '45.7', 'years']
     """
-    return tuple((m.group().lower().rstrip(".,"), m.group().rstrip(".,")) for m in _SWAP_TOKEN_RE.finditer(sentence))
+    tokens = [(m.group().lower().rstrip(".,"), m.group().rstrip(".,")) for m in _SWAP_TOKEN_RE.finditer(sentence)]
+    for k in range(len(tokens) - 1):  # one lower bound in other words: "3.8 or later" is "3.8 or newer"
+        if tokens[k][0] in ("or", "and") and tokens[k + 1][0] in AT_LEAST_WORDS:
+            tokens[k:k + 2] = [("or", tokens[k][1]), ("newer", tokens[k + 1][1])]
+    return tuple(tokens)
 
 
 def _initials(words: Iterable[str]) -> str:
@@ -12375,6 +12382,15 @@ class TestPolarity(unittest.TestCase):
                                           ["The bonus disc is sold separately."], DEFAULT_CONFIG))
         self.assertIsNone(compare_answers("Is the pool open?", ["The pool opened in 1990."],
                                           ["The pool is closed for repairs."], DEFAULT_CONFIG))
+
+    def test_a_lower_bound_said_in_other_words_keeps_the_frame(self):
+        q = "Which Python version does the library require?"
+        f = compare_answers(q, ["The library requires Python 3.8 or newer."],
+                            ["The library requires Python 3.10 or later."], DEFAULT_CONFIG)
+        self.assertEqual(f.evidence, ("3.8", "3.10"))
+        # near miss: one bound said two ways
+        self.assertIsNone(compare_answers(q, ["The library requires Python 3.10 or newer."],
+                                          ["The library requires Python 3.10 and above."], DEFAULT_CONFIG))
 
     def test_no_longer_negates_a_short_verb_the_question_asks(self):
         q = "Does the hotel run an airport shuttle?"
