@@ -3232,6 +3232,9 @@ _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time,
     re.compile(rf"{_LEAD}(?P<hour>[01]?\d|2[0-4]):(?P<minute>[0-5]\d)(?::[0-5]\d)?{_HALF_OF_DAY}?(?![\w:]|[.,]\d)"),
     re.compile(rf"{_LEAD}(?P<hour>1[0-2]|0?[1-9])\.(?P<minute>[0-5]\d){_HALF_OF_DAY}"),  # "5.30pm"
     re.compile(r"(?<![\w-])(?:12\s)?(?P<name>(?i:noon|midday|midnight))(?![\w-])"),
+    # open all day, every day: the whole day as a span of times, so "24/7" meets "round the clock", not "6 am to 10 pm"
+    re.compile(r"(?<![\w/-])(?P<allday>24/7|24\s?hours\sa\sday,\s7\sdays\sa\sweek|(?i:a)?round[\s-]the[\s-]clock)"
+               r"(?![\w/-])"),
 )
 
 
@@ -3284,7 +3287,9 @@ def _clock_values(m: re.Match) -> list[Value]:
     >>> [(v.text, v.amount, v.unit) for v in extract_values("Open 9:30 am to 17:00, or from half past nine.")]
     [('9:30 am to 17:00', 570.0, ''), ('half past nine', 570.0, 'am or pm')]
     """
-    g = dict.fromkeys(("minute", "past", "minutes", "dir", "oclock", "name", "half", "part")) | m.groupdict()
+    g = dict.fromkeys(("minute", "past", "minutes", "dir", "oclock", "name", "half", "part", "allday")) | m.groupdict()
+    if g["allday"]:
+        return [replace(v, high=1440.0) for v in _value("clock", 0.0, "", m)]
     if g["name"]:
         return _value("clock", float(CLOCK_NAMES[g["name"].lower()]), "", m)
     past, back = (g["past"] or "").lower(), (g["dir"] or "").lower() == "to"
@@ -11506,6 +11511,13 @@ class TestAnswersThatDisagree(unittest.TestCase):
                                           ["The maximum group size is 10."], DEFAULT_CONFIG))
         self.assertIsNone(compare_answers("Which paper sells best?", ["The paper is one of two top-selling titles."],
                                           ["Its sales rank is 3."], DEFAULT_CONFIG))
+
+    def test_open_all_day_is_the_whole_day_of_times(self):
+        f = self.check("When is the gym open?", "The gym is open 24/7.", "The gym is open from 6 am to 10 pm.", "value")
+        self.assertEqual(f.evidence, ("24/7", "6 am to 10 pm"))
+        # near miss: all day said two ways
+        self.assertIsNone(compare_answers("When is the gym open?", ["The gym is open 24/7."],
+                                          ["The gym is open around the clock."], DEFAULT_CONFIG))
 
     def test_an_age_denied_below_it_is_the_least_age(self):
         q = "What is the minimum age to rent a car?"
