@@ -3925,7 +3925,7 @@ def _typed_values(sentence: str, types: frozenset[str], event_years: bool,
     >>> [v.text for v in _typed_values("In 2022 revenue was $4M.", VALUE_TYPES, True)]
     ['$4M']
     """
-    values = [v for v in extract_values(sentence) if v.type in types]
+    values = _current_values([v for v in extract_values(sentence) if v.type in types], sentence)
     if "money" in types and qwords:
         values += _free_of_asked(sentence, qwords)
     if types & PERIOD_TYPES:
@@ -3934,6 +3934,31 @@ def _typed_values(sentence: str, types: frozenset[str], event_years: bool,
         return values
     years = {_period_parts(v.period)[0] for v in values if v.period}
     return [v for v in values if not (v.type == "year" and str(int(v.amount)) in years)]
+
+
+# Words just before a value that make it the one replaced, when its sentence states another of its kind: "$50,
+# replacing the old fee of $40", "$50, up from $40", "now $50; previously $40".
+STALE_CUES = frozenset("previously formerly replacing replaces replaced old previous former".split())
+STALE_PAIRS = frozenset({("up", "from"), ("down", "from"), ("instead", "of")})
+STALE_REACH = 4  # words before a value read for a stale cue
+
+
+def _current_values(values: list[Value], sentence: str) -> list[Value]:
+    """The values less those said as the one replaced (STALE_CUES, STALE_PAIRS), kept when no other value of their
+    key is current.
+
+    >>> s = "The fee is $50, replacing the old fee of $40."
+    >>> [v.text for v in _current_values(list(extract_values(s)), s)]
+    ['$50']
+    """
+    def stale(v):
+        at = sentence.find(v.text)
+        words = [w.lower() for w in _words_before(sentence, at, STALE_REACH)] if at >= 0 else []
+        return bool(STALE_CUES & set(words) or STALE_PAIRS & set(zip(words, words[1:])))
+
+    flags = [stale(v) for v in values]
+    current = {_value_key(v) for v, f in zip(values, flags) if not f}
+    return [v for v, f in zip(values, flags) if not (f and _value_key(v) in current)]
 
 
 # "Free" right before a noun: a price of nothing for that noun ("free Wi-Fi", "complimentary breakfast"), read only
@@ -11511,6 +11536,18 @@ class TestAnswersThatDisagree(unittest.TestCase):
                                           ["The maximum group size is 10."], DEFAULT_CONFIG))
         self.assertIsNone(compare_answers("Which paper sells best?", ["The paper is one of two top-selling titles."],
                                           ["Its sales rank is 3."], DEFAULT_CONFIG))
+
+    def test_a_value_said_as_the_one_replaced_is_no_answer(self):
+        q = "What is the membership fee?"
+        for current in ("The membership fee is $50 per year, replacing the old fee of $40.",
+                        "The membership fee is $50 per year, up from $40.",
+                        "The membership fee is now $50; it was previously $40."):
+            f = self.check(q, current, "The membership fee is $40 per year.", "value")
+            self.assertEqual(f.evidence, ("$50", "$40"), current)
+        # near misses: a cue with no current value beside it keeps the value; two values with no cue both stand
+        self.assertEqual([v.text for v in _typed_values("The old fee was $40.", VALUE_TYPES, False)], ["$40"])
+        self.assertIsNone(compare_answers(q, ["Members pay $50 per year or $40 for students."],
+                                          ["The membership fee is $40 per year."], DEFAULT_CONFIG))
 
     def test_open_all_day_is_the_whole_day_of_times(self):
         f = self.check("When is the gym open?", "The gym is open 24/7.", "The gym is open from 6 am to 10 pm.", "value")
