@@ -3938,9 +3938,10 @@ def _typed_values(sentence: str, types: frozenset[str], event_years: bool,
 
 # Words just before a value that make it the one replaced, when its sentence states another of its kind: "$50,
 # replacing the old fee of $40", "$50, up from $40", "now $50; previously $40".
-STALE_CUES = frozenset("previously formerly replacing replaces replaced old previous former".split())
+# Not "old" ("the ripe old age of 122 years") nor "replaced" ("replaced by a $50 fee": the new one).
+STALE_CUES = frozenset("previously formerly replacing previous former".split())
 STALE_PAIRS = frozenset({("up", "from"), ("down", "from"), ("instead", "of")})
-STALE_REACH = 4  # words before a value read for a stale cue
+STALE_REACH = 5  # words before a value read for a stale cue ("replacing the old fee of $40")
 
 
 def _current_values(values: list[Value], sentence: str) -> list[Value]:
@@ -11544,8 +11545,13 @@ class TestAnswersThatDisagree(unittest.TestCase):
                         "The membership fee is now $50; it was previously $40."):
             f = self.check(q, current, "The membership fee is $40 per year.", "value")
             self.assertEqual(f.evidence, ("$50", "$40"), current)
-        # near misses: a cue with no current value beside it keeps the value; two values with no cue both stand
-        self.assertEqual([v.text for v in _typed_values("The old fee was $40.", VALUE_TYPES, False)], ["$40"])
+        # near misses: a cue with no current value beside it keeps the value; two values with no cue both stand; an
+        # age that is old, and the value that replaces
+        self.assertEqual([v.text for v in _typed_values("The previous fee was $40.", VALUE_TYPES, False)], ["$40"])
+        self.assertEqual([v.text for v in _typed_values("She lived to the ripe old age of 122 years and 164 days.",
+                                                        VALUE_TYPES, False)], ["122 years", "164 days"])
+        self.assertEqual([v.text for v in _typed_values("The $40 fee was replaced by a $50 fee.", VALUE_TYPES,
+                                                        False)], ["$40", "$50"])
         self.assertIsNone(compare_answers(q, ["Members pay $50 per year or $40 for students."],
                                           ["The membership fee is $40 per year."], DEFAULT_CONFIG))
 
