@@ -3217,7 +3217,8 @@ DAY_PARTS = {"morning": "a", "afternoon": "p", "evening": "p", "night": "p"}  # 
 # their half of the day, follow a word that places them in the day ("at 10:00", "until 17:00"), open or close a span
 # of two ("10:00-18:00") or are the whole text (an answer, a swapped span, read as what it was found as).
 CLOCK_CUES = frozenset("at from to until till by before after around between".split())
-_CLOCK_SPAN_AFTER_RE = re.compile(r"\s?[-–—]\s?\d{1,2}:\d{2}")
+# a time in digits followed by the other end of its span: "9:00-17:00", "9:00 to 17:00"
+_CLOCK_SPAN_AFTER_RE = re.compile(r"(?:\s?[-–—]\s?|\s(?:to|until|till)\s)\d{1,2}:\d{2}")
 _CLOCK_SPAN_BEFORE_RE = re.compile(r"\d{1,2}:\d{2}\s?[-–—]\s?$")
 CLOCK_SPAN_REACH = len("12:00 - ")  # characters before a time that a span's low end and its dash take, at most
 _HOUR_WORDS = "|".join(sorted((w for w, n in NUMBER_WORDS.items() if 1 <= n <= 12), key=len, reverse=True))
@@ -11554,6 +11555,15 @@ class TestAnswersThatDisagree(unittest.TestCase):
                                                         False)], ["$40", "$50"])
         self.assertIsNone(compare_answers(q, ["Members pay $50 per year or $40 for students."],
                                           ["The membership fee is $40 per year."], DEFAULT_CONFIG))
+
+    def test_a_span_of_times_in_digits_joined_by_to(self):
+        q = "What are the office hours?"
+        f = self.check(q, "Office hours are 9:00 to 17:00 on weekdays.", "Office hours are 9 am to 6 pm.", "value")
+        self.assertEqual(f.evidence, ("9:00 to 17:00", "9 am to 6 pm"))
+        # near misses: the same span said two ways; a time in digits with no cue or span is still no time
+        self.assertIsNone(compare_answers(q, ["Office hours are 9:00 to 17:00 on weekdays."],
+                                          ["Office hours are 9 am to 5 pm."], DEFAULT_CONFIG))
+        self.assertEqual(extract_values("Track two, 3:43."), ())
 
     def test_open_all_day_is_the_whole_day_of_times(self):
         f = self.check("When is the gym open?", "The gym is open 24/7.", "The gym is open from 6 am to 10 pm.", "value")
