@@ -2578,7 +2578,8 @@ _LEAD = r"(?<![\w.])(?<!\d,)"
 # separates a list ("$5,10,15" reads $5). Only beside a currency: "sizes 2,50 and 60" is as often a list as a decimal.
 _DECIMAL_COMMA = r"\d+,\d{1,2}(?!\d|,\d)"
 _DECIMAL_COMMA_RE = re.compile(_DECIMAL_COMMA)
-_MONEY_NUM = rf"(?P<num>{_DECIMAL_COMMA}|{_DIGITS}|{_WORDNUM})"
+_MONEY_NUMBER = rf"{_DECIMAL_COMMA}|{_DIGITS}|{_WORDNUM}"  # a money amount's number, its decimal comma read
+_MONEY_NUM = rf"(?P<num>{_MONEY_NUMBER})"
 _MONEY_RES = (
     re.compile(rf"(?<![A-Za-z0-9])(?P<cur>US\$|A\$|C\$|\$|€|£|¥|₹|Rs\.?)\s?{_MONEY_NUM}{_SCALE_ANY}?(?![\w])"),
     re.compile(rf"(?<![\w])(?P<cur>USD|EUR|GBP|JPY|INR|CAD|AUD|CHF|CNY)\s?{_MONEY_NUM}{_SCALE_ANY}?(?![\w])"),
@@ -2593,9 +2594,10 @@ _MONEY_RES = (
 _COPULA_BEFORE = "|".join(rf"(?<=\b{w}\s)" for w in ("is", "are", "was", "were", "be", "been", "remains", "remain",
                                                      "stays", "stay", "now", "always", "entirely", "completely",
                                                      "totally", "also", "still"))
+_FREE_WORDS = "free|complimentary"  # a price of nothing in one word, after a copula or before a noun
 _FREE_RE = re.compile(r"(?<![\w-])(?i:free\sof\s(?:charge|cost)|at\sno\s(?:extra\s|additional\s)?(?:cost|charge)"
                       r"|no\scharge|costs?\snothing|charges?\snothing|free(?=\s(?:admission|entry|entrance|parking"
-                      rf"|access|shipping|delivery)\b)|(?:{_COPULA_BEFORE})(?:free|complimentary)"
+                      rf"|access|shipping|delivery)\b)|(?:{_COPULA_BEFORE})(?:{_FREE_WORDS})"
                       r"(?=\s?[.,;:!?)]|$|\s(?:on|at|in"
                       r"|during|until|after|before|every|each|and|but|with|for\s(?:all|everyone|everybody|anyone"
                       r"|the\spublic))\b))")
@@ -2635,9 +2637,9 @@ _AGE_RES = (
     re.compile(rf"{_LEAD}{_NUM}\s(?:or|and)\solder(?![\w])"),
 )
 # An age limit said as who may not ("Drivers under 25 cannot rent", "No one under 18 is admitted"): the least age
-# allowed, so it meets "25 or older" and not "must be 21 to rent"; read only with a negation after it within
-# UNDER_AGE_REACH words, or "no one", "nobody" or "no" before "under".
-_UNDER_AGE_RE = re.compile(r"(?:(?<=\bunder\s)|(?<=\bUnder\s)|(?<=\bbelow\s))(?P<num>\d{1,3})(?![\d,.])(?:s\b|(?=\W))")
+# allowed, so it meets "25 or older" and not "must be 21 to rent"; read only with a negation after it within three
+# words, or "no one", "nobody" or "no" before "under".
+_UNDER_AGE_RE = re.compile(r"(?<=\b(?:[Uu]nder|below)\s)(?P<num>\d{1,3})(?![\d,.])(?:s\b|(?=\W))")
 _UNDER_AGE_NEGATION_RE = re.compile(r"(?:\s[a-z]+){0,3}?\s(?:cannot|can['’]t|may\snot|must\snot|(?:is|are)\snot"
                                     r"|isn['’]t|aren['’]t|will\snot|won['’]t|(?:is|are)\snever)\b")
 _BARE_AGE_RE = re.compile(rf"(?<=\bbe\s)(?:(?:at\sleast|over)\s)?{_NUM}(?=\sto\s[a-z]+\b)")
@@ -2652,16 +2654,14 @@ _DATE_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st
                           rf"(?P<year>\d{{4}})(?![\w])")
 _DATE_DMY_RE = re.compile(rf"{_LEAD}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon>{_MONTH}),?"
                           rf"(?:\s(?:in\s)?(?P<year>\d{{4}}))?(?![\w])")
+_MONTH_NAMES = "January|February|March|April|May|June|July|August|September|October|November|December"
 # Full month names with no day or year after them; "May" is left out: far more often a modal verb.
-_MONTH_ONLY_RE = re.compile(r"(?<![\w])(?P<mon>January|February|March|April|June|July|August|September|October"
-                            r"|November|December)(?![\w])(?!,?\s\d)")
+_MONTH_ONLY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH_NAMES.replace('|May', '')})(?![\w])(?!,?\s\d)")
 # A month recurring each year ("charged every January", "each May"): a date of no year and no day; a month named
 # alone elsewhere ("In January, ...") only dates the values beside it (_PERIOD_RULES).
-_EVERY_MONTH_RE = re.compile(r"(?<![\w])(?i:every|each)\s(?P<mon>January|February|March|April|May|June|July|August"
-                             r"|September|October|November|December)(?![\w])(?!,?\s\d)")
+_EVERY_MONTH_RE = re.compile(rf"(?<![\w])(?i:every|each)\s(?P<mon>{_MONTH_NAMES})(?![\w])(?!,?\s\d)")
 # A month named as a time limit or a part of it ("by March", "until June", "the end of March", "early April"): a date
 # of no year and no day, so "the end of March" meets "March 31" and not "15 April"; after these words "May" is a month.
-_MONTH_NAMES = "January|February|March|April|May|June|July|August|September|October|November|December"
 _BOUND_MONTH_RE = re.compile(rf"(?:(?<=\bby\s)|(?<=\buntil\s)|(?<=\btill\s)|(?<![\w])(?i:(?:the\s)?(?:end|beginning"
                              rf"|start|middle)\sof\s|(?:early|mid|late)[\s-]))(?P<mon>{_MONTH_NAMES})(?![\w])"
                              r"(?!,?\s(?:\d|[A-Z]))")
@@ -3543,7 +3543,7 @@ DASHES = ("-", "–", "—")
 AGE_WORDS = frozenset({"aged", "ages", "age", "ageing", "aging"})  # "aged 18-25" is a range of ages, never a score
 _DIGITS_RE = re.compile(_DIGITS)
 _NUMBER_TEXT_RE = re.compile(rf"{_DIGITS}|{_WORDNUM}")  # "1,500", "fifteen"
-_MONEY_TEXT_RE = re.compile(rf"{_DECIMAL_COMMA}|{_DIGITS}|{_WORDNUM}")  # and "2,50", as _MONEY_RES read it
+_MONEY_TEXT_RE = re.compile(_MONEY_NUMBER)  # and "2,50", as _MONEY_RES read it
 _SCALED_RE = re.compile(rf"\d\s?(?i:{'|'.join(sorted(SCALES, key=len, reverse=True))})(?![\w])")  # "$5M", "2 bn"
 WORD_LOW_REACH = 60  # characters before an upper end that its low end in words may take ("seventy-five to ")
 _WORD_LOW_RE = re.compile(rf"(?<![\w-])(?P<num>{_WORDNUM})(?:\s?[-–—]\s?|\s(?:to|and)\s)$")
@@ -3965,7 +3965,7 @@ def _current_values(values: list[Value], sentence: str) -> list[Value]:
 
 # "Free" right before a noun: a price of nothing for that noun ("free Wi-Fi", "complimentary breakfast"), read only
 # for a noun the question names, as elsewhere "free" qualifies many things with no price ("free time", "a free kick").
-_FREE_BEFORE_RE = re.compile(r"(?<![\w-])(?:free|complimentary|^Free|^Complimentary)"
+_FREE_BEFORE_RE = re.compile(rf"(?<![\w-])(?:{_FREE_WORDS}|^(?:{_FREE_WORDS.title()}))"
                              r"\s(?P<noun>[^\W\d_]+(?:-[^\W\d_]+)*)")
 
 
