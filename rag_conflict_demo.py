@@ -3225,7 +3225,8 @@ _HOUR_WORDS = "|".join(sorted((w for w, n in NUMBER_WORDS.items() if 1 <= n <= 1
 _HALF_OF_DAY = (r"(?:\s?(?P<half>[AaPp])(?:\.\s?[Mm]\.|\s?[Mm])(?![\w])"  # am, pm, a.m., P.M.
                 rf"|\s(?i:in\sthe\s|at\s)(?P<part>(?i:{'|'.join(DAY_PARTS)}))(?![\w]))")
 _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time, not a duration and a time
-    re.compile(rf"(?<![\w.-])(?i:(?:(?P<past>quarter|half|{_WORDNUM_ALT}|\d{{1,2}})(?P<minutes>\sminutes?)?\s"
+    re.compile(rf"(?:(?<![\w.-])|(?<=[AaPp][Mm]-)|(?<=[AaPp]\.[Mm]\.-)|(?<=\d-))"  # a span's high end: "9am-5pm"
+               rf"(?i:(?:(?P<past>quarter|half|{_WORDNUM_ALT}|\d{{1,2}})(?P<minutes>\sminutes?)?\s"
                rf"(?P<dir>past|to)\s)?(?P<hour>{_HOUR_WORDS}|1[0-2]|[1-9])(?P<oclock>\so['’]clock)?"
                rf"(?:(?![\w'’-])|(?<=\d)(?=[AaPp]\.?[Mm](?![\w]))))"  # the hour ends, or its half is glued on: "6am"
                rf"{_HALF_OF_DAY}?"),  # "ten o'clock", "half past nine", "quarter to six", "9 in the morning"
@@ -3297,8 +3298,10 @@ def _clock_values(m: re.Match) -> list[Value]:
     half = (g["half"] or DAY_PARTS.get((g["part"] or "").lower(), "")).lower()
     if "oclock" in m.re.groupindex and not (past or g["oclock"] or half):
         return []  # "ten people": an hour alone is one by its "o'clock", "past", "to" or half of the day
-    if back and past != "quarter" and not g["minutes"]:
-        return []  # "ten to five" is as often a range
+    if back and past != "quarter" and not g["minutes"]:  # "ten to five" is as often a range
+        return [replace(v, high=float(high)) for v in _value("clock", float(low), "", m)] if (
+            past.isdigit() and half and (low := _hour_below(int(past), high := _half_hour(g["hour"], half))) is not None
+        ) else []  # in digits with the half of the day a span: "3 to 5 pm"
     if g["minute"] and not half and not _cued_clock(m):
         return []
     hour = int(parse_number(g["hour"]))
@@ -3308,6 +3311,25 @@ def _clock_values(m: re.Match) -> list[Value]:
     said = bool(half) or not 1 <= hour <= 12 or g["hour"].startswith("0")  # "09:00", "17:00" say their half
     minutes = (hour % 12 + (12 if half == "p" else 0) if half else hour) * 60 + (-minute if back else minute)
     return _value("clock", float(minutes % 1440), "" if said else HALF_UNSAID, m)
+
+
+def _half_hour(hour: str, half: str) -> int:
+    """Minutes after midnight of a whole hour (1 to 12) in a half of the day ("a" or "p")."""
+    return (int(parse_number(hour)) % 12 + (12 if half == "p" else 0)) * 60
+
+
+def _hour_below(hour: int, high: float) -> int | None:
+    """Minutes after midnight of an hour (1 to 12) that opens a span of the day closing at high, in the half of the day
+    that puts it before high ("9-11 am", "3 to 5 pm", "11-1 pm": 11 am); None when it is no such hour.
+
+    >>> _hour_below(3, 1020), _hour_below(11, 780), _hour_below(13, 1020)
+    (900, 660, None)
+    """
+    if not 1 <= hour <= 12:
+        return None
+    low = (hour % 12) * 60 + (720 if high >= 720 else 0)
+    low -= 720 if low >= high else 0
+    return low if 0 <= low < high else None
 
 
 def _cued_clock(m: re.Match) -> bool:
@@ -3593,15 +3615,19 @@ def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int
     (s1, e1, a), (s2, _, b) = low, high
     between, last = sentence[e1:s2], _word_before(sentence, s1, words)
     clocks = [v.type in CLOCK_TYPES for v in (a, b)]
-    if a.high is not None or TEMPORAL_TYPES & {a.type, b.type} or clocks[0] != clocks[1]:
+    # a bare low end of a span of the day says its hour in the high end's half: "9-11 am", "from 3 to 5:30 pm"
+    hour = clocks[1] and not clocks[0] and _is_bare(a) and a.amount.is_integer() and not b.unit and b.high is None
+    if a.high is not None or TEMPORAL_TYPES & {a.type, b.type} or clocks[0] != clocks[1] and not hour:
         return False
+    if hour:
+        return _hour_below(int(a.amount), b.amount) is not None and between.strip() in (*DASHES, "to")
     if between == " to ":
         joined = last not in CHANGE_WORDS or clocks[0] and last == "from"
     elif between == " and ":
         joined = last == "between"
     else:  # a dash: tight, or spaced after a bare low end; between two bare numbers only after an age word
         scores = _is_bare(a) and _is_bare(b) and last not in AGE_WORDS  # "lost 1-3", not "aged 18-25"
-        joined = between.strip() in DASHES and (between in DASHES or _is_bare(a)) and not scores
+        joined = between.strip() in DASHES and (between in DASHES or _is_bare(a) or clocks[0]) and not scores
     same = (_value_key(a), a.period) == (_value_key(b), b.period)
     if not (joined and (same or _is_bare(a) or _money_then_number(a, b))):
         return False
@@ -3639,6 +3665,8 @@ def _range_value(low: Value, high: Value, text: str) -> Value:
     [365.0, 0.0]
     """
     owner, amount = (low if _money_then_number(low, high) else high), low.amount
+    if high.type in CLOCK_TYPES and low.type not in CLOCK_TYPES:  # "9-11 am": the low end's hour in the high's half
+        return replace(owner, amount=float(_hour_below(int(amount), high.amount)), high=high.amount, text=text)
     if _is_bare(low) or low.type in ("money", "percent") and not _SCALED_RE.search(low.text):
         number, high_number = _written_number(low), _written_number(high)
         amount = number * high.amount / high_number if number is not None and high_number else amount
@@ -11564,6 +11592,21 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertIsNone(compare_answers(q, ["Office hours are 9:00 to 17:00 on weekdays."],
                                           ["Office hours are 9 am to 5 pm."], DEFAULT_CONFIG))
         self.assertEqual(extract_values("Track two, 3:43."), ())
+
+    def test_a_span_of_times_by_a_dash_or_a_bare_low_end(self):
+        q = "What are the office hours?"
+        for said in ("Office hours are 9am-5pm.", "Office hours are 9 am - 5 pm.", "Office hours are 9 a.m.-5 p.m."):
+            f = self.check(q, said, "Office hours are 9 am to 6 pm.", "value")
+            self.assertEqual(f.evidence[1], "9 am to 6 pm", said)
+            self.assertIsNone(compare_answers(q, [said], ["Office hours are 9 am to 5 pm."], DEFAULT_CONFIG), said)
+        f = self.check(q, "The desk is staffed 3-5 pm.", "The desk is staffed 2 pm to 5 pm.", "value")
+        self.assertEqual(f.evidence, ("3-5 pm", "2 pm to 5 pm"))
+        self.assertEqual([(v.amount, v.high) for v in extract_values("Open 9-11 am, then 3 to 5 pm and 11-1 pm.")],
+                         [(540.0, 660.0), (900.0, 1020.0), (660.0, 780.0)])
+        # near misses: a bare range with no half of the day stays numbers; a number past a day's hours is no hour
+        self.assertEqual([(v.type, v.text) for v in extract_values("Children aged 9-11 may join.")],
+                         [("quantity", "9-11")])
+        self.assertNotIn("clock", {v.type for v in extract_values("The score was 13-15 pm.")})
 
     def test_open_all_day_is_the_whole_day_of_times(self):
         f = self.check("When is the gym open?", "The gym is open 24/7.", "The gym is open from 6 am to 10 pm.", "value")
