@@ -920,15 +920,29 @@ def resolve(retrieved, report, pick):
     return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), tuple(clusters))
 
 
-# "restated", "revised", "replaces", "no longer", "effective November 2023", "effective 2024-04-01", ...
+# "restated", "revised", "replaces", "no longer", "effective November 2023", "effective 2024-04-01"
 SUPERSESSION_RE = re.compile(
     r"\b(?:restat(?:ed|es|ement)|revis(?:ed|es|ion)|replac(?:es|ed|ing)|supersed(?:es|ed|ing)|revers(?:es|ed)"
-    r"|no longer|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[a-z]+ (?:\d{1,2}, )?\d{4})))\b", re.IGNORECASE)
+    r"|no longer"
+    r"|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[a-z]+ (?:\d{1,2}, )?\d{4})))\b", re.IGNORECASE)
+
+# A document that says it is itself out of date ("This policy was replaced in 2024", "This page is no longer
+# maintained"): never the newer side, and the newer where every other member says so ("was revised" is the new one).
+SELF_STALE_RE = re.compile(
+    r"\bthis\s(?:[\w-]+\s){0,2}?(?:was|has\sbeen|had\sbeen|is|is\snow)\s(?:replaced|superseded|withdrawn"
+    r"|retired|archived|outdated|obsolete|out\sof\sdate"
+    r"|no\slonger\s(?:valid|current|in\seffect|maintained|updated|accurate))\b",
+    re.IGNORECASE)
+# A change still to come ("will be replaced next year", "is to be revised") says nothing of which side is newer now.
+FUTURE_CHANGE_RE = re.compile(
+    r"\b(?:(?:will|shall|would)\s(?:be\s)?|(?:is|are)\sto\sbe\s)(?:restat|revis|replac|supersed|revers)\w*",
+    re.IGNORECASE)
 
 
 def supersession_order(members):
     """(newest document, basis) when the cluster can be ordered by date, else version, else a supersession
-    cue in exactly one document; (None, None) when it cannot (missing or tied dates and versions, no cue).
+    cue in exactly one document (none in one that calls itself out of date, SELF_STALE_RE, or in a change to come),
+    else the only member not out of date; (None, None) when it cannot (missing or tied dates and versions, no cue).
 
     [A 2024-01-15, B 2024-04-03] -> (B, 'date'); [A undated, B undated] -> (None, None)
     """
@@ -938,8 +952,12 @@ def supersession_order(members):
             top = max(keys)
             if keys.count(top) == 1:
                 return members[keys.index(top)], basis
-    cued = [d for d in members if SUPERSESSION_RE.search(d.content)]
-    return (cued[0], "cue") if len(cued) == 1 else (None, None)
+    stale = [d for d in members if SELF_STALE_RE.search(d.content)]
+    cued = [d for d in members if d not in stale and SUPERSESSION_RE.search(FUTURE_CHANGE_RE.sub(" ", d.content))]
+    fresh = [d for d in members if d not in stale]
+    if len(cued) == 1 or not cued and stale and len(fresh) == 1:  # one side newer, or the only one not out of date
+        return (cued or fresh)[0], "cue"
+    return None, None
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -13469,6 +13487,19 @@ class TestResolutionKinds(unittest.TestCase):
         self.assertEqual(supersession_order((a, b)), (b, "cue"))
         c = doc("c", "Effective November 2023, the rule changed.", None)
         self.assertEqual(supersession_order((a, c)), (c, "cue"))
+
+    def test_a_document_that_calls_itself_out_of_date_is_the_older(self):
+        a = doc("a", "The parking fee is $40 a month.", None)
+        for text in ("This fee schedule was replaced in 2024. The parking fee is $30 a month.",
+                     "This page is no longer maintained. The parking fee is $30 a month."):
+            self.assertEqual(supersession_order((a, doc("b", text, None))), (a, "cue"), text)
+        # near misses: a change to come orders nothing; a revised document and one that replaced another are newer
+        b = doc("b", "The parking fee is $30 a month. This schedule will be replaced next year.", None)
+        self.assertEqual(supersession_order((a, b)), (None, None))
+        for text in ("This fee schedule was revised in 2024. The fee is now $30.",
+                     "The old schedule was replaced in 2024. The fee is $30."):
+            b = doc("b", text, None)
+            self.assertEqual(supersession_order((a, b)), (b, "cue"), text)
 
     def test_disputed_without_order(self):
         a, b = doc("a", "The beacon is ACTIVE.", None), doc("b", "The beacon is INACTIVE.", None)
