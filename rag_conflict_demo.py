@@ -920,10 +920,10 @@ def resolve(retrieved, report, pick):
     return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), tuple(clusters))
 
 
-# "restated", "revised", "replaces", "no longer", "effective November 2023", "effective 2024-04-01"
+# "restated", "revised", "replaces", "no longer", "has stopped", "effective November 2023", "effective 2024-04-01"
 SUPERSESSION_RE = re.compile(
     r"\b(?:restat(?:ed|es|ement)|revis(?:ed|es|ion)|replac(?:es|ed|ing)|supersed(?:es|ed|ing)|revers(?:es|ed)"
-    r"|no longer"
+    r"|no longer|ha(?:s|ve|d) (?:stopped|ceased|discontinued)"
     r"|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[a-z]+ (?:\d{1,2}, )?\d{4})))\b", re.IGNORECASE)
 
 # A document that says it is itself out of date ("This policy was replaced in 2024", "This page is no longer
@@ -2545,8 +2545,12 @@ WORDNUM_MAX_WORDS = 8
 _AND_TENS = (rf"(?:(?<=hundred)\sand\s(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}))?"
              r"(?![\w-]|\s(?:hundred|dozen)(?![\w-])))")  # a scale after it scales all: "a hundred and fifty thousand"
 _ONE_OF_SCALE = (r"(?:half\s|a\squarter\sof\s|a\sthird\sof\s)?an?(?=\s(?:dozen|hundred|thousand|million|billion|trillion)"
-                 rf"(?![\w-]))(?:\s(?:dozen|hundred{_AND_TENS}?))?")
-_WORDNUM = (rf"(?i:{_ONE_OF_SCALE}|(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred|dozen))"
+                 rf"(?![\w-]))(?:\s(?:dozen|hundred{_AND_TENS}?"
+                 rf"|thousand(?:[ -](?:{_WORDNUM_ALT}|hundred)(?![\w]))+{_AND_TENS}?))?")  # "a thousand two hundred"
+# "Thousand" inside a number in words is part of it where more of the number follows ("one thousand two hundred");
+# else it is the number's scale ("two thousand people").
+_WORDNUM = (rf"(?i:{_ONE_OF_SCALE}|(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred|dozen"
+            rf"|thousand(?=[ -](?:{_WORDNUM_ALT})(?![\w]))))"
             rf"{{0,{WORDNUM_MAX_WORDS - 1}}}{_AND_TENS}?)")
 FRACTION_OPENERS = {("half",): 0.5, ("a", "quarter", "of"): 0.25, ("a", "third", "of"): 1 / 3}
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
@@ -2756,6 +2760,8 @@ def parse_number(text: str) -> float | None:
     (1500.0, 317.0, 24.0, 0.5)
     >>> parse_number("a hundred and twenty"), parse_number("two hundred and fifty-one")
     (120.0, 251.0)
+    >>> parse_number("one thousand two hundred"), parse_number("two thousand and five")
+    (1200.0, None)
     """
     t = text.strip().lower()
     if t[:1].isdigit():
@@ -2763,17 +2769,20 @@ def parse_number(text: str) -> float | None:
     words = _NUMBER_WORD_SPLIT_RE.split(t)
     fraction = next(((n, f) for opener, f in FRACTION_OPENERS.items() if tuple(words[:(n := len(opener))]) == opener),
                     (0, 1.0))
-    total = 0.0  # subtle: a float, so "nine hundred ninety nine hundred ..." grows to inf, not past what float() takes
+    # subtle: floats, so "nine hundred ninety nine hundred ..." grows to inf, not past what float() takes
+    thousands, total = 0.0, 0.0
     for k, word in enumerate(words[fraction[0]:], fraction[0]):
         if word == "and" and words[k - 1:k] == ["hundred"]:
             continue  # "a hundred and twenty"
         if word in ("hundred", "dozen"):
             total = max(total, 1) * (100 if word == "hundred" else 12)  # they scale what came before: "three hundred"
+        elif word == "thousand" and total:  # the thousands, then the rest: "one thousand two hundred"
+            thousands, total = thousands + total * 1000, 0.0
         elif word in NUMBER_WORDS or word in ("a", "an"):
             total += NUMBER_WORDS.get(word, 1)
         else:
             return None
-    return float(total) * fraction[1]
+    return float(thousands + total) * fraction[1]
 
 
 def _scaled(m: re.Match, read: Callable[[str], float | None] = parse_number) -> float | None:
@@ -4459,9 +4468,11 @@ class PolarityHit:
 
 # Predicate groups: group -> (its words of sign +1, of sign -1), a phrase's words joined by "_"; only the same group
 # can conflict. "available" holds change-of-state verbs ("no longer accepts", "stopped selling", "was cancelled");
-# "allowed" the everyday words for it after a copula ("jeans are fine", "dogs are welcome": not "a fine", "Welcome!").
+# "allowed" the everyday words for it after a copula ("jeans are fine", "dogs are welcome": not "a fine", "Welcome!");
+# "online" an event's opposite, "in person", after a verb that holds it ("held in person", not "apply in person").
 POLARITY_WORDS = {
-    "active": ("active", "inactive deactivated"), "online": ("online", "offline"), "enabled": ("enabled", "disabled"),
+    "active": ("active", "inactive deactivated"), "enabled": ("enabled", "disabled"),
+    "online": ("online", "offline held_in_person is_in_person are_in_person be_in_person place_in_person"),
     "allowed": ("allowed permitted may allow allows permit permits acceptable is_fine are_fine is_ok are_ok is_okay "
                 "are_okay is_welcome are_welcome", "prohibited forbidden banned disallowed unacceptable"),
     "available": ("available in_service offer offers offered accept accepts accepting accepted resumed reinstated "
@@ -4523,14 +4534,23 @@ def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bo
     (True, False)
     >>> _is_negated(["is", "no", "longer", "free"], 3, 3, verb=True)
     True
+    >>> _is_negated(["no", "longer", "has", "a", "sauna"], 4, 3, verb=True)  # "no longer" is one negator
+    True
+    >>> _is_negated(["has", "stopped", "lending", "laptops"], 2, 3, verb=True)
+    True
     """
+    if 0 < i < len(lower) and lower[i - 1] in CEASING_WORDS and lower[i].endswith("ing"):
+        return True  # an action said as ended: "has stopped lending", "ceased publishing"
     before = lower[max(0, i - window):i]
     for k, tok in enumerate(itertools.takewhile(lambda t: t[0].isalpha(), reversed(before))):
-        if is_negation(tok):
+        if is_negation(tok) or tok == "longer" and i - k - 2 >= 0 and lower[i - k - 2] == "no":
             return True
-        if verb and tok not in STOPWORDS and not (tok == "longer" and before[-k - 2:-k - 1] == ["no"]):
+        if verb and tok not in STOPWORDS:
             return False
     return False
+
+
+CEASING_WORDS = frozenset("stopped stops ceased ceases quit discontinued".split())  # before the action they end
 
 
 def _direction_subject(lower: list[str], i: int) -> str:
@@ -11843,6 +11863,18 @@ class TestValues(unittest.TestCase):
         self.assertEqual([(v.amount, v.high) for v in between], [(100.0, 200.0)])
         self.assertEqual([v.amount for v in extract_values("He and twenty others came.")], [20.0])
 
+    def test_thousand_inside_a_number_in_words(self):
+        for text in ("The school has one thousand two hundred students.",
+                     "The school has a thousand two hundred students."):
+            self.assertEqual([(v.amount, v.unit) for v in extract_values(text)], [(1200.0, "students")], text)
+            self.assertIsNone(compare_answers("How many students attend?", [text], ["The school has 1,200 students."],
+                                              DEFAULT_CONFIG), text)
+        self.assertIsNotNone(compare_answers("How many students attend?", ["It has one thousand two hundred students."],
+                                             ["It has 1,250 students."], DEFAULT_CONFIG))
+        # near misses: "thousand" last is the number's scale; a thousand and more after "and" is no such number
+        self.assertEqual([v.amount for v in extract_values("It has two thousand students.")], [2000.0])
+        self.assertIsNone(parse_number("two thousand and five"))
+
     def test_a_decimal_comma_in_money(self):
         """A comma before one or two final digits of an amount of money is a decimal comma ("€2,50" is 2.50, so it
         meets "€2.50"); three digits after it are thousands, and a number with no currency is read as before."""
@@ -12472,6 +12504,30 @@ class TestPolarity(unittest.TestCase):
                          "polarity")
         self.assertIsNone(compare_answers("Is the fair going ahead?", ["The spring fair was not postponed."],
                                           ["The spring fair will go ahead."], DEFAULT_CONFIG))
+
+    def test_an_action_said_as_ended_negates_it(self):
+        q = "Does the hotel have a sauna?"
+        self.assertEqual(compare_answers(q, ["The hotel has a sauna and a pool."], ["The hotel no longer has a sauna."],
+                                         DEFAULT_CONFIG).kind, "polarity")  # "no longer" past the window's edge
+        self.assertEqual(compare_answers("Does the library lend laptops?", ["The library lends laptops to members."],
+                                         ["The library has stopped lending laptops."], DEFAULT_CONFIG).kind,
+                         "polarity")
+        a, b = doc("a", "The library lends laptops.", None), doc("b", "The library has stopped lending laptops.", None)
+        self.assertEqual(supersession_order((a, b)), (b, "cue"))  # the change is the newer side
+        # near misses: a negation of another thing; "stopped" before no action
+        self.assertIsNone(compare_answers(q, ["The hotel has a sauna and a pool."],
+                                          ["The hotel has no pool but a sauna."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("Does the bus stop at the museum?", ["The bus stopped at the museum."],
+                                          ["The bus stops at the museum daily."], DEFAULT_CONFIG))
+
+    def test_online_vs_held_in_person_is_polarity(self):
+        q = "Is the workshop held online?"
+        self.assertEqual(compare_answers(q, ["The workshop is held online."],
+                                         ["The workshop is held in person at the town hall."], DEFAULT_CONFIG).kind,
+                         "polarity")
+        # near miss: something else done in person
+        self.assertIsNone(compare_answers(q, ["The workshop is held online."],
+                                          ["Registration must be done in person at the town hall."], DEFAULT_CONFIG))
 
     def test_everyday_words_for_allowed_after_a_copula_are_polarity(self):
         self.assertEqual(signs_of("Jeans are fine in the office."), {"allowed": 1})
