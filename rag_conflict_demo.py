@@ -2665,8 +2665,12 @@ _UNDER_AGE_RE = re.compile(r"(?<=\b(?:[Uu]nder|below)\s)(?P<num>\d{1,3})(?![\d,.
 _UNDER_AGE_NEGATION_RE = re.compile(r"(?:\s[a-z]+){0,3}?\s(?:cannot|can['’]t|may\snot|must\snot|(?:is|are)\snot"
                                     r"|isn['’]t|aren['’]t|will\snot|won['’]t|(?:is|are)\snever)\b")
 _BARE_AGE_RE = re.compile(rf"(?<=\bbe\s)(?:(?:at\sleast|over)\s)?{_NUM}(?=\sto\s[a-z]+\b)")
-_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+)?"
-                          rf"(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
+# One word that says what kind of time is counted, between the number and its unit: "20 vacation days", "3 consecutive
+# days" are 20 and 3 days (not a count of "vacations"); never a word that does other work ("2 or 3 days", "ten more").
+_DUR_MODIFIER = (rf"(?P<modifier>(?!(?:{'|'.join(sorted(STOPWORDS))}|{_WORDNUM_ALT}|per|hundred|dozen)\s)"
+                 r"[a-z]{2,}[a-rt-z])\s")  # not a plural: "3 rooms days ago" counts rooms
+_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+"
+                          rf"|{_DUR_MODIFIER})?(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
 _DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
 # 08/28/2018 or 08/28/18 (US), 28/08/2018, 28.08.2018 or 28-08-2018 (most of the world): day and month told apart
 # only when one is over 12; a two-digit year only with slashes (28.08.18 is as often a version number)
@@ -2935,7 +2939,7 @@ def _duration_values(m: re.Match) -> list[Value]:
     """
     amount, unit = _scaled(m), _time_unit(m["unit"])
     qualifier = (m["qualifier"] or "calendar").lower()
-    if amount is None:
+    if amount is None or m["modifier"] and _ANY_YEAR_RE.fullmatch(m["num"]):  # "in 2020 rainy days were few"
         return []
     if qualifier != "calendar":
         return _value("duration", amount, f"{qualifier} {unit}s", m)
@@ -8749,12 +8753,16 @@ def eval_record_pairs(record, where):
     if not isinstance(docs, list) or len(docs) < 2:
         raise UsageError(f"{where}: field 'docs' must be a list of at least two documents")
     rid = record_id(record, where, required=True)
-    parsed = []
+    parsed, seen = [], {}
     for n, d in enumerate(docs, 1):
         if not isinstance(d, dict):
             raise UsageError(f"{where}: document {n}: expected an object, got {json_type(d)}")
         # a labelled pair's document is checked like a knowledge base's, its "text" as the content
         as_kb = {**d, "source_id": f"{rid}:{record_id(d, f'{where}: document {n}') or n}"}
+        first = seen.setdefault(as_kb["source_id"], n)
+        if first != n:  # the outcomes name a pair's documents by id: two of one id could not be told apart
+            raise UsageError(f"{where}: document {n}: duplicate id '{as_kb['source_id'].split(':', 1)[1]}' (document "
+                             f"{first} has it); each document of a record needs its own id")
         parsed.append(parse_document(as_kb, f"{where}: document {n}", "text", named=False))
     question = record.get("question") or ""
     if not isinstance(question, str):
@@ -11934,6 +11942,17 @@ class TestValues(unittest.TestCase):
                            "duration", 365.0, "days")
         self.assertAmounts(["Took 3 days.", "Took three days."], "duration", 3.0, "days")
         self.assertNotAlmostEqual(one("Lasts three years.").amount, 365.0)
+
+    def test_a_word_between_a_number_and_its_time_unit_says_what_time_is_counted(self):
+        self.assertAmounts(["Staff get 20 vacation days.", "Staff get 20 days of paid vacation."], "duration", 20.0,
+                           "days")
+        self.assertIsNotNone(compare_answers("How many vacation days do staff get?", ["Staff get 20 vacation days."],
+                                             ["Staff get 25 days of paid vacation."], DEFAULT_CONFIG))
+        # near misses: a word doing other work, a plural, a year before the word; a business day stays its own unit
+        self.assertEqual([v.text for v in extract_values("It takes 2 or 3 days.")], ["2", "3 days"])
+        self.assertNotIn("duration", {v.type for v in extract_values("It had 3 rooms days ago.")})
+        self.assertEqual([v.type for v in extract_values("In 2020 rainy days were few.")], ["year"])
+        self.assertEqual(one("Refunds take 5 business days.").unit, "business days")
 
     def test_counts_and_scales(self):
         self.assertAmounts(["Sold 1.5K units.", "Sold 1,500 units."], "quantity", 1500.0, "units")
@@ -16146,7 +16165,9 @@ class TestEval(unittest.TestCase):
                                  ([{**self.RECORDS[0], "type": True}], "line 1: field 'type' must be a string, got a "
                                                                        "boolean"),
                                  ([{**self.RECORDS[0], "docs": [{"id": ["A"], "text": "x"}, {"text": "y"}]}],
-                                  "line 1: document 1: field 'id' must be a string or an integer, got a list")):
+                                  "line 1: document 1: field 'id' must be a string or an integer, got a list"),
+                                 ([{**self.RECORDS[0], "docs": [{"id": "A", "text": "x"}, {"id": "A", "text": "y"}]}],
+                                  "line 1: document 2: duplicate id 'A' (document 1 has it)")):
             with self.subTest(message):
                 code, out, err = run_main(["--eval", self.write(records)])
                 self.assertEqual((code, out), (2, ""))
