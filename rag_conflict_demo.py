@@ -3035,10 +3035,11 @@ def _date_values(m: re.Match) -> list[Value]:
 
 
 def _numeric_date_values(m: re.Match) -> list[Value]:
-    """Slashed or dotted dates; when both parts could be the month (03/04/2018), only the year is known.
+    """Slashed or dotted dates; when both parts could be the month (03/04/2018), read month first with the unit
+    DAY_MONTH_UNSAID: it meets a date of either reading (_date_readings), March 4 or April 3, and no other day.
 
-    >>> [v.amount for v in extract_values("Released 08/28/2018, shown 28.08.2018, printed 03/04/18, 13/14/2018.")]
-    [20180828.0, 20180828.0, 20180000.0]
+    >>> [(v.amount, v.unit) for v in extract_values("Released 08/28/2018, shown 28.08.2018, printed 03/04/18.")]
+    [(20180828.0, ''), (20180828.0, ''), (20180304.0, 'month or day')]
     """
     first, second, year = int(m["first"]), int(m["second"]), int(m["year"])
     if len(m["year"]) == 2:
@@ -3050,8 +3051,21 @@ def _numeric_date_values(m: re.Match) -> list[Value]:
     elif second > 12 or first == second:
         month, day = first, second
     else:
-        month = day = 0  # subtle: ambiguous, so unknown: agrees with any date of that year (_values_agree)
+        return _value("date", float(year * 10000 + first * 100 + second), DAY_MONTH_UNSAID, m)
     return _value("date", float(year * 10000 + month * 100 + day), "", m)
+
+
+DAY_MONTH_UNSAID = "month or day"  # a numeric date whose first two parts may each be the month: 03/04/2018
+
+
+def _date_readings(v: Value) -> list[tuple[int, int, int]]:
+    """(year, month, day) of each way a time Value may be read: a numeric date of DAY_MONTH_UNSAID both ways.
+
+    >>> _date_readings(extract_values("on 03/04/2018")[0])
+    [(2018, 3, 4), (2018, 4, 3)]
+    """
+    year, month, day = _ymd(v)
+    return [(year, month, day)] + ([(year, day, month)] if v.unit == DAY_MONTH_UNSAID else [])
 
 
 def _year_range_values(m: re.Match) -> list[Value]:
@@ -3867,7 +3881,8 @@ def _values_agree(a: Value, b: Value, cfg: Config) -> bool:
     [True, False, False]
     """
     if a.type in TEMPORAL_TYPES:
-        return all(x == y or not x or not y for x, y in zip(_ymd(a), _ymd(b)))
+        return any(all(x == y or not x or not y for x, y in zip(p, q))
+                   for p in _date_readings(a) for q in _date_readings(b))
     if a.type in CLOCK_TYPES:
         return _clocks_agree(a, b)
     if a.type in PERIOD_TYPES:  # one year or one unsaid, months that overlap: "Q3 2025" meets "H2 2025"
@@ -6495,7 +6510,7 @@ def _specificity(v: Value) -> int:
     >>> [_specificity(extract_values(t)[0]) for t in ("2 April 1916", "April 1916", "1916")]
     [2, 1, 0]
     """
-    if v.type != "date":
+    if v.type != "date" or v.unit == DAY_MONTH_UNSAID:  # 03/04/2018: which is the day is not said
         return 0
     return 2 if int(v.amount) % 100 else 1 if int(v.amount) // 100 % 100 else 0
 
@@ -11943,6 +11958,15 @@ class TestValues(unittest.TestCase):
         self.assertAmounts(["Took 3 days.", "Took three days."], "duration", 3.0, "days")
         self.assertNotAlmostEqual(one("Lasts three years.").amount, 365.0)
 
+    def test_a_numeric_date_that_may_be_read_either_way_meets_either_reading_only(self):
+        q = "When is the deadline?"
+        f = compare_answers(q, ["The deadline is March 3, 2025."], ["The deadline is 03/04/2025."], DEFAULT_CONFIG)
+        self.assertEqual((f.kind, f.evidence), ("value", ("March 3, 2025", "03/04/2025")))
+        # near misses: either reading; the year alone; the same two numbers the other way round
+        for other in ("March 4, 2025", "3 April 2025", "in 2025", "04/03/2025"):
+            self.assertIsNone(compare_answers(q, [f"The deadline is {other}."], ["The deadline is 03/04/2025."],
+                                              DEFAULT_CONFIG), other)
+
     def test_a_word_between_a_number_and_its_time_unit_says_what_time_is_counted(self):
         self.assertAmounts(["Staff get 20 vacation days.", "Staff get 20 days of paid vacation."], "duration", 20.0,
                            "days")
@@ -12818,20 +12842,22 @@ class TestSwaps(unittest.TestCase):
         self.assertEqual((f.kind, f.evidence), ("slot", ("Defender", "Forward")))
 
     def test_a_swapped_span_is_quoted_as_written(self):
-        """A span of several tokens keeps what lies between them: a time's colon, a date's slash, a hyphen."""
-        for a, b, evidence in (
+        """A span of several tokens keeps what lies between them: a time's colon, a date's slash, a hyphen; so does
+        the finding that reports the pair (a date's values, read whole)."""
+        for a, b, evidence, reported in (
                 ("The Lisbon office opens at 8:00 on weekdays and closes at 17:00.",
-                 "The Lisbon office opens at 9:30 on weekdays and closes at 17:00.", ("8:00", "9:30")),
+                 "The Lisbon office opens at 9:30 on weekdays and closes at 17:00.", ("8:00", "9:30"), "8:00 vs 9:30"),
                 ("The fair starts on 03/04/2024 in Porto and lasts a week.",
-                 "The fair starts on 05/06/2024 in Porto and lasts a week.", ("03/04", "05/06")),
+                 "The fair starts on 05/06/2024 in Porto and lasts a week.", ("03/04", "05/06"),
+                 "03/04/2024 vs 05/06/2024"),
                 ("The Porto fair is held in the north-east wing of the hall.",
-                 "The Porto fair is held in the south-west wing of the hall.", ("north-east", "south-west"))):
+                 "The Porto fair is held in the south-west wing of the hall.", ("north-east", "south-west"),
+                 "north-east vs south-west")):
             with self.subTest(evidence):
                 f = swap_finding([a], [b], frozenset(), DEFAULT_CONFIG)
                 self.assertEqual(f.evidence, evidence)
                 self.assertIn(f"{evidence[0]} vs {evidence[1]}", f.reason)
-                self.assertIn(f"{evidence[0]} vs {evidence[1]}", compare_answers("When is it?", [a], [b],
-                                                                                 DEFAULT_CONFIG).reason)
+                self.assertIn(reported, compare_answers("When is it?", [a], [b], DEFAULT_CONFIG).reason)
 
     def test_a_code_of_capitals_and_digits_is_one_swapped_span(self):
         for a, b in (("Flight 318 boards at Gate B12.", "Flight 318 boards at Gate C4."),
