@@ -923,20 +923,23 @@ def resolve(retrieved, report, pick):
 # "restated", "revised", "replaces", "no longer", "has stopped", "effective November 2023", "effective 2024-04-01"
 SUPERSESSION_RE = re.compile(
     r"\b(?:restat(?:ed|es|ement)|revis(?:ed|es|ion)|replac(?:es|ed|ing)|supersed(?:es|ed|ing)|revers(?:es|ed)"
-    r"|no longer|ha(?:s|ve|d) (?:stopped|ceased|discontinued)"
+    r"|no longer|ha(?:s|ve|d) (?:stopped|ceased|discontinued)|(?:stopped|ceased|discontinued) [a-z]+ing"
     r"|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[a-z]+ (?:\d{1,2}, )?\d{4})))\b", re.IGNORECASE)
 
 # A document that says it is itself out of date ("This policy was replaced in 2024", "This page is no longer
 # maintained"): never the newer side, and the newer where every other member says so ("was revised" is the new one).
+# Said of itself whole, not under a condition ("This pass is no longer valid after midnight" is no stale document).
 SELF_STALE_RE = re.compile(
-    r"\bthis\s(?:[\w-]+\s){0,2}?(?:was|has\sbeen|had\sbeen|is|is\snow)\s(?:replaced|superseded|withdrawn"
-    r"|retired|archived|outdated|obsolete|out\sof\sdate"
-    r"|no\slonger\s(?:valid|current|in\seffect|maintained|updated|accurate))\b",
+    r"\b(?:this|these)\s(?:[\w-]+\s){0,3}?(?:was|were|has\sbeen|have\sbeen|had\sbeen|is|are)\s(?:now\s)?"
+    r"(?:replaced|superseded|withdrawn|retired|archived|outdated|obsolete|out\sof\sdate"
+    r"|no\slonger\s(?:valid|current|in\seffect|in\sforce|in\suse|applicable|maintained|updated|accurate))"
+    r"(?=\s*(?:[.,;:!)]|$)|\s(?:in|on|since|as|effective|by|from|with)\b)",
     re.IGNORECASE)
-# A change still to come ("will be replaced next year", "is to be revised") says nothing of which side is newer now.
+# A change still to come ("will be replaced next year", "is going to be revised", "may be revised") says nothing of
+# which side is newer now.
 FUTURE_CHANGE_RE = re.compile(
-    r"\b(?:(?:will|shall|would)\s(?:be\s)?|(?:is|are)\sto\sbe\s)(?:restat|revis|replac|supersed|revers)\w*",
-    re.IGNORECASE)
+    r"\b(?:(?:will|shall|would|may|might|could)\s(?:[a-z]+ly\s|soon\s)?(?:be\s)?|(?:is|are)\s(?:going\s)?to\sbe\s)"
+    r"(?:restat|revis|replac|supersed|revers)\w*", re.IGNORECASE)
 
 
 def supersession_order(members):
@@ -2665,10 +2668,13 @@ _UNDER_AGE_RE = re.compile(r"(?<=\b(?:[Uu]nder|below)\s)(?P<num>\d{1,3})(?![\d,.
 _UNDER_AGE_NEGATION_RE = re.compile(r"(?:\s[a-z]+){0,3}?\s(?:cannot|can['’]t|may\snot|must\snot|(?:is|are)\snot"
                                     r"|isn['’]t|aren['’]t|will\snot|won['’]t|(?:is|are)\snever)\b")
 _BARE_AGE_RE = re.compile(rf"(?<=\bbe\s)(?:(?:at\sleast|over)\s)?{_NUM}(?=\sto\s[a-z]+\b)")
-# One word that says what kind of time is counted, between the number and its unit: "20 vacation days", "3 consecutive
-# days" are 20 and 3 days (not a count of "vacations"); never a word that does other work ("2 or 3 days", "ten more").
-_DUR_MODIFIER = (rf"(?P<modifier>(?!(?:{'|'.join(sorted(STOPWORDS))}|{_WORDNUM_ALT}|per|hundred|dozen)\s)"
-                 r"[a-z]{2,}[a-rt-z])\s")  # not a plural: "3 rooms days ago" counts rooms
+# One or two words that say what kind of time is counted, between the number and its unit: "20 vacation days", "20 paid
+# vacation days", "20 PTO days" are 20 days (not a count of "vacations") of that kind, the value's entity, so they
+# meet "25 days of paid vacation" and not "10 sick days"; never a word that does other work ("2 or 3 days", "ten more")
+# nor a plural ("3 rooms days ago" counts rooms).
+_DUR_WORD = (rf"(?:(?!(?:{'|'.join(sorted(STOPWORDS))}|{_WORDNUM_ALT}|per|hundred|dozen)\s)[a-z]{{2,}}[a-rt-z]"
+             r"|[A-Z]{2,5})\s")
+_DUR_MODIFIER = rf"(?P<modifier>(?:{_DUR_WORD}){{1,2}})"
 _DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+"
                           rf"|{_DUR_MODIFIER})?(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
 _DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
@@ -2943,7 +2949,8 @@ def _duration_values(m: re.Match) -> list[Value]:
         return []
     if qualifier != "calendar":
         return _value("duration", amount, f"{qualifier} {unit}s", m)
-    return _value("duration", amount * DURATION_DAYS[unit], "days", m)
+    kind = " ".join((m["modifier"] or "").lower().split())  # "vacation" of "20 vacation days"
+    return [replace(v, entity=kind) for v in _value("duration", amount * DURATION_DAYS[unit], "days", m)]
 
 
 def _age_values(m: re.Match) -> list[Value]:
@@ -3263,14 +3270,15 @@ DAY_PARTS = {"morning": "a", "afternoon": "p", "evening": "p", "night": "p"}  # 
 # of two ("10:00-18:00") or are the whole text (an answer, a swapped span, read as what it was found as).
 CLOCK_CUES = frozenset("at from to until till by before after around between".split())
 # a time in digits followed by the other end of its span: "9:00-17:00", "9:00 to 17:00"
-_CLOCK_SPAN_AFTER_RE = re.compile(r"(?:\s?[-–—]\s?|\s(?:to|until|till)\s)\d{1,2}:\d{2}")
+_CLOCK_SPAN_AFTER_RE = re.compile(r"(?:\s?[-–—]\s?|\s(?:to|until|till)\s)"
+                                  r"\d{1,2}(?::\d{2}|(?::\d{2})?\s?[AaPp]\.?[Mm]\b)")  # "6:30-10 am" too
 _CLOCK_SPAN_BEFORE_RE = re.compile(r"\d{1,2}:\d{2}\s?[-–—]\s?$")
 CLOCK_SPAN_REACH = len("12:00 - ")  # characters before a time that a span's low end and its dash take, at most
 _HOUR_WORDS = "|".join(sorted((w for w, n in NUMBER_WORDS.items() if 1 <= n <= 12), key=len, reverse=True))
 _HALF_OF_DAY = (r"(?:\s?(?P<half>[AaPp])(?:\.\s?[Mm]\.|\s?[Mm])(?![\w])"  # am, pm, a.m., P.M.
                 rf"|\s(?i:in\sthe\s|at\s)(?P<part>(?i:{'|'.join(DAY_PARTS)}))(?![\w]))")
 _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time, not a duration and a time
-    re.compile(rf"(?:(?<![\w.-])|(?<=[AaPp][Mm]-)|(?<=[AaPp]\.[Mm]\.-)|(?<=\d-))"  # a span's high end: "9am-5pm"
+    re.compile(rf"(?:(?<![\w.:-])|(?<=[AaPp][Mm]-)|(?<=[AaPp]\.[Mm]\.-)|(?<=\d-)|(?<=(?i:noon)-))"  # "9am-5pm"
                rf"(?i:(?:(?P<past>quarter|half|{_WORDNUM_ALT}|\d{{1,2}})(?P<minutes>\sminutes?)?\s"
                rf"(?P<dir>past|to)\s)?(?P<hour>{_HOUR_WORDS}|1[0-2]|[1-9])(?P<oclock>\so['’]clock)?"
                rf"(?:(?![\w'’-])|(?<=\d)(?=[AaPp]\.?[Mm](?![\w]))))"  # the hour ends, or its half is glued on: "6am"
@@ -3278,7 +3286,8 @@ _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time,
     # hh:mm, seconds aside; not a ratio's or a score's digits ("1:50,000", "3:1")
     re.compile(rf"{_LEAD}(?P<hour>[01]?\d|2[0-4]):(?P<minute>[0-5]\d)(?::[0-5]\d)?{_HALF_OF_DAY}?(?![\w:]|[.,]\d)"),
     re.compile(rf"{_LEAD}(?P<hour>1[0-2]|0?[1-9])\.(?P<minute>[0-5]\d){_HALF_OF_DAY}"),  # "5.30pm"
-    re.compile(r"(?<![\w-])(?:12\s)?(?P<name>(?i:noon|midday|midnight))(?![\w-])"),
+    re.compile(r"(?:(?<![\w-])|(?<=[AaPp][Mm]-)|(?<=\d-))(?:12\s)?(?P<name>(?i:noon|midday|midnight))"
+               r"(?![\w]|-(?!\d))"),  # and a span's end: "8am-noon", "noon-3pm"
     # open all day, every day: the whole day as a span of times, so "24/7" meets "round the clock", not "6 am to 10 pm"
     re.compile(r"(?<![\w/-])(?P<allday>24/7|24\s?hours\sa\sday,\s7\sdays\sa\sweek|(?i:a)?round[\s-]the[\s-]clock)"
                r"(?![\w/-])"),
@@ -3370,9 +3379,13 @@ def _hour_below(hour: int, high: float) -> int | None:
     >>> _hour_below(3, 1020), _hour_below(11, 780), _hour_below(13, 1020)
     (900, 660, None)
     """
-    if not 1 <= hour <= 12:
-        return None
-    low = (hour % 12) * 60 + (720 if high >= 720 else 0)
+    return _time_below(hour * 60, high) if 1 <= hour <= 12 else None
+
+
+def _time_below(minutes: float, high: float) -> int | None:
+    """A time of day that says no half (minutes after 0:00 or 12:00) in the half that puts it before high, as a span's
+    low end ("6:30-8pm": 18:30); None when neither half does."""
+    low = int(minutes) % 720 + (720 if high >= 720 else 0)
     low -= 720 if low >= high else 0
     return low if 0 <= low < high else None
 
@@ -3665,8 +3678,8 @@ def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int
     if a.high is not None or TEMPORAL_TYPES & {a.type, b.type} or clocks[0] != clocks[1] and not hour:
         return False
     if hour:
-        return _hour_below(int(a.amount), b.amount) is not None and between.strip() in (*DASHES, "to")
-    if between == " to ":
+        return _hour_below(int(a.amount), b.amount) is not None and between.strip() in (*DASHES, "to", "until", "till")
+    if between == " to " or clocks[1] and between in (" until ", " till "):  # "from 9am until 6pm"
         joined = last not in CHANGE_WORDS or clocks[0] and last == "from"
     elif between == " and ":
         joined = last == "between"
@@ -3712,6 +3725,9 @@ def _range_value(low: Value, high: Value, text: str) -> Value:
     owner, amount = (low if _money_then_number(low, high) else high), low.amount
     if high.type in CLOCK_TYPES and low.type not in CLOCK_TYPES:  # "9-11 am": the low end's hour in the high's half
         return replace(owner, amount=float(_hour_below(int(amount), high.amount)), high=high.amount, text=text)
+    if high.type in CLOCK_TYPES and low.unit == HALF_UNSAID and not high.unit:  # "6:30-8pm": 18:30 to 20:00
+        below = _time_below(amount, high.amount)
+        return replace(owner, amount=float(amount if below is None else below), high=high.amount, text=text)
     if _is_bare(low) or low.type in ("money", "percent") and not _SCALED_RE.search(low.text):
         number, high_number = _written_number(low), _written_number(high)
         amount = number * high.amount / high_number if number is not None and high_number else amount
@@ -3768,7 +3784,8 @@ def _with_context(v: Value, pos: int, markers: list[tuple[int, str]], breaks: tu
     if v.type not in MEASURE_TYPES:
         return v
     period = _period_for(pos, markers, breaks) if v.type not in ("duration", "frequency") else ""
-    return replace(v, period=period, entity=_entity_for(pos, mentions))
+    entity = " ".join(filter(None, (_entity_for(pos, mentions), v.entity)))  # and the kind of time a duration counts
+    return replace(v, period=period, entity=entity)
 
 
 def _words_around(sentence: str, text: str, window: int) -> tuple[list[str], list[str]]:
@@ -4559,7 +4576,8 @@ def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bo
     True
     """
     if 0 < i < len(lower) and lower[i - 1] in CEASING_WORDS and lower[i].endswith("ing"):
-        return True  # an action said as ended: "has stopped lending", "ceased publishing"
+        # an action said as ended ("has stopped lending", "ceased publishing"), unless the ending is denied
+        return not _is_negated(lower, i - 1, window)
     before = lower[max(0, i - window):i]
     for k, tok in enumerate(itertools.takewhile(lambda t: t[0].isalpha(), reversed(before))):
         if is_negation(tok) or tok == "longer" and i - k - 2 >= 0 and lower[i - k - 2] == "no":
@@ -4569,7 +4587,19 @@ def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bo
     return False
 
 
-CEASING_WORDS = frozenset("stopped stops ceased ceases quit discontinued".split())  # before the action they end
+# Before the action they end, in the past: "stops serving at 10 pm" is a daily time, not an end
+CEASING_WORDS = frozenset("stopped ceased discontinued".split())
+
+
+def _negation_start(lower: list[str], i: int, window: int) -> int:
+    """Where the negation _is_negated found for position i starts: its negator, the "no" of a "no longer" just past
+    the window, or the word that ends the action ("stopped"); i when there is none.
+
+    >>> _negation_start(["no", "longer", "has", "a", "sauna"], 4, 3), _negation_start(["stopped", "lending"], 1, 3)
+    (0, 0)
+    """
+    return max((j for j in range(max(0, i - window - 1), i) if is_negation(lower[j]) or lower[j] in CEASING_WORDS),
+               default=i)
 
 
 def _direction_subject(lower: list[str], i: int) -> str:
@@ -4643,7 +4673,7 @@ def _withdrawn_predicate(lower: list[str], tokens: list[str], i: int, cfg: Confi
         if j is not None:
             return i + j + 2, PolarityHit(group, -sign, " ".join(tokens[i:i + j + 2]))
         if _is_negated(lower, i, cfg.negation_window):
-            start = max(j for j in range(max(0, i - cfg.negation_window), i) if is_negation(lower[j]))
+            start = _negation_start(lower, i, cfg.negation_window)
             return i + 1, PolarityHit(group, -sign, " ".join(tokens[start:i + 1]))
     if lower[i] in WITHDRAWAL_VERBS and lower[i + 1:i + 2] and lower[i + 1] in DETERMINERS:
         after = clause(i + 2)[:2]  # "lifted the ban", "withdrew its office requirement"
@@ -4680,7 +4710,7 @@ def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str,
     if _is_negated(lower, i, cfg.negation_window):
         if group == "direction":
             return None  # "did not increase" says nothing about a decrease: dropped rather than flipped
-        start = max(j for j in range(max(0, i - cfg.negation_window), i) if is_negation(lower[j]))
+        start = _negation_start(lower, i, cfg.negation_window)
         return PolarityHit(group, -sign, " ".join(tokens[start:i + n]))
     if group == "direction":
         subject = _direction_subject(lower, i)
@@ -11685,6 +11715,14 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertEqual(f.evidence, ("3-5 pm", "2 pm to 5 pm"))
         self.assertEqual([(v.amount, v.high) for v in extract_values("Open 9-11 am, then 3 to 5 pm and 11-1 pm.")],
                          [(540.0, 660.0), (900.0, 1020.0), (660.0, 780.0)])
+        # a low end in digits that says no half takes the high end's; noon ends a span; "until" joins as "to" does
+        for text, span in (("Breakfast is served 6:30-10 am.", (390.0, 600.0)),
+                           ("Class runs 6:30-8pm.", (1110.0, 1200.0)), ("Staffed 8:30 to 5 pm.", (510.0, 1020.0)),
+                           ("Open 8am-noon.", (480.0, 720.0)), ("Lunch noon-3pm.", (720.0, 900.0)),
+                           ("Open from 9am until 6pm.", (540.0, 1080.0)), ("Open from 7 until 11 am.", (420.0, 660.0))):
+            self.assertEqual([(v.amount, v.high) for v in extract_values(text)], [span], text)
+        self.assertIsNotNone(compare_answers("When is breakfast served?", ["Breakfast is served 6:30-10 am."],
+                                             ["Breakfast is served from 7 to 11 am."], DEFAULT_CONFIG))
         # near misses: a bare range with no half of the day stays numbers; a number past a day's hours is no hour
         self.assertEqual([(v.type, v.text) for v in extract_values("Children aged 9-11 may join.")],
                          [("quantity", "9-11")])
@@ -11991,8 +12029,12 @@ class TestValues(unittest.TestCase):
     def test_a_word_between_a_number_and_its_time_unit_says_what_time_is_counted(self):
         self.assertAmounts(["Staff get 20 vacation days.", "Staff get 20 days of paid vacation."], "duration", 20.0,
                            "days")
-        self.assertIsNotNone(compare_answers("How many vacation days do staff get?", ["Staff get 20 vacation days."],
-                                             ["Staff get 25 days of paid vacation."], DEFAULT_CONFIG))
+        for said in ("Staff get 20 vacation days.", "Staff get 20 paid vacation days.", "Staff get 20 PTO days."):
+            self.assertIsNotNone(compare_answers("How many vacation days do staff get?", [said],
+                                                 ["Staff get 25 days of paid vacation."], DEFAULT_CONFIG), said)
+        # the kind is the value's entity: another kind of day is another thing counted
+        self.assertIsNone(compare_answers("How many vacation days do staff get?", ["Staff get 20 vacation days."],
+                                          ["Employees are also entitled to 10 sick days a year."], DEFAULT_CONFIG))
         # near misses: a word doing other work, a plural, a year before the word; a business day stays its own unit
         self.assertEqual([v.text for v in extract_values("It takes 2 or 3 days.")], ["2", "3 days"])
         self.assertNotIn("duration", {v.type for v in extract_values("It had 3 rooms days ago.")})
@@ -12578,6 +12620,16 @@ class TestPolarity(unittest.TestCase):
                          "polarity")
         a, b = doc("a", "The library lends laptops.", None), doc("b", "The library has stopped lending laptops.", None)
         self.assertEqual(supersession_order((a, b)), (b, "cue"))  # the change is the newer side
+        self.assertEqual(compare_answers("Does the inn accept pets?", ["The inn accepts pets in all rooms."],
+                                         ["The inn stopped accepting pets in 2024."], DEFAULT_CONFIG).evidence,
+                         ("accepts", "stopped accepting"))  # a lexicon word after the ending word
+        b = doc("b", "The inn stopped accepting pets in 2024.", None)
+        self.assertEqual(supersession_order((doc("a", "The inn accepts pets.", None), b)), (b, "cue"))
+        # near misses: an ending denied; a daily time at which something stops
+        self.assertIsNone(compare_answers("Does the library lend laptops?", ["The library lends laptops."],
+                                          ["The library has not stopped lending laptops."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("Does the cafe serve breakfast?", ["Corner Cafe serves breakfast daily."],
+                                          ["Corner Cafe stops serving breakfast at 11 am."], DEFAULT_CONFIG))
         # near misses: a negation of another thing; "stopped" before no action
         self.assertIsNone(compare_answers(q, ["The hotel has a sauna and a pool."],
                                           ["The hotel has no pool but a sauna."], DEFAULT_CONFIG))
@@ -13613,11 +13665,15 @@ class TestResolutionKinds(unittest.TestCase):
     def test_a_document_that_calls_itself_out_of_date_is_the_older(self):
         a = doc("a", "The parking fee is $40 a month.", None)
         for text in ("This fee schedule was replaced in 2024. The parking fee is $30 a month.",
-                     "This page is no longer maintained. The parking fee is $30 a month."):
+                     "This page is no longer maintained. The parking fee is $30 a month.",
+                     "These parking rates were replaced in 2024. The parking fee is $30 a month.",
+                     "This staff handbook is no longer in force. The parking fee is $30 a month."):
             self.assertEqual(supersession_order((a, doc("b", text, None))), (a, "cue"), text)
         # near misses: a change to come orders nothing; a revised document and one that replaced another are newer
-        b = doc("b", "The parking fee is $30 a month. This schedule will be replaced next year.", None)
-        self.assertEqual(supersession_order((a, b)), (None, None))
+        for text in ("The parking fee is $30 a month. This schedule will be replaced next year.",
+                     "The parking fee is $30 a month. This schedule is going to be replaced in January.",
+                     "The parking fee is $30 a month. This schedule may be revised."):
+            self.assertEqual(supersession_order((a, doc("b", text, None))), (None, None), text)
         for text in ("This fee schedule was revised in 2024. The fee is now $30.",
                      "The old schedule was replaced in 2024. The fee is $30."):
             b = doc("b", text, None)
