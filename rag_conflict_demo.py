@@ -3677,8 +3677,9 @@ def _range_ends(sentence: str, low: tuple[int, int, Value], high: tuple[int, int
     hour = clocks[1] and not clocks[0] and _is_bare(a) and a.amount.is_integer() and not b.unit and b.high is None
     if a.high is not None or TEMPORAL_TYPES & {a.type, b.type} or clocks[0] != clocks[1] and not hour:
         return False
-    if hour:
-        return _hour_below(int(a.amount), b.amount) is not None and between.strip() in (*DASHES, "to", "until", "till")
+    if hour:  # "9-11 am", "from 7 until 11 am", "between 6 and 10 am"
+        return _hour_below(int(a.amount), b.amount) is not None and (
+            between.strip() in (*DASHES, "to", "until", "till") or between == " and " and last == "between")
     if between == " to " or clocks[1] and between in (" until ", " till "):  # "from 9am until 6pm"
         joined = last not in CHANGE_WORDS or clocks[0] and last == "from"
     elif between == " and ":
@@ -3728,6 +3729,8 @@ def _range_value(low: Value, high: Value, text: str) -> Value:
     if high.type in CLOCK_TYPES and low.unit == HALF_UNSAID and not high.unit:  # "6:30-8pm": 18:30 to 20:00
         below = _time_below(amount, high.amount)
         return replace(owner, amount=float(amount if below is None else below), high=high.amount, text=text)
+    if high.type in CLOCK_TYPES and not low.unit and not high.unit and amount >= high.amount:
+        return replace(owner, amount=amount, high=high.amount + 1440, text=text)  # past midnight: "10pm-2am"
     if _is_bare(low) or low.type in ("money", "percent") and not _SCALED_RE.search(low.text):
         number, high_number = _written_number(low), _written_number(high)
         amount = number * high.amount / high_number if number is not None and high_number else amount
@@ -3927,7 +3930,7 @@ def _clocks_agree(a: Value, b: Value) -> bool:
     [True, False]
     """
     unsaid = HALF_UNSAID in (a.unit, b.unit)
-    same = lambda x, y: x == y or unsaid and abs(x - y) == 720  # noqa: E731
+    same = lambda x, y: (x - y) % (720 if unsaid else 1440) == 0  # noqa: E731  # a span past midnight ends past 1440
     if a.high is not None and b.high is not None:
         return same(a.amount, b.amount) and same(a.high, b.high)
     return any(same(x, y) for x in (a.amount, _upper(a)) for y in (b.amount, _upper(b)))
@@ -11723,6 +11726,17 @@ class TestAnswersThatDisagree(unittest.TestCase):
             self.assertEqual([(v.amount, v.high) for v in extract_values(text)], [span], text)
         self.assertIsNotNone(compare_answers("When is breakfast served?", ["Breakfast is served 6:30-10 am."],
                                              ["Breakfast is served from 7 to 11 am."], DEFAULT_CONFIG))
+        self.assertEqual([(v.amount, v.high) for v in extract_values("Open between 6 and 10 am.")], [(360.0, 600.0)])
+        # a span past midnight ends on the next day, and meets that time said alone
+        q = "When does the bar serve drinks?"
+        self.assertEqual([(v.amount, v.high) for v in extract_values("Drinks 5pm-1am, 6pm-midnight.")],
+                         [(1020.0, 1500.0), (1080.0, 1440.0)])
+        self.assertIsNotNone(compare_answers(q, ["The bar serves drinks 5pm-1am."],
+                                             ["The bar serves drinks from 5 pm to 2 am."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers(q, ["The bar serves drinks 5pm-2am."],
+                                          ["The bar serves drinks from 5 pm to 2 am."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("When does the bar close?", ["The bar is open 10pm-2am."],
+                                          ["The bar closes at 2 am."], DEFAULT_CONFIG))
         # near misses: a bare range with no half of the day stays numbers; a number past a day's hours is no hour
         self.assertEqual([(v.type, v.text) for v in extract_values("Children aged 9-11 may join.")],
                          [("quantity", "9-11")])
