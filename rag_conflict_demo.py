@@ -4512,6 +4512,7 @@ class PolarityHit:
 POLARITY_WORDS = {
     "active": ("active", "inactive deactivated"), "enabled": ("enabled", "disabled"),
     "online": ("online", "offline held_in_person is_in_person are_in_person be_in_person place_in_person"),
+    "hybrid": ("online_and_in_person in_person_and_online", ""),  # both ways: no side of "online" or "in person"
     "allowed": ("allowed permitted may allow allows permit permits acceptable is_fine are_fine is_ok are_ok is_okay "
                 "are_okay is_welcome are_welcome", "prohibited forbidden banned disallowed unacceptable"),
     "available": ("available in_service offer offers offered accept accepts accepting accepted resumed reinstated "
@@ -4537,6 +4538,9 @@ POLARITY_MAX_PHRASE = max(len(p) for p in POLARITY_LEXICON)
 # with either sign answers it ("Is breakfast included?": "the rate includes breakfast" vs "breakfast costs extra").
 ASKED_GROUPS = {_stem(phrase[0]): (group, sign) for phrase, (group, sign) in POLARITY_LEXICON.items()
                 if len(phrase) == 1 and group in POLARITY_WORDS}
+# An asked group also answered by another: "Are pets allowed?" by "The hotel no longer accepts pets" (what a place
+# accepts or offers is what it allows); "allowed" words never answer "Is it available?" ("permitted" is no offer).
+ASKED_ALSO = {"allowed": ("available",)}
 # Looking back from a direction verb for the quantity it moves: at most this many words, skipping stopwords, negations
 # and adverbs of degree or pace, which qualify the verb and name no quantity ("costs were sharply reduced" moves costs).
 DIRECTION_LOOKBACK = 4
@@ -4792,7 +4796,7 @@ def asked_signs(sentence: str, preds: frozenset[str], cfg: Config) -> dict[str, 
     asked = {ASKED_GROUPS[stem]: stem for stem in preds if stem in ASKED_GROUPS}
     for hit in polarity_hits(sentence, cfg) if asked else ():
         for (group, sign), stem in asked.items():
-            if hit.group == group:
+            if hit.group == group or hit.group in ASKED_ALSO.get(group, ()):
                 signs.setdefault(stem, set()).add(hit.sign * sign)
     return {stem: next(iter(s)) for stem, s in signs.items() if len(s) == 1}
 
@@ -12655,9 +12659,19 @@ class TestPolarity(unittest.TestCase):
         self.assertEqual(compare_answers(q, ["The workshop is held online."],
                                          ["The workshop is held in person at the town hall."], DEFAULT_CONFIG).kind,
                          "polarity")
-        # near miss: something else done in person
+        # near misses: something else done in person; an event held both ways is held in person too
         self.assertIsNone(compare_answers(q, ["The workshop is held online."],
                                           ["Registration must be done in person at the town hall."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("Is the workshop held in person?",
+                                          ["The workshop is held online and in person."],
+                                          ["The workshop is held in person."], DEFAULT_CONFIG))
+
+    def test_what_a_place_accepts_answers_what_it_allows(self):
+        self.assertEqual(compare_answers("Are pets allowed?", ["Pets are allowed in all rooms."],
+                                         ["The hotel no longer accepts pets."], DEFAULT_CONFIG).kind, "polarity")
+        # near miss: allowed and accepted agree
+        self.assertIsNone(compare_answers("Are pets allowed at the hotel?", ["Pets are welcome at the hotel."],
+                                          ["The hotel accepts pets for a fee."], DEFAULT_CONFIG))
 
     def test_everyday_words_for_allowed_after_a_copula_are_polarity(self):
         self.assertEqual(signs_of("Jeans are fine in the office."), {"allowed": 1})
