@@ -3352,24 +3352,24 @@ def _clock_values(m: re.Match) -> list[Value]:
     half = (g["half"] or DAY_PARTS.get((g["part"] or "").lower(), "")).lower()
     if "oclock" in m.re.groupindex and not (past or g["oclock"] or half):
         return []  # "ten people": an hour alone is one by its "o'clock", "past", "to" or half of the day
-    if back and past != "quarter" and not g["minutes"]:  # "ten to five" is as often a range
-        return [replace(v, high=float(high)) for v in _value("clock", float(low), "", m)] if (
-            past.isdigit() and half and (low := _hour_below(int(past), high := _half_hour(g["hour"], half))) is not None
-        ) else []  # in digits with the half of the day a span: "3 to 5 pm"
+    hour = int(parse_number(g["hour"]))
+    if back and past != "quarter" and not g["minutes"]:  # "ten to five" is as often a range, but in digits with the
+        high = _half_hour(hour, half)  # half of the day a span of the day: "3 to 5 pm"
+        low = _hour_below(int(past), high) if past.isdigit() and half else None
+        return [] if low is None else [replace(v, high=float(high)) for v in _value("clock", float(low), "", m)]
     if g["minute"] and not half and not _cued_clock(m):
         return []
-    hour = int(parse_number(g["hour"]))
     minute = (MINUTES_PAST.get(past) or int(parse_number(past) or 0)) if past else int(g["minute"] or 0)
     if minute >= 60 or hour > 24 or half and not 1 <= hour <= 12:
         return []
     said = bool(half) or not 1 <= hour <= 12 or g["hour"].startswith("0")  # "09:00", "17:00" say their half
-    minutes = (hour % 12 + (12 if half == "p" else 0) if half else hour) * 60 + (-minute if back else minute)
+    minutes = (_half_hour(hour, half) if half else hour * 60) + (-minute if back else minute)
     return _value("clock", float(minutes % 1440), "" if said else HALF_UNSAID, m)
 
 
-def _half_hour(hour: str, half: str) -> int:
+def _half_hour(hour: int, half: str) -> int:
     """Minutes after midnight of a whole hour (1 to 12) in a half of the day ("a" or "p")."""
-    return (int(parse_number(hour)) % 12 + (12 if half == "p" else 0)) * 60
+    return (hour % 12 + (12 if half == "p" else 0)) * 60
 
 
 def _hour_below(hour: int, high: float) -> int | None:
@@ -4566,9 +4566,7 @@ DETERMINERS = frozenset("the a an its their his her this that these those our yo
 
 
 def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bool:
-    """A negator within `window` tokens before position i, not across punctuation; with verb=True only stopwords
-    (and the "longer" of "no longer") may stand between, since a negation scopes its verb, not the verb's object ("do
-    not need a visa").
+    """Whether position i is negated (_negation_at).
 
     >>> _is_negated(["is", "no", "longer", "required"], 3, 3)
     True
@@ -4582,31 +4580,36 @@ def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bo
     >>> _is_negated(["has", "stopped", "lending", "laptops"], 2, 3, verb=True)
     True
     """
+    return _negation_at(lower, i, window, verb) is not None
+
+
+def _negation_at(lower: list[str], i: int, window: int, verb: bool = False) -> int | None:
+    """Where the negation of position i starts, None when there is none: a negator within `window` tokens before it,
+    not across punctuation, the "no" of a "no longer" that ends in the window, or the word that ends the action said
+    at i ("has stopped lending", "ceased publishing"; not when that ending is denied: "has not stopped lending"). With
+    verb=True only stopwords may stand between, since a negation scopes its verb, not the verb's object ("do not need a
+    visa").
+
+    >>> _negation_at(["no", "longer", "has", "a", "sauna"], 4, 3), _negation_at(["stopped", "lending"], 1, 3)
+    (0, 0)
+    """
     if 0 < i < len(lower) and lower[i - 1] in CEASING_WORDS and lower[i].endswith("ing"):
-        # an action said as ended ("has stopped lending", "ceased publishing"), unless the ending is denied
-        return not _is_negated(lower, i - 1, window)
-    before = lower[max(0, i - window):i]
-    for k, tok in enumerate(itertools.takewhile(lambda t: t[0].isalpha(), reversed(before))):
-        if is_negation(tok) or tok == "longer" and i - k - 2 >= 0 and lower[i - k - 2] == "no":
-            return True
+        return None if _is_negated(lower, i - 1, window) else i - 1
+    for j in range(i - 1, max(0, i - window) - 1, -1):
+        tok = lower[j]
+        if not tok[0].isalpha():
+            return None
+        if is_negation(tok):
+            return j
+        if tok == "longer" and j >= 1 and lower[j - 1] == "no":
+            return j - 1
         if verb and tok not in STOPWORDS:
-            return False
-    return False
+            return None
+    return None
 
 
 # Before the action they end, in the past: "stops serving at 10 pm" is a daily time, not an end
 CEASING_WORDS = frozenset("stopped ceased discontinued".split())
-
-
-def _negation_start(lower: list[str], i: int, window: int) -> int:
-    """Where the negation _is_negated found for position i starts: its negator, the "no" of a "no longer" just past
-    the window, or the word that ends the action ("stopped"); i when there is none.
-
-    >>> _negation_start(["no", "longer", "has", "a", "sauna"], 4, 3), _negation_start(["stopped", "lending"], 1, 3)
-    (0, 0)
-    """
-    return max((j for j in range(max(0, i - window - 1), i) if is_negation(lower[j]) or lower[j] in CEASING_WORDS),
-               default=i)
 
 
 def _direction_subject(lower: list[str], i: int) -> str:
@@ -4680,7 +4683,7 @@ def _withdrawn_predicate(lower: list[str], tokens: list[str], i: int, cfg: Confi
         if j is not None:
             return i + j + 2, PolarityHit(group, -sign, " ".join(tokens[i:i + j + 2]))
         if _is_negated(lower, i, cfg.negation_window):
-            start = _negation_start(lower, i, cfg.negation_window)
+            start = _negation_at(lower, i, cfg.negation_window)
             return i + 1, PolarityHit(group, -sign, " ".join(tokens[start:i + 1]))
     if lower[i] in WITHDRAWAL_VERBS and lower[i + 1:i + 2] and lower[i + 1] in DETERMINERS:
         after = clause(i + 2)[:2]  # "lifted the ban", "withdrew its office requirement"
@@ -4717,7 +4720,7 @@ def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str,
     if _is_negated(lower, i, cfg.negation_window):
         if group == "direction":
             return None  # "did not increase" says nothing about a decrease: dropped rather than flipped
-        start = _negation_start(lower, i, cfg.negation_window)
+        start = _negation_at(lower, i, cfg.negation_window)
         return PolarityHit(group, -sign, " ".join(tokens[start:i + n]))
     if group == "direction":
         subject = _direction_subject(lower, i)
