@@ -920,10 +920,13 @@ def resolve(retrieved, report, pick):
     return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), tuple(clusters))
 
 
-# "restated", "revised", "replaces", "no longer", "has stopped", "effective November 2023", "effective 2024-04-01"
+# "restated", "revised", "replaces", "no longer", "has stopped", "effective November 2023", "effective 2024-04-01".
+# "No longer" under a condition ("no longer valid after midnight", "no longer served once the kitchen closes") says
+# when a thing stops holding each time, not that it changed: no cue.
 SUPERSESSION_RE = re.compile(
     r"\b(?:restat(?:ed|es|ement)|revis(?:ed|es|ion)|replac(?:es|ed|ing)|supersed(?:es|ed|ing)|revers(?:es|ed)"
-    r"|no longer|ha(?:s|ve|d) (?:stopped|ceased|discontinued)|(?:stopped|ceased|discontinued) [a-z]+ing"
+    r"|no longer(?!\s(?:[\w-]+\s){0,3}?(?:after|before|past|beyond|once|outside|until|unless|if|when)\b)"
+    r"|ha(?:s|ve|d) (?:stopped|ceased|discontinued)|(?:stopped|ceased|discontinued) [a-z]+ing"
     r"|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[a-z]+ (?:\d{1,2}, )?\d{4})))\b", re.IGNORECASE)
 
 # A document that says it is itself out of date ("This policy was replaced in 2024", "This page is no longer
@@ -2550,10 +2553,13 @@ _AND_TENS = (rf"(?:(?<=hundred)\sand\s(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}
 _ONE_OF_SCALE = (r"(?:half\s|a\squarter\sof\s|a\sthird\sof\s)?an?(?=\s(?:dozen|hundred|thousand|million|billion|trillion)"
                  rf"(?![\w-]))(?:\s(?:dozen|hundred{_AND_TENS}?"
                  rf"|thousand(?:[ -](?:{_WORDNUM_ALT}|hundred)(?![\w]))+{_AND_TENS}?))?")  # "a thousand two hundred"
-# "Thousand" inside a number in words is part of it where more of the number follows ("one thousand two hundred");
-# else it is the number's scale ("two thousand people").
+# "Thousand" inside a number in words is part of it where more of the number follows ("one thousand two hundred",
+# "one thousand and fifty": "and" before the tens alone, no scale after them); else it is the number's scale ("two
+# thousand people", "between one thousand and two thousand").
+_AND_TENS_AFTER_THOUSAND = (rf"\sand\s(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}))?"
+                            r"(?![\w-]|\s(?:hundred|dozen|thousand|million|billion|trillion)(?![\w-]))")
 _WORDNUM = (rf"(?i:{_ONE_OF_SCALE}|(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred|dozen"
-            rf"|thousand(?=[ -](?:{_WORDNUM_ALT})(?![\w]))))"
+            rf"|thousand(?:(?=[ -](?:{_WORDNUM_ALT})(?![\w]))|{_AND_TENS_AFTER_THOUSAND})))"
             rf"{{0,{WORDNUM_MAX_WORDS - 1}}}{_AND_TENS}?)")
 FRACTION_OPENERS = {("half",): 0.5, ("a", "quarter", "of"): 0.25, ("a", "third", "of"): 1 / 3}
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
@@ -2677,7 +2683,11 @@ _DUR_WORD = (rf"(?:(?!(?:{'|'.join(sorted(STOPWORDS))}|{_WORDNUM_ALT}|per|hundre
 _DUR_MODIFIER = rf"(?P<modifier>(?:{_DUR_WORD}){{1,2}})"
 _DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+"
                           rf"|{_DUR_MODIFIER})?(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
-_DATE_ISO_RE = re.compile(r"(?<![\w-])(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})(?![\w])")
+# 2024-03-05, and year first with slashes, always then month then day: 2024/3/5 (dotted, "2024.03.1" is as often a
+# calendar version)
+_DATE_ISO_RE = re.compile(r"(?<![\w/-])(?P<year>\d{4})"
+                          r"(?:-(?=\d{2}-\d{2}(?![\w]))|/(?=\d{1,2}/\d{1,2}(?![\w/]|[.,]\d)))"  # the separator, once
+                          r"(?P<mon>\d{1,2})[-/](?P<day>\d{1,2})(?![\w])")
 # 08/28/2018 or 08/28/18 (US), 28/08/2018, 28.08.2018 or 28-08-2018 (most of the world): day and month told apart
 # only when one is over 12; a two-digit year only with slashes (28.08.18 is as often a version number)
 _DATE_NUMERIC_RE = re.compile(r"(?<![\w/.-])(?P<first>\d{1,2})(?P<sep>[/.-])(?P<second>\d{1,2})(?P=sep)"
@@ -2771,7 +2781,7 @@ def parse_number(text: str) -> float | None:
     >>> parse_number("a hundred and twenty"), parse_number("two hundred and fifty-one")
     (120.0, 251.0)
     >>> parse_number("one thousand two hundred"), parse_number("two thousand and five")
-    (1200.0, None)
+    (1200.0, 2005.0)
     """
     t = text.strip().lower()
     if t[:1].isdigit():
@@ -2782,8 +2792,8 @@ def parse_number(text: str) -> float | None:
     # subtle: floats, so "nine hundred ninety nine hundred ..." grows to inf, not past what float() takes
     thousands, total = 0.0, 0.0
     for k, word in enumerate(words[fraction[0]:], fraction[0]):
-        if word == "and" and words[k - 1:k] == ["hundred"]:
-            continue  # "a hundred and twenty"
+        if word == "and" and words[k - 1:k] in (["hundred"], ["thousand"]):
+            continue  # "a hundred and twenty", "one thousand and fifty"
         if word in ("hundred", "dozen"):
             total = max(total, 1) * (100 if word == "hundred" else 12)  # they scale what came before: "three hundred"
         elif word == "thousand" and total:  # the thousands, then the rest: "one thousand two hundred"
@@ -3270,8 +3280,9 @@ DAY_PARTS = {"morning": "a", "afternoon": "p", "evening": "p", "night": "p"}  # 
 # of two ("10:00-18:00") or are the whole text (an answer, a swapped span, read as what it was found as).
 CLOCK_CUES = frozenset("at from to until till by before after around between".split())
 # a time in digits followed by the other end of its span: "9:00-17:00", "9:00 to 17:00"
-_CLOCK_SPAN_AFTER_RE = re.compile(r"(?:\s?[-–—]\s?|\s(?:to|until|till)\s)"
-                                  r"\d{1,2}(?::\d{2}|(?::\d{2})?\s?[AaPp]\.?[Mm]\b)")  # "6:30-10 am" too
+_SPAN_TO = r"(?:\s?[-–—]\s?|\s(?:to|until|till)\s)"
+_SPAN_TO_HALF = rf"{_SPAN_TO}\d{{1,2}}(?:[:.]\d{{2}})?\s?[AaPp]\.?[Mm]\b"  # to a high end that says its half
+_CLOCK_SPAN_AFTER_RE = re.compile(rf"{_SPAN_TO}\d{{1,2}}:\d{{2}}|{_SPAN_TO_HALF}")  # "6:30-10 am" too
 _CLOCK_SPAN_BEFORE_RE = re.compile(r"\d{1,2}:\d{2}\s?[-–—]\s?$")
 CLOCK_SPAN_REACH = len("12:00 - ")  # characters before a time that a span's low end and its dash take, at most
 _HOUR_WORDS = "|".join(sorted((w for w, n in NUMBER_WORDS.items() if 1 <= n <= 12), key=len, reverse=True))
@@ -3285,7 +3296,9 @@ _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time,
                rf"{_HALF_OF_DAY}?"),  # "ten o'clock", "half past nine", "quarter to six", "9 in the morning"
     # hh:mm, seconds aside; not a ratio's or a score's digits ("1:50,000", "3:1")
     re.compile(rf"{_LEAD}(?P<hour>[01]?\d|2[0-4]):(?P<minute>[0-5]\d)(?::[0-5]\d)?{_HALF_OF_DAY}?(?![\w:]|[.,]\d)"),
-    re.compile(rf"{_LEAD}(?P<hour>1[0-2]|0?[1-9])\.(?P<minute>[0-5]\d){_HALF_OF_DAY}"),  # "5.30pm"
+    # "5.30pm", and a span's low end before a high end that says its half: "6.30-8pm", "6.30 to 8.15 pm"
+    re.compile(rf"{_LEAD}(?P<hour>1[0-2]|0?[1-9])\.(?P<minute>[0-5]\d)"
+               rf"(?:{_HALF_OF_DAY}|(?={_SPAN_TO_HALF}))"),
     re.compile(r"(?:(?<![\w-])|(?<=[AaPp][Mm]-)|(?<=\d-))(?:12\s)?(?P<name>(?i:noon|midday|midnight))"
                r"(?![\w]|-(?!\d))"),  # and a span's end: "8am-noon", "noon-3pm"
     # open all day, every day: the whole day as a span of times, so "24/7" meets "round the clock", not "6 am to 10 pm"
@@ -11733,6 +11746,15 @@ class TestAnswersThatDisagree(unittest.TestCase):
             self.assertEqual([(v.amount, v.high) for v in extract_values(text)], [span], text)
         self.assertIsNotNone(compare_answers("When is breakfast served?", ["Breakfast is served 6:30-10 am."],
                                              ["Breakfast is served from 7 to 11 am."], DEFAULT_CONFIG))
+        # a dotted low end, before a high end that says its half; without one, dotted numbers stay numbers
+        for text, span in (("The pool is open 6.30-8pm.", (1110.0, 1200.0)),
+                           ("The pool is open 6.30 to 8.15 pm.", (1110.0, 1215.0))):
+            self.assertEqual([(v.amount, v.high) for v in extract_values(text)], [span], text)
+        self.assertIsNotNone(compare_answers("When is the pool open?", ["The pool is open 6.30-8pm."],
+                                             ["The pool is open from 7 pm to 8 pm."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("When is the pool open?", ["The pool is open 6.30-8pm."],
+                                          ["The pool is open from 6:30 pm to 8 pm."], DEFAULT_CONFIG))
+        self.assertEqual([v.type for v in extract_values("Tickets cost 6.30-8.50 euros.")], ["money"])
         self.assertEqual([(v.amount, v.high) for v in extract_values("Open between 6 and 10 am.")], [(360.0, 600.0)])
         # a span past midnight ends on the next day, and meets that time said alone
         q = "When does the bar serve drinks?"
@@ -11974,9 +11996,17 @@ class TestValues(unittest.TestCase):
                                               DEFAULT_CONFIG), text)
         self.assertIsNotNone(compare_answers("How many students attend?", ["It has one thousand two hundred students."],
                                              ["It has 1,250 students."], DEFAULT_CONFIG))
+        # "and" before the tens after a thousand, as British English says it
+        text = "The school has one thousand and fifty students."
+        self.assertEqual([v.amount for v in extract_values(text)], [1050.0])
+        self.assertIsNone(compare_answers("How many students attend?", [text], ["It has 1,050 students."],
+                                          DEFAULT_CONFIG))
+        self.assertIsNotNone(compare_answers("How many students attend?", [text], ["It has 1,500 students."],
+                                             DEFAULT_CONFIG))
         # near misses: "thousand" last is the number's scale; a thousand and more after "and" is no such number
         self.assertEqual([v.amount for v in extract_values("It has two thousand students.")], [2000.0])
-        self.assertIsNone(parse_number("two thousand and five"))
+        self.assertNotIn(1002.0, [v.amount for v in extract_values("Between one thousand and two thousand came.")])
+        self.assertEqual(parse_number("two thousand and five"), 2005.0)
 
     def test_a_decimal_comma_in_money(self):
         """A comma before one or two final digits of an amount of money is a decimal comma ("€2,50" is 2.50, so it
@@ -12046,6 +12076,17 @@ class TestValues(unittest.TestCase):
         for other in ("March 4, 2025", "3 April 2025", "in 2025", "04/03/2025"):
             self.assertIsNone(compare_answers(q, [f"The deadline is {other}."], ["The deadline is 03/04/2025."],
                                               DEFAULT_CONFIG), other)
+
+    def test_a_date_written_year_first_with_slashes_is_year_month_day(self):
+        q = "When is the deadline?"
+        self.assertEqual([v.amount for v in extract_values("Due 2025/03/04, or 2025/3/9.")], [20250304.0, 20250309.0])
+        f = compare_answers(q, ["The deadline is 2025/03/04."], ["The deadline is March 9, 2025."], DEFAULT_CONFIG)
+        self.assertEqual((f.kind, f.evidence), ("value", ("2025/03/04", "March 9, 2025")))
+        self.assertIsNone(compare_answers(q, ["The deadline is 2025/03/04."], ["The deadline is March 4, 2025."],
+                                          DEFAULT_CONFIG))
+        # near misses: a season's years; dotted, a calendar version
+        self.assertEqual([v.type for v in extract_values("In the 2019/20 season.")], ["year"])
+        self.assertEqual(extract_values("Install version 2024.03.1 first."), ())
 
     def test_a_word_between_a_number_and_its_time_unit_says_what_time_is_counted(self):
         self.assertAmounts(["Staff get 20 vacation days.", "Staff get 20 days of paid vacation."], "duration", 20.0,
@@ -13692,6 +13733,15 @@ class TestResolutionKinds(unittest.TestCase):
         self.assertEqual(supersession_order((a, b)), (b, "cue"))
         c = doc("c", "Effective November 2023, the rule changed.", None)
         self.assertEqual(supersession_order((a, c)), (c, "cue"))
+
+    def test_no_longer_under_a_condition_is_no_cue(self):
+        a = doc("a", "The day pass is valid for 12 hours.", None)
+        for text in ("The day pass is valid for 24 hours. It is no longer valid after midnight.",
+                     "Hot food is no longer served once the kitchen closes. The pass is valid for 24 hours."):
+            self.assertEqual(supersession_order((a, doc("b", text, None))), (None, None), text)
+        # near miss: "no longer" said of a change is the newer side
+        b = doc("b", "The day pass is no longer valid for 12 hours; it now lasts 24 hours.", None)
+        self.assertEqual(supersession_order((a, b)), (b, "cue"))
 
     def test_a_document_that_calls_itself_out_of_date_is_the_older(self):
         a = doc("a", "The parking fee is $40 a month.", None)
