@@ -2895,7 +2895,37 @@ def _money_values(m: re.Match) -> list[Value]:
     """
     cur = _CURRENCY_PREFIX_RE.sub("", m["cur"].lower())
     cur = cur[:-1] if cur.endswith("s") and cur[:-1] in CURRENCIES else cur
-    return _value("money", _scaled(m, money_number), CURRENCIES[cur], m)
+    return _priced_per(_value("money", _scaled(m, money_number), CURRENCIES[cur], m), m)
+
+
+# A price for a time ("$30/month", "$30 a month", "€360 per year", "$5 daily", "$120 per night"): its text says the
+# time, and two such prices compare per day (_per_day); a price that says no time compares as written.
+_MONEY_PER_RE = re.compile(rf"(?:\s?/\s?|\s(?:per|a|an|each|every)\s)(?P<per>{_PER_UNITS}|night|quarter)(?![\w])"
+                           rf"|\s(?P<adverb>{'|'.join(ADVERB_INTERVALS)})(?![\w])")
+
+
+def _priced_per(values: list[Value], m: re.Match) -> list[Value]:
+    """Money values with the time after them, if any, said in their text (_MONEY_PER_RE)."""
+    per = _MONEY_PER_RE.match(m.string, m.end())
+    return [replace(v, text=(m.group() + m.string[m.end():per.end()]).strip()) for v in values] if per else values
+
+
+def _per_day(v: Value) -> Value | None:
+    """A price for a time as its price for a day ("$30/month": $0.99 a day); None when its text says no time.
+
+    >>> [round(_per_day(v).amount, 2) for v in extract_values("It costs $30/month, $360 per year or $1 daily.")]
+    [0.99, 0.99, 1.0]
+    """
+    per = _MONEY_PER_RE.search(v.text)
+    if v.type != "money" or not per:
+        return None
+    if per["adverb"]:
+        unit, count = ADVERB_INTERVALS[per["adverb"]]
+        days = count * DURATION_DAYS[unit]
+    else:
+        unit = _time_unit(per["per"])
+        days = {"night": 1.0, "quarter": 3 * DURATION_DAYS["month"]}.get(unit) or DURATION_DAYS[unit]
+    return replace(v, amount=v.amount / days, high=None if v.high is None else v.high / days)
 
 
 def money_number(text: str) -> float | None:
@@ -2923,7 +2953,7 @@ def _pounds_values(m: re.Match) -> list[Value]:
     if reading == "weight":
         return [_in_si(v, "lb") for v in _value("quantity", amount, "", m)]
     pence = parse_number(m["pence"]) if m["pence"] else 0.0
-    return _value("money", amount + (pence or 0.0) / 100, "GBP", m)
+    return _priced_per(_value("money", amount + (pence or 0.0) / 100, "GBP", m), m)
 
 
 def _pounds_cue(sentence: str, at: int) -> str | None:
@@ -3782,7 +3812,7 @@ def extract_values(sentence: str) -> tuple[Value, ...]:
                 continue
             values = build(m)
             if values or regex is _DATE_NUMERIC_RE:  # subtle: 13/14/2018 is no date, and no count of 13 either
-                bisect.insort(claimed, m.span())
+                bisect.insort(claimed, (m.start(), max([m.end()] + [m.start() + len(v.text) for v in values])))
                 # a value ends where its text does: a bare count's match runs on over the next word ("3 to")
                 found.extend((m.start(), m.start() + len(v.text) if sentence.startswith(v.text, m.start())
                               else m.end(), v) for v in values)
@@ -3923,6 +3953,8 @@ def _values_agree(a: Value, b: Value, cfg: Config) -> bool:
         return (a.amount == b.amount or not a.amount or not b.amount) and a1 <= b2 and b1 <= a2
     if a.type in WEEKDAY_TYPES and a.high is None and b.high is None:  # "Sunday" meets "the second Sunday of May"
         return all(x == y or not x or not y for x, y in zip(_weekday_parts(a), _weekday_parts(b)))
+    if (daily := (_per_day(a), _per_day(b)))[0] and daily[1]:  # "$30/month" meets "$360 per year"
+        a, b = daily
     if a.high is None and b.high is None and a.written == b.written:  # two amounts in one unit: the common case
         return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
     inner, outer = sorted((a, b), key=lambda v: _upper(v) - v.amount)
@@ -11669,7 +11701,7 @@ class TestAnswersThatDisagree(unittest.TestCase):
     def test_free_before_a_thing_the_question_names_is_a_price_of_nothing(self):
         f = self.check("Is Wi-Fi free?", "The hotel offers free Wi-Fi in every room.",
                        "Wi-Fi at the hotel costs $10 a day.", "value")
-        self.assertEqual(f.evidence, ("free", "$10"))
+        self.assertEqual(f.evidence, ("free", "$10 a day"))
         self.check("How much is breakfast?", "Guests get a free breakfast.", "Breakfast is $12 per person.", "value")
         for free in ("Wi-Fi is complimentary for all guests.", "The hotel offers complimentary Wi-Fi."):
             self.check("Is Wi-Fi free?", free, "Wi-Fi costs $10 per day.", "value")
@@ -11708,7 +11740,8 @@ class TestAnswersThatDisagree(unittest.TestCase):
                         "The membership fee is $50 per year, up from $40.",
                         "The membership fee is now $50; it was previously $40."):
             f = self.check(q, current, "The membership fee is $40 per year.", "value")
-            self.assertEqual(f.evidence, ("$50", "$40"), current)
+            self.assertEqual(f.evidence, ("$50 per year" if "$50 per year" in current else "$50", "$40 per year"),
+                             current)
         # near misses: a cue with no current value beside it keeps the value; two values with no cue both stand; an
         # age that is old, and the value that replaces
         self.assertEqual([v.text for v in _typed_values("The previous fee was $40.", VALUE_TYPES, False)], ["$40"])
@@ -12007,6 +12040,22 @@ class TestValues(unittest.TestCase):
         self.assertEqual([v.amount for v in extract_values("It has two thousand students.")], [2000.0])
         self.assertNotIn(1002.0, [v.amount for v in extract_values("Between one thousand and two thousand came.")])
         self.assertEqual(parse_number("two thousand and five"), 2005.0)
+
+    def test_a_price_for_a_time_compares_per_day(self):
+        q = "How much is the membership?"
+        for said in ("The membership costs $360 per year.", "The membership costs $360 annually.",
+                     "The membership costs $30 a month."):
+            self.assertIsNone(compare_answers(q, ["The membership costs $30/month."], [said], DEFAULT_CONFIG), said)
+        for said in ("The membership costs $30 a year.", "The membership costs $300/year."):
+            f = compare_answers(q, ["The membership costs $30/month."], [said], DEFAULT_CONFIG)
+            self.assertEqual((f.kind, f.evidence), ("value", ("$30/month", said[21:-1])), said)
+        # a price that says no time compares as written: the same number meets it, another does not
+        self.assertIsNone(compare_answers(q, ["The membership costs $30."], ["The membership costs $30 a month."],
+                                          DEFAULT_CONFIG))
+        self.assertIsNotNone(compare_answers(q, ["The membership costs $40."], ["The membership costs $30 a month."],
+                                             DEFAULT_CONFIG))
+        # near miss: a price for a person is no price for a time
+        self.assertEqual([v.text for v in extract_values("Tickets are $10 a person.")], ["$10"])
 
     def test_a_decimal_comma_in_money(self):
         """A comma before one or two final digits of an amount of money is a decimal comma ("€2,50" is 2.50, so it
