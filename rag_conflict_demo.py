@@ -4066,6 +4066,8 @@ def _typed_values(sentence: str, types: frozenset[str], event_years: bool,
     ['$4M']
     """
     values = _current_values([v for v in extract_values(sentence) if v.type in types], sentence)
+    if CLOCK_TYPES & types:
+        values += _bare_hours(sentence, values)
     if "money" in types and qwords:
         values += _free_of_asked(sentence, qwords)
     if types & PERIOD_TYPES:
@@ -4074,6 +4076,47 @@ def _typed_values(sentence: str, types: frozenset[str], event_years: bool,
         return values
     years = {_period_parts(v.period)[0] for v in values if v.period}
     return [v for v in values if not (v.type == "year" and str(int(v.amount)) in years)]
+
+
+# Where a time is asked, a whole hour said bare is a time of day in either half: after a word that places it in the
+# day, where its clause ends ("opens at 7.", "serves breakfast until 11 on weekdays"), or as a span of two after a word
+# of a schedule ("open 9-5", "staffed from 9 to 5", "Hours: 9-5": the high end the first such hour after the low,
+# 17:00). extract_values reads none of them as times, since alone they are as often counts, scores or ages ("at 7
+# locations", "lost 9-5", "rooms 9-12").
+_BARE_HOUR = r"(?:1[0-2]|0?[1-9])(?![\w:/%]|[.,]\d|\s?(?i:[ap]\.?\s?m\b|o['’]clock|in\sthe|at\snight))"
+_BARE_HOUR_RES = (
+    re.compile(rf"(?<![\w-])(?i:at|until|till|by|before|after|from|around)\s(?P<low>{_BARE_HOUR})"
+               r"(?=\s?[.,;:!?)]|\s?$|\s(?:on|and|or|but|every|each|daily|nightly|during|through|throughout|except"
+               r"|sharp|most|weekdays|weekends)\b)"),
+    re.compile(r"(?<![\w-])(?:(?i:open|opens|opened|hours|daily|served|staffed|runs|operates|operating|weekdays"
+               rf"|weekends)(?:\s(?i:from))?\s|(?i:hours):\s?)(?P<low>{_BARE_HOUR})"
+               rf"(?:\s?[-–—]\s?|\s(?:to|until|till)\s)(?P<high>{_BARE_HOUR})"),
+)
+
+
+def _bare_hours(sentence: str, values: list[Value]) -> list[Value]:
+    """The whole hours said bare that _BARE_HOUR_RES reads as times of day (HALF_UNSAID), outside the times the
+    sentence's values already say.
+
+    >>> [(v.text, v.amount, v.high) for v in _bare_hours("Open 9-5; the cafe opens at 7.", [])]
+    [('9-5', 540.0, 1020.0), ('7', 420.0, None)]
+    >>> _bare_hours("Children aged 9-11 come at 7 pm to 3 locations.", [])
+    []
+    """
+    taken = [(at, at + len(v.text)) for v in values if v.type in CLOCK_TYPES and (at := sentence.find(v.text)) >= 0]
+    found = []
+    for regex in reversed(_BARE_HOUR_RES):  # a span first: "from 9 to 5" is no time 9 alone
+        for m in regex.finditer(sentence):
+            start = m.start("low")
+            if any(a < m.end() and start < b for a, b in taken) or set(_words_before(sentence, start, 1)) & AGE_WORDS:
+                continue
+            low = int(m["low"]) % 12 * 60
+            high = None if regex.groups == 1 else int(m["high"]) % 12 * 60
+            high = None if high is None else high + (720 if high <= low else 0)
+            found.append((start, Value("clock", float(low), HALF_UNSAID, "", "", sentence[start:m.end()],
+                                       None if high is None else float(high))))
+            taken.append((start, m.end()))
+    return [v for _, v in sorted(found, key=lambda f: f[0])]
 
 
 # Words just before a value that make it the one replaced, when its sentence states another of its kind: "$50,
@@ -4412,6 +4455,7 @@ def anchored_value_finding(a: list[str], b: list[str], qwords: frozenset[str],
     """
     if not all(any(v.type in types for s in side for v in extract_values(s))
                or types & PERIOD_TYPES and any(map(period_values, side))
+               or types & CLOCK_TYPES and any(_bare_hours(s, []) for s in side)
                or "money" in types and any(_free_of_asked(s, qwords) for s in side) for side in (a, b)):
         return None  # a side with no value of the types: nothing to compare (and the hot path skips the rest)
     preds = predicate_words(a + b, qwords)
@@ -11760,6 +11804,27 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertIsNone(compare_answers(q, ["Office hours are 9:00 to 17:00 on weekdays."],
                                           ["Office hours are 9 am to 5 pm."], DEFAULT_CONFIG))
         self.assertEqual(extract_values("Track two, 3:43."), ())
+
+    def test_a_whole_hour_said_bare_where_a_time_is_asked(self):
+        q = "What time does the bakery open?"
+        for other in ("The bakery opens at half past seven.", "The bakery opens at 8 am."):
+            f = self.check(q, "The bakery opens at 7.", other, "value")
+            self.assertEqual(f.evidence[0], "7", other)
+        self.assertIsNone(compare_answers(q, ["The bakery opens at 7."], ["The bakery opens at 7 am."], DEFAULT_CONFIG))
+        q = "What are the pharmacy's opening hours?"
+        for said in ("The pharmacy is open 9-5.", "The pharmacy is open from 9 to 5 on weekdays.", "Hours: 9-5."):
+            self.assertIsNotNone(compare_answers(q, [said], ["The pharmacy is open from 8am to 6pm."], DEFAULT_CONFIG),
+                                 said)
+            self.assertIsNone(compare_answers(q, [said], ["The pharmacy is open from 9am to 5pm."], DEFAULT_CONFIG),
+                              said)
+        self.assertIsNotNone(compare_answers("When does the cafe stop serving breakfast?",
+                                             ["The cafe serves breakfast until 11."],
+                                             ["The cafe stops serving breakfast at 10:30."], DEFAULT_CONFIG))
+        # near misses: a count, a score, rooms and ages are no hours; nor is anything where no time is asked
+        for text in ("The bank has branches at 7 locations.", "The score was 9-5.", "Rooms 9-12 are closed.",
+                     "Children aged 9-11 may join."):
+            self.assertEqual(_typed_values(text, WHEN_TYPES, False), [], text)
+        self.assertEqual([v.type for v in extract_values("The bakery opens at 7.")], ["quantity"])
 
     def test_a_span_of_times_by_a_dash_or_a_bare_low_end(self):
         q = "What are the office hours?"
