@@ -4151,18 +4151,26 @@ _FREE_BEFORE_RE = re.compile(rf"(?<![\w-])(?:{_FREE_WORDS}|^(?:{_FREE_WORDS.titl
                              r"\s(?P<noun>[^\W\d_]+(?:-[^\W\d_]+)*)")
 
 
+# No fee or charge of a kind the question names: "no annual fee", "no booking fees" for "How much is the annual fee?"
+_NO_FEE_RE = re.compile(r"(?<![\w-])(?i:no)\s(?P<kind>(?:[\w-]+\s){0,2}?(?i:fees?|charges?))(?![\w-])")
+
+
 def _free_of_asked(sentence: str, qwords: frozenset[str]) -> list[Value]:
     """A price of nothing for each "free" (or "complimentary") before a noun the question names that FREE_RE does not
-    already read.
+    already read, and for each fee of a kind it names said to be none (_NO_FEE_RE).
 
     >>> _free_of_asked("The hotel offers free Wi-Fi.", frozenset({"is", "wi", "fi", "free"}))[0].amount
     0.0
     >>> _free_of_asked("Guests have free time.", frozenset({"is", "wi", "fi", "free"}))
     []
+    >>> [v.text for v in _free_of_asked("The card has no annual fee.", frozenset({"how", "much", "annual", "fee"}))]
+    ['no annual fee']
     """
     return [Value("money", 0.0, FREE_CURRENCY, "", "", m[0].split()[0]) for m in _FREE_BEFORE_RE.finditer(sentence)
             if not _FREE_RE.match(sentence, m.start())
-            and any(w not in STOPWORDS and w in qwords for w in m["noun"].lower().split("-"))]
+            and any(w not in STOPWORDS and w in qwords for w in m["noun"].lower().split("-"))] + [
+        Value("money", 0.0, FREE_CURRENCY, "", "", m[0]) for m in _NO_FEE_RE.finditer(sentence)
+        if set(_WORD_RE.findall(m["kind"].lower())) & qwords - STOPWORDS]
 
 
 def _asked_unit(v: Value, plurals: frozenset[str]) -> bool:
@@ -4942,8 +4950,10 @@ def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config) -> tuple[s
     if len(la) - len(left) < cfg.asked_frame_min or not (set(left) - SWAP_FILLER and set(right) - SWAP_FILLER):
         return None  # too little frame shared, or a span of filler words only
     stems = [{_stem(w) for w in words} for words in (left, right, la, lb)]
-    if ((stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]) and not _swap_is_variant(left, right, cfg):
-        return _run_text(sa, i1, i2), _run_text(sb, j1, j2)
+    runs = (_run_text(sa, i1, i2), _run_text(sb, j1, j2))
+    if ((stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]) and not _swap_is_variant(left, right, cfg,
+                                                                                                   runs):
+        return runs
     return None  # subtle: one thing said two ways ("not permitted" / "not allowed") is no swap
 
 
@@ -5476,8 +5486,10 @@ def _ordinal(span: str) -> str:
     return _ORDINAL_SUFFIX_RE.sub(r"\1", ORDINAL_WORDS.get(span, span))
 
 
-def _swap_is_variant(left: list[str], right: list[str], cfg: Config) -> bool:
-    """Two spans that say the same thing: one value written two ways, synonyms, an abbreviation, a misspelling.
+def _swap_is_variant(left: list[str], right: list[str], cfg: Config, written: tuple[str, str] | None = None) -> bool:
+    """Two spans that say the same thing: one value written two ways, synonyms, an abbreviation, a misspelling. Their
+    values are read from written, the two runs as their texts write them, where given: the canonical words are
+    lowercased, and a unit's case may be what it is ("USD 3" is "$3"; "5 MB" is no "5 mb").
 
     >>> _swap_is_variant(["$4.2m"], ["4.2", "million", "dollars"], DEFAULT_CONFIG)
     True
@@ -5496,8 +5508,12 @@ def _swap_is_variant(left: list[str], right: list[str], cfg: Config) -> bool:
     nx, ny = (parse_number(w) if _NUMBER_TEXT_RE.fullmatch(w) else None for w in (x, y))
     if nx is not None and ny is not None:
         return math.isclose(nx, ny, rel_tol=cfg.rel_tol)
-    if extract_values(x) and extract_values(y):
-        return values_stated(x, [y], cfg)
+    said = written or (x, y)
+    states = [{(hit.group, hit.sign) for hit in polarity_hits(text, cfg)} for text in said]
+    if states[0] and states[0] == states[1]:
+        return True  # one state said two ways: "not allowed" / "prohibited", "closed" / "not open"
+    if extract_values(said[0]) and extract_values(said[1]):
+        return values_stated(said[0], [said[1]], cfg)
     if x.replace(".", "") == _initials(right) or y.replace(".", "") == _initials(left):
         return True
     letters = not any(ch.isdigit() for ch in x + y)
@@ -5555,7 +5571,8 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str],
         return None
     if _subject_position(la, i1) and not set(la[i2:]) - SWAP_FILLER <= qwords:
         return None  # the subject itself differs ("The Ixmo staff is 850" vs "The Tormo staff ..."): two subjects
-    return None if _swap_is_variant(left, right, cfg) else (_run_text(sa, i1, i2), _run_text(sb, j1, j2))
+    runs = (_run_text(sa, i1, i2), _run_text(sb, j1, j2))
+    return None if _swap_is_variant(left, right, cfg, runs) else runs
 
 
 def _replaced_run(matcher: difflib.SequenceMatcher) -> tuple[int, int, int, int] | None:
@@ -5806,8 +5823,8 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config,
         if qwords and any(side and side <= qwords and not side & _texts_lowercase(a.content, b.content)
                           for side in content):
             return None  # a name the question asks about on one side, another name on the other: two subjects
-        if all(content) and not _swap_is_variant(left, right, cfg):
-            ev = (_copy_run_text(a.content, i1, i2), _copy_run_text(b.content, j1, j2))
+        ev = (_copy_run_text(a.content, i1, i2), _copy_run_text(b.content, j1, j2)) if all(content) else None
+        if ev and not _swap_is_variant(left, right, cfg, ev):
             return Finding("swap", f"copies of one text, one span changed: {ev[0]} vs {ev[1]}", ev)
     return None
 
@@ -11741,6 +11758,34 @@ class TestAnswersThatDisagree(unittest.TestCase):
         # near miss: "longer" that is no "no longer"
         self.assertIsNone(compare_answers("Is the walk free?", ["The walk is free."], ["The longer walk is free too."],
                                           DEFAULT_CONFIG))
+
+    def test_no_fee_of_a_kind_the_question_names_is_a_price_of_nothing(self):
+        for q, none, price in (("How much is the annual fee?", "The card has no annual fee.", "The annual fee is $95."),
+                               ("How much is the cancellation fee?", "There is no cancellation fee.",
+                                "The cancellation fee is $25."),
+                               ("How much is delivery?", "There is no delivery charge.", "Delivery costs $4.99.")):
+            f = compare_answers(q, [none], [price], DEFAULT_CONFIG)
+            self.assertEqual((f.kind, f.evidence[0]), ("value", none[none.index("no "):-1]), q)
+        # near misses: a fee of another kind is no price of what is asked; a price that agrees stays agreed
+        self.assertIsNone(compare_answers("How much is the membership?", ["Membership is $50 with no joining fee."],
+                                          ["Membership costs $50."], DEFAULT_CONFIG))
+        self.assertEqual(_free_of_asked("There is no fee for bikes.", frozenset({"how", "much", "parking"})), [])
+
+    def test_one_thing_said_two_ways_in_a_swapped_span_is_no_swap(self):
+        q = "How much does a coffee cost?"
+        self.assertIsNone(compare_answers(q, ["A coffee at the cafe costs USD 3."], ["A coffee at the cafe costs $3."],
+                                          DEFAULT_CONFIG))
+        self.assertIsNotNone(compare_answers(q, ["A coffee at the cafe costs USD 4."],
+                                             ["A coffee at the cafe costs $3."], DEFAULT_CONFIG))
+        self.assertTrue(_swap_is_variant(["usd", "3"], ["$3"], DEFAULT_CONFIG, ("USD 3", "$3")))
+        self.assertFalse(_swap_is_variant(["5", "mb"], ["5", "kb"], DEFAULT_CONFIG, ("5 MB", "5 kB")))
+        # one state said two ways; near miss: the state and its opposite
+        for q, a, b in (("Are visitors allowed after 8pm?", "not allowed", "prohibited"),
+                        ("Is the museum open on Mondays?", "closed", "not open")):
+            sentence = "The museum is {} on Mondays." if "museum" in q else "Visitors are {} after 8pm."
+            self.assertIsNone(compare_answers(q, [sentence.format(a)], [sentence.format(b)], DEFAULT_CONFIG), q)
+        self.assertIsNotNone(compare_answers("Is the museum open on Mondays?", ["The museum is closed on Mondays."],
+                                             ["The museum is open on Mondays."], DEFAULT_CONFIG))
 
     def test_free_before_a_thing_the_question_names_is_a_price_of_nothing(self):
         f = self.check("Is Wi-Fi free?", "The hotel offers free Wi-Fi in every room.",
