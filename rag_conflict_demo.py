@@ -6186,12 +6186,18 @@ def off_facet(question: str, side: AnswerView, other: AnswerView, cfg: Config) -
     """
     verb = asked_verb(question)
     whole = sentences_of(side.doc.content) if side.doc else side.sentences
-    if not any(_states_stem(other.sentences, v) for v in verb) or any(_states_stem(whole, v) for v in verb):
+    if not any(_states_stem(other.sentences, v) for v in verb):
         return False
+    if any(_states_stem(whole, v) for v in verb) or verb & ENDING_STEMS and any(_UNTIL_RE.search(s) for s in whole):
+        return False  # "open until 9pm", "served till 11": when a thing closes or ends, said as its span's end
     opposite = {o for v in verb for o in OPPOSITE_VERBS.get(v, ())}
     return side.relevance < cfg.facet_ratio * other.relevance or any(_states_stem(side.sentences, o) for o in opposite)
 
 
+# What ends a span of the day says when a thing closes or ends, whatever the verb before it ("The shop is open until
+# 9pm" answers "When does the shop close?"; "Breakfast is served till 11" answers "When does breakfast end?").
+ENDING_STEMS = frozenset(map(_stem, "close end finish depart leave".split()))
+_UNTIL_RE = re.compile(r"(?<![\w-])(?i:until|till)\s(?:\d|(?i:noon|midday|midnight)\b)")
 # Verbs whose opposite answers the other end of one schedule: opening and closing, starting and ending, arriving and
 # leaving (as stems, each side's verbs the other's opposites).
 OPPOSITE_VERBS = {_stem(a): frozenset(map(_stem, others)) for pair in (
@@ -14875,6 +14881,21 @@ class TestFacets(unittest.TestCase):
         # no auxiliary, no asked verb: nothing is set aside however far a side stands
         self.assertFalse(off_facet("What are the museum's opening hours?", self.view("a", 0.2, "The museum cafe "
                                    "serves lunch from 12:00."), opens, DEFAULT_CONFIG))
+
+    def test_a_span_said_to_last_until_a_time_answers_when_it_closes(self):
+        q = "What time does the shop close?"
+        self.assertIsNotNone(compare_answers(q, ["The shop is open until 9pm."], ["The shop closes at 8pm."],
+                                             DEFAULT_CONFIG))
+        a, b = AnswerView(("The shop is open until 9pm.",), 0.6), AnswerView(("The shop closes at 8pm.",), 0.8)
+        self.assertFalse(answers_another_facet(q, a, b, DEFAULT_CONFIG))
+        self.assertFalse(answers_another_facet("When does breakfast end?",
+                                               AnswerView(("Breakfast is served until 11.",), 0.6),
+                                               AnswerView(("Breakfast ends at 10.",), 0.8), DEFAULT_CONFIG))
+        # near misses: the same time agrees; for an opening question the closing time stays another facet
+        self.assertIsNone(compare_answers(q, ["The shop is open until 9pm."], ["The shop closes at 9pm."],
+                                          DEFAULT_CONFIG))
+        opens, closes = AnswerView(("The shop opens at 9am.",), 0.8), AnswerView(("The shop closes at 9pm.",), 0.8)
+        self.assertTrue(answers_another_facet("When does the shop open?", closes, opens, DEFAULT_CONFIG))
 
     def test_a_side_saying_only_the_opposite_of_the_asked_verb_is_not_compared(self):
         question = "When does the gym open on weekdays?"
