@@ -3697,6 +3697,25 @@ def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tup
     return [f for f in out if f[0] in joined or not _AFTER_NUMBER_RE.match(sentence, f[0])]
 
 
+def _compound_durations(sentence: str, found: list[tuple[int, int, Value]]) -> list[tuple[int, int, Value]]:
+    """(start, end, value) in reading order, a duration and a shorter one said right after it ("2 hours 30 minutes",
+    "1 year and 6 months") joined into one, their sum.
+
+    >>> [(v.text, round(v.amount * 24, 2)) for v in extract_values("It takes 2 hours 30 minutes or 1 hour and 45 min.")]
+    [('2 hours 30 minutes', 2.5), ('1 hour and 45 min', 1.75)]
+    """
+    out: list[tuple[int, int, Value]] = []
+    for start, end, v in found:
+        last = out[-1][2] if out else None
+        if (last is not None and last.type == v.type == "duration" and last.unit == v.unit == "days"
+                and last.high is None and v.high is None and v.amount < last.amount
+                and sentence[out[-1][1]:start] in (" ", " and ")):
+            out[-1] = (out[-1][0], end, replace(last, amount=last.amount + v.amount, text=sentence[out[-1][0]:end]))
+        else:
+            out.append((start, end, v))
+    return out
+
+
 def _word_low(sentence: str, start: int) -> list[tuple[int, int, Value]]:
     """The number in words that may open a range ending at start ("two to" before "three weeks"), else []."""
     m = _WORD_LOW_RE.search(sentence, max(0, start - WORD_LOW_REACH), start)
@@ -3817,7 +3836,8 @@ def extract_values(sentence: str) -> tuple[Value, ...]:
                 found.extend((m.start(), m.start() + len(v.text) if sentence.startswith(v.text, m.start())
                               else m.end(), v) for v in values)
     found.sort(key=lambda f: (f[0], f[2].amount))
-    return tuple(_with_context(v, pos, markers, breaks, mentions) for pos, _, v in _join_ranges(sentence, found))
+    return tuple(_with_context(v, pos, markers, breaks, mentions)
+                 for pos, _, v in _compound_durations(sentence, _join_ranges(sentence, found)))
 
 
 def _with_context(v: Value, pos: int, markers: list[tuple[int, str]], breaks: tuple[list[int], list[int]],
@@ -11841,7 +11861,7 @@ class TestAnswersThatDisagree(unittest.TestCase):
         # age that is old, and the value that replaces
         self.assertEqual([v.text for v in _typed_values("The previous fee was $40.", VALUE_TYPES, False)], ["$40"])
         self.assertEqual([v.text for v in _typed_values("She lived to the ripe old age of 122 years and 164 days.",
-                                                        VALUE_TYPES, False)], ["122 years", "164 days"])
+                                                        VALUE_TYPES, False)], ["122 years and 164 days"])
         self.assertEqual([v.text for v in _typed_values("The $40 fee was replaced by a $50 fee.", VALUE_TYPES,
                                                         False)], ["$40", "$50"])
         self.assertIsNone(compare_answers(q, ["Members pay $50 per year or $40 for students."],
@@ -12252,6 +12272,19 @@ class TestValues(unittest.TestCase):
         # near misses: a season's years; dotted, a calendar version
         self.assertEqual([v.type for v in extract_values("In the 2019/20 season.")], ["year"])
         self.assertEqual(extract_values("Install version 2024.03.1 first."), ())
+
+    def test_a_duration_and_a_shorter_one_said_after_it_are_one(self):
+        q = "How long is the flight?"
+        for same in ("The flight takes 2.5 hours.", "The flight takes 150 minutes."):
+            self.assertIsNone(compare_answers(q, ["The flight takes 2 hours 30 minutes."], [same], DEFAULT_CONFIG))
+        f = compare_answers(q, ["The flight takes 2 hours and 30 minutes."], ["The flight takes 2 hours."],
+                            DEFAULT_CONFIG)
+        self.assertEqual(f.evidence, ("2 hours and 30 minutes", "2 hours"))
+        # near misses: two durations apart, a longer one after, or a range, stay what they are
+        for text, count in (("It rained 2 days, then 3 days.", 2), ("It takes 2 days and 3 days later ends.", 2),
+                            ("It takes 2 to 3 hours.", 1)):
+            self.assertEqual(len(extract_values(text)), count, text)
+        self.assertEqual([v.text for v in extract_values("A 3-day and 2-week course.")], ["3-day", "2-week"])
 
     def test_a_word_between_a_number_and_its_time_unit_says_what_time_is_counted(self):
         self.assertAmounts(["Staff get 20 vacation days.", "Staff get 20 days of paid vacation."], "duration", 20.0,
