@@ -2615,7 +2615,12 @@ _MONEY_RES = (
     re.compile(rf"(?<![A-Za-z0-9])(?P<cur>US\$|A\$|C\$|\$|€|£|¥|₹|Rs\.?)\s?{_MONEY_NUM}{_SCALE_ANY}?(?![\w])"),
     re.compile(rf"(?<![\w])(?P<cur>USD|EUR|GBP|JPY|INR|CAD|AUD|CHF|CNY)\s?{_MONEY_NUM}{_SCALE_ANY}?(?![\w])"),
     re.compile(rf"{_LEAD}{_MONEY_NUM}{_SCALE_ANY}?\s?(?P<cur>(?:US |U\.S\. )?(?i:dollars?)|(?i:euros?)|yen|rupees?"
-               r"|USD|EUR|GBP|JPY|INR)(?![\w])"),
+               r"|USD|EUR|GBP|JPY|INR)(?![\w])"
+               # and its cents: "2 dollars 50 cents", "two dollars fifty", "4 euros and 50 cents"
+               rf"(?:\s(?:and\s)?(?P<cents>\d{{1,2}}|(?i:{_WORDNUM_ALT})(?:[ -](?i:{_WORDNUM_ALT}))?)"
+               r"(?:\s(?i:cents?)(?![\w])|(?=\s?(?:[.,;:!?)]|$))))?"),
+    # cents alone, of a dollar (or a euro: either way a hundredth of the unit "$" stands for here): "25 cents", "73¢"
+    re.compile(rf"{_LEAD}{_MONEY_NUM}\s?(?P<cur>(?i:cents?)(?![\w])|¢)"),
 )
 # A price of nothing said in words: "free of charge", "at no cost", "no charge", "costs nothing", "admission is free",
 # "free parking". Its money value is 0 in no currency (unit FREE_CURRENCY), which meets an amount in any currency
@@ -2892,10 +2897,17 @@ def _money_values(m: re.Match) -> list[Value]:
     """
     >>> _money_values(_MONEY_RES[1].search("USD 4.2 million"))[0].amount
     4200000.0
+    >>> [(v.text, v.amount) for v in extract_values("It costs 2 dollars 50 cents, two dollars fifty, or 73 cents.")]
+    [('2 dollars 50 cents', 2.5), ('two dollars fifty', 2.5), ('73 cents', 0.73)]
     """
     cur = _CURRENCY_PREFIX_RE.sub("", m["cur"].lower())
     cur = cur[:-1] if cur.endswith("s") and cur[:-1] in CURRENCIES else cur
-    return _priced_per(_value("money", _scaled(m, money_number), CURRENCIES[cur], m), m)
+    amount, cents = _scaled(m, money_number), m.groupdict().get("cents")
+    if cur in ("cent", "cents", "¢"):
+        amount, cur = amount and amount / 100, "$"
+    elif cents and amount is not None and amount.is_integer() and not m["scale"]:
+        amount += (parse_number(cents) or 0.0) / 100
+    return _priced_per(_value("money", amount, CURRENCIES[cur], m), m)
 
 
 # A price for a time ("$30/month", "$30 a month", "€360 per year", "$5 daily", "$120 per night"): its text says the
@@ -5462,8 +5474,8 @@ def state_slot_finding(a: list[str], b: list[str], qwords: frozenset[str],
 SWAP_FILLER = STOPWORDS | frozenset("still currently later approximately nearly".split())
 
 # "17:00" is one token, and so is a code of capitals and digits ("Gate B12", "seat 14C"; not "3rd", "5PM")
-_SWAP_TOKEN_RE = re.compile(rf"(?<!\w)(?:[A-Z]{{1,3}}\d+[A-Z]?|\d+[A-Z])(?!\w)|[$€£]?\d[\d,.:]*\d%?|[$€£]?\d%?"
-                            rf"|{_LETTER_WORD}")
+_SWAP_TOKEN_RE = re.compile(rf"(?<!\w)(?:[A-Z]{{1,3}}\d+[A-Z]?|\d+[A-Z])(?!\w)"
+                            rf"|[$€£]?\d[\d,.:]*\d[%¢]?|[$€£]?\d[%¢]?|{_LETTER_WORD}")
 _UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 
 
@@ -12192,6 +12204,19 @@ class TestValues(unittest.TestCase):
                                              DEFAULT_CONFIG))
         # near miss: a price for a person is no price for a time
         self.assertEqual([v.text for v in extract_values("Tickets are $10 a person.")], ["$10"])
+
+    def test_cents_are_money(self):
+        q = "How much is the late fee?"
+        for said in ("The late fee is 25 cents per day.", "The late fee is 25¢ per day."):
+            self.assertIsNone(compare_answers(q, [said], ["The late fee is $0.25 per day."], DEFAULT_CONFIG), said)
+            self.assertIsNotNone(compare_answers(q, [said], ["The late fee is $1 per day."], DEFAULT_CONFIG), said)
+        for said in ("A bus fare is 2 dollars 50 cents.", "A bus fare is two dollars fifty.",
+                     "A bus fare is 2 dollars and 50 cents."):
+            self.assertIsNone(compare_answers("How much is a bus fare?", [said], ["A bus fare is $2.50."],
+                                              DEFAULT_CONFIG), said)
+        # near misses: dollars then another number is no cents; a scaled amount takes none
+        self.assertEqual([v.amount for v in extract_values("It raised 5 dollars 10 times.")][:1], [5.0])
+        self.assertEqual([v.amount for v in extract_values("It cost 2 million dollars 50 years ago.")][:1], [2e6])
 
     def test_a_decimal_comma_in_money(self):
         """A comma before one or two final digits of an amount of money is a decimal comma ("€2,50" is 2.50, so it
