@@ -4983,8 +4983,8 @@ def _asked_swap(sa: str, sb: str, asked: frozenset[str], cfg: Config) -> tuple[s
         return None  # too little frame shared, or a span of filler words only
     stems = [{_stem(w) for w in words} for words in (left, right, la, lb)]
     runs = (_run_text(sa, i1, i2), _run_text(sb, j1, j2))
-    if ((stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]) and not _swap_is_variant(left, right, cfg,
-                                                                                                   runs):
+    if ((stems[0] & asked) - stems[3] or (stems[1] & asked) - stems[2]) and not _swap_is_variant(
+            left, right, cfg, _with_number_before(sa, sb, la, (i1, i2, j1, j2), runs)):
         return runs
     return None  # subtle: one thing said two ways ("not permitted" / "not allowed") is no swap
 
@@ -5604,7 +5604,21 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str],
     if _subject_position(la, i1) and not set(la[i2:]) - SWAP_FILLER <= qwords:
         return None  # the subject itself differs ("The Ixmo staff is 850" vs "The Tormo staff ..."): two subjects
     runs = (_run_text(sa, i1, i2), _run_text(sb, j1, j2))
-    return None if _swap_is_variant(left, right, cfg, runs) else runs
+    return None if _swap_is_variant(left, right, cfg, _with_number_before(sa, sb, la, run, runs)) else runs
+
+
+def _with_number_before(sa: str, sb: str, words: list[str], run: tuple[int, int, int, int],
+                        runs: tuple[str, str]) -> tuple[str, str]:
+    """A swapped run's texts, from the number the two sentences share right before it when there is one: a unit
+    swapped after it is read with it ("28°C" / "28 degrees Celsius" is one value, "C" alone none).
+
+    >>> _with_number_before("At 28°C.", "At 28 degrees Celsius.", ["at", "28", "c"], (2, 3, 2, 4), ("C", "x"))
+    ('28°C', '28 degrees Celsius')
+    """
+    i1, i2, j1, j2 = run
+    if not i1 or not words[i1 - 1][:1].isdigit():
+        return runs
+    return _run_text(sa, i1 - 1, i2), _run_text(sb, j1 - 1, j2)
 
 
 def _replaced_run(matcher: difflib.SequenceMatcher) -> tuple[int, int, int, int] | None:
@@ -11816,6 +11830,11 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertIsNotNone(compare_answers(q, ["A coffee at the cafe costs USD 4."],
                                              ["A coffee at the cafe costs $3."], DEFAULT_CONFIG))
         self.assertTrue(_swap_is_variant(["usd", "3"], ["$3"], DEFAULT_CONFIG, ("USD 3", "$3")))
+        q = "What temperature is the pool kept at?"
+        self.assertIsNone(compare_answers(q, ["The pool is kept at 28°C."], ["The pool is kept at 28 degrees Celsius."],
+                                          DEFAULT_CONFIG))
+        self.assertIsNotNone(compare_answers(q, ["The pool is kept at 28°C."], ["The pool is kept at 28°F."],
+                                             DEFAULT_CONFIG))
         self.assertFalse(_swap_is_variant(["5", "mb"], ["5", "kb"], DEFAULT_CONFIG, ("5 MB", "5 kB")))
         # one state said two ways; near miss: the state and its opposite
         for q, a, b in (("Are visitors allowed after 8pm?", "not allowed", "prohibited"),
