@@ -3720,12 +3720,22 @@ def _compound_durations(sentence: str, found: list[tuple[int, int, Value]]) -> l
     for start, end, v in found:
         last = out[-1][2] if out else None
         if (last is not None and last.type == v.type == "duration" and last.unit == v.unit == "days"
-                and last.high is None and v.high is None and v.amount < last.amount
+                and last.high is None and v.high is None and 0 < _unit_days(v) < _unit_days(last)
                 and sentence[out[-1][1]:start] in (" ", " and ")):
             out[-1] = (out[-1][0], end, replace(last, amount=last.amount + v.amount, text=sentence[out[-1][0]:end]))
         else:
             out.append((start, end, v))
     return out
+
+
+def _unit_days(v: Value) -> float:
+    """Days in the unit of time a duration's text ends in ("2 hours": 1/24), 0 when it ends in none.
+
+    >>> _unit_days(extract_values("79.1 years")[0]), _unit_days(extract_values("3-day")[0])
+    (365.0, 1.0)
+    """
+    m = _LAST_WORD_RE.search(v.text + " ")
+    return DURATION_DAYS.get(_time_unit(m[1]), 0.0) if m else 0.0
 
 
 def _word_low(sentence: str, start: int) -> list[tuple[int, int, Value]]:
@@ -12324,9 +12334,9 @@ class TestValues(unittest.TestCase):
         f = compare_answers(q, ["The flight takes 2 hours and 30 minutes."], ["The flight takes 2 hours."],
                             DEFAULT_CONFIG)
         self.assertEqual(f.evidence, ("2 hours and 30 minutes", "2 hours"))
-        # near misses: two durations apart, a longer one after, or a range, stay what they are
+        # near misses: two durations apart, a longer one or one in the same unit after, or a range, stay what they are
         for text, count in (("It rained 2 days, then 3 days.", 2), ("It takes 2 days and 3 days later ends.", 2),
-                            ("It takes 2 to 3 hours.", 1)):
+                            ("It takes 2 to 3 hours.", 1), ("Lifespans are 79.1 years and 73.2 years.", 2)):
             self.assertEqual(len(extract_values(text)), count, text)
         self.assertEqual([v.text for v in extract_values("A 3-day and 2-week course.")], ["3-day", "2-week"])
 
