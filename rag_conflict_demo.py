@@ -2619,7 +2619,7 @@ _MONEY_RES = (
                # and its cents: "2 dollars 50 cents", "two dollars fifty", "4 euros and 50 cents"
                rf"(?:\s(?:and\s)?(?P<cents>\d{{1,2}}|(?i:{_WORDNUM_ALT})(?:[ -](?i:{_WORDNUM_ALT}))?)"
                r"(?:\s(?i:cents?)(?![\w])|(?=\s?(?:[.,;:!?)]|$))))?"),
-    # cents alone, of a dollar (or a euro: either way a hundredth of the unit "$" stands for here): "25 cents", "73¢"
+    # cents alone, a dollar's, as "dollars" alone are: "25 cents", "73¢"
     re.compile(rf"{_LEAD}{_MONEY_NUM}\s?(?P<cur>(?i:cents?)(?![\w])|¢)"),
 )
 # A price of nothing said in words: "free of charge", "at no cost", "no charge", "costs nothing", "admission is free",
