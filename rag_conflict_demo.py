@@ -2622,17 +2622,20 @@ _MONEY_RES = (
     # cents alone, a dollar's, as "dollars" alone are: "25 cents", "73¢"
     re.compile(rf"{_LEAD}{_MONEY_NUM}\s?(?P<cur>(?i:cents?)(?![\w])|¢)"),
 )
-# A price of nothing said in words: "free of charge", "at no cost", "no charge", "costs nothing", "admission is free",
-# "free parking". Its money value is 0 in no currency (unit FREE_CURRENCY), which meets an amount in any currency
-# ("free" vs "$3 an hour"). "Free" elsewhere is no price: "free to leave", "free from", "a free agent", "is free
-# software", "free for children" (a price for some); after a verb, only where its clause ends, a time or place follows
-# ("is free on Sundays") or it is free for all.
+# A price of nothing said in words: "free of charge", "at no cost", "no charge", "costs nothing", "we do not charge for
+# it", "admission is free", "free parking". Its money value is 0 in no currency (unit FREE_CURRENCY), which meets an
+# amount in any currency ("free" vs "$3 an hour"). "Free" elsewhere is no price: "free to leave", "free from", "a free
+# agent", "is free software", "free for children" (a price for some); after a verb, only where its clause ends, a time
+# or place follows ("is free on Sundays") or it is free for all.
 _COPULA_BEFORE = "|".join(rf"(?<=\b{w}\s)" for w in ("is", "are", "was", "were", "be", "been", "remains", "remain",
                                                      "stays", "stay", "now", "always", "entirely", "completely",
                                                      "totally", "also", "still"))
 _FREE_WORDS = "free|complimentary"  # a price of nothing in one word, after a copula or before a noun
 _FREE_RE = re.compile(r"(?<![\w-])(?i:free\sof\s(?:charge|cost)|at\sno\s(?:extra\s|additional\s)?(?:cost|charge)"
-                      r"|no\scharge|costs?\snothing|charges?\snothing|free(?=\s(?:admission|entry|entrance|parking"
+                      r"|no\scharge|costs?\snothing|charges?\snothing"
+                      r"|(?:do|does|did|will)(?:\snot|n['’]t)\scharge(?=\s(?:for|extra|anything)\b|\s?[.,;:!?]|$)"
+                      r"|won['’]t\scharge(?=\s(?:for|extra|anything)\b|\s?[.,;:!?]|$)"
+                      r"|free(?=\s(?:admission|entry|entrance|parking"
                       rf"|access|shipping|delivery)\b)|(?:{_COPULA_BEFORE})(?:{_FREE_WORDS})"
                       r"(?=\s?[.,;:!?)]|$|\s(?:on|at|in"
                       r"|during|until|after|before|every|each|and|but|with|for\s(?:all|everyone|everybody|anyone"
@@ -12598,14 +12601,15 @@ class TestUnitsAndRanges(unittest.TestCase):
     def test_a_price_of_nothing_meets_every_currency(self):
         q = "How much does parking cost?"
         for free in ("Parking is free.", "Parking is free of charge.", "Parking costs nothing.",
-                     "There is no charge for parking.", "Free parking is available."):
+                     "There is no charge for parking.", "Free parking is available.", "We do not charge for parking.",
+                     "The hotel doesn't charge for parking."):
             self.assertEqual([(v.type, v.amount) for v in extract_values(free)], [("money", 0.0)], free)
             self.conflict(q, free, "Parking costs $3 an hour.")
             self.conflict(q, free, "Parking costs £2 a day.")
         self.control(q, "Parking is free.", "There is no charge for parking.")
         # near misses: "free" that says no price is no value
         for sentence in ("He is free to leave.", "It is free software.", "Entry is free for children.",
-                         "The city became a free port.", "She was free from pain."):
+                         "The city became a free port.", "She was free from pain.", "It does not charge batteries."):
             self.assertEqual(extract_values(sentence), (), sentence)
 
     def test_a_lowercase_m_before_a_plural_is_millions(self):
