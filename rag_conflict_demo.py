@@ -2602,6 +2602,7 @@ EVERY_PARTS = {"half": 0.5, "quarter": 0.25}  # "every half hour", "every quarte
 TIMES_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 _DUR_QUALIFIERS = r"business|working|calendar|banking|school|trading"  # "9 business days": a unit of its own
 _PER_UNITS = r"seconds?|secs?|minutes?|mins?|min|hours?|hrs?|h|days?|d|weeks?|wks?|months?|mo|years?|yrs?|annum"
+_PER_WORD = r"(?:\s?/\s?|\s(?:per|a|an|each|every)\s)"  # what joins an amount to the time it is for: "/", " per ", " a "
 # a number must not continue a word ("Episodes38"), a version ("v2.0") or a decimal comma ("4,5 million": not 5)
 _LEAD = r"(?<![\w.])(?<!\d,)"
 # A money amount's comma before one or two digits, and no more digits after them, is a decimal comma: "€2,50" is
@@ -2633,8 +2634,8 @@ _COPULA_BEFORE = "|".join(rf"(?<=\b{w}\s)" for w in ("is", "are", "was", "were",
 _FREE_WORDS = "free|complimentary"  # a price of nothing in one word, after a copula or before a noun
 _FREE_RE = re.compile(r"(?<![\w-])(?i:free\sof\s(?:charge|cost)|at\sno\s(?:extra\s|additional\s)?(?:cost|charge)"
                       r"|no\scharge|costs?\snothing|charges?\snothing"
-                      r"|(?:do|does|did|will)(?:\snot|n['’]t)\scharge(?=\s(?:for|extra|anything)\b|\s?[.,;:!?]|$)"
-                      r"|won['’]t\scharge(?=\s(?:for|extra|anything)\b|\s?[.,;:!?]|$)"
+                      r"|(?:(?:do|does|did|will)(?:\snot|n['’]t)|won['’]t)\scharge(?=\s(?:for|extra|anything)\b"
+                      r"|\s?[.,;:!?]|$)"
                       r"|free(?=\s(?:admission|entry|entrance|parking"
                       rf"|access|shipping|delivery)\b)|(?:{_COPULA_BEFORE})(?:{_FREE_WORDS})"
                       r"(?=\s?[.,;:!?)]|$|\s(?:on|at|in"
@@ -2664,7 +2665,7 @@ _RATIO_RE = re.compile(rf"(?<![\w.,-])(?P<num>\d{{1,3}}|{_WORDNUM_ALT})\s(?:in|o
 # (a degree sign or "degrees" before C or F, or the scale's name): a bare "30 degrees" may be an angle.
 _TEMPERATURE_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:[°º]\s?(?P<s1>[CF])|(?i:degrees?)\s(?P<s2>[CF])"
                              rf"|(?:[°º]\s?|(?i:degrees?\s))?(?P<s3>(?i:celsius|centigrade|fahrenheit)))(?![\w])")
-_RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+)(?:\s?/\s?|\s(?:per|a|an|each|every)\s)"
+_RATE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?\s(?P<what>[A-Za-z]+){_PER_WORD}"
                       rf"(?P<per>{_PER_UNITS})(?![\w])")
 # An age, in years since birth: "aged 12", "at the age of 21", "ages 12 and up", "25 or older"; "or over", "and up"
 # and "+" only after an age word ("18 and over" alone is as often a count). "21 years old" is a duration already, and
@@ -2915,7 +2916,7 @@ def _money_values(m: re.Match) -> list[Value]:
 
 # A price for a time ("$30/month", "$30 a month", "€360 per year", "$5 daily", "$120 per night"): its text says the
 # time, and two such prices compare per day (_per_day); a price that says no time compares as written.
-_MONEY_PER_RE = re.compile(rf"(?:\s?/\s?|\s(?:per|a|an|each|every)\s)(?P<per>{_PER_UNITS}|night|quarter)(?![\w])"
+_MONEY_PER_RE = re.compile(rf"{_PER_WORD}(?P<per>{_PER_UNITS}|night|quarter)(?![\w])"
                            rf"|\s(?P<adverb>{'|'.join(ADVERB_INTERVALS)})(?![\w])")
 
 
@@ -2931,8 +2932,8 @@ def _per_day(v: Value) -> Value | None:
     >>> [round(_per_day(v).amount, 2) for v in extract_values("It costs $30/month, $360 per year or $1 daily.")]
     [0.99, 0.99, 1.0]
     """
-    per = _MONEY_PER_RE.search(v.text)
-    if v.type != "money" or not per:
+    per = _MONEY_PER_RE.search(v.text) if v.type == "money" else None
+    if not per:
         return None
     if per["adverb"]:
         unit, count = ADVERB_INTERVALS[per["adverb"]]
@@ -3287,7 +3288,7 @@ _GLUED_ALT = "|".join(map(re.escape, sorted(GLUED_UNITS, key=len, reverse=True))
 # subtle: case-sensitive ("MB" megabytes, "mb" millibars; a heading's "Miles" is not read); never a word's first
 # letter ("3 t-shirts"), a compound's first part ("5 ft 10 in": a count) or a rate's numerator ("5 km a day", "186,000
 # miles (300,000 km) per second": _RATE_RE's)
-_PER_AFTER = rf"(?:\s?\([^()]*\)|\))?(?:\s?/\s?|\s(?:per|a|an|each|every)\s)(?:{_PER_UNITS})(?![\w])"
+_PER_AFTER = rf"(?:\s?\([^()]*\)|\))?{_PER_WORD}(?:{_PER_UNITS})(?![\w])"
 _MEASURE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?(?:[\s-](?P<unit>{_UNIT_ALT})|(?P<glued>{_GLUED_ALT}))"
                          rf"(?![\w²³/]|-[^\W\d]|\s\d)(?!{_PER_AFTER})")
 
@@ -3998,7 +3999,7 @@ def _values_agree(a: Value, b: Value, cfg: Config) -> bool:
         return (a.amount == b.amount or not a.amount or not b.amount) and a1 <= b2 and b1 <= a2
     if a.type in WEEKDAY_TYPES and a.high is None and b.high is None:  # "Sunday" meets "the second Sunday of May"
         return all(x == y or not x or not y for x, y in zip(_weekday_parts(a), _weekday_parts(b)))
-    if (daily := (_per_day(a), _per_day(b)))[0] and daily[1]:  # "$30/month" meets "$360 per year"
+    if a.type == "money" and all(daily := (_per_day(a), _per_day(b))):  # "$30/month" meets "$360 per year"
         a, b = daily
     if a.high is None and b.high is None and a.written == b.written:  # two amounts in one unit: the common case
         return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
