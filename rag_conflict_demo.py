@@ -786,7 +786,8 @@ def _subjects_veto(det, fa, fb, question):
 PAIR_STEPS = (
     ("subjects", "veto", _subjects_veto),
     # one side speaks of another period than the one asked about (H1 2022 asked, H2 2022 said; weekdays, weekends)
-    ("period", "veto", lambda det, fa, fb, q: answers_another_period(q, list(fa.sentences), list(fb.sentences))),
+    ("period", "veto",
+     lambda det, fa, fb, q: answers_another_period(q, list(fa.sentences), list(fb.sentences), det.cfg)),
     # one side answers another facet of the subject (the cafe's lunch hours for the museum's opening time)
     ("facet", "veto", lambda det, fa, fb, q: answers_another_facet(q, fa, fb, det.cfg)),
     # the text signals on the answer-bearing sentences: CHECKS for the question's type
@@ -4922,12 +4923,14 @@ def asked_signs(sentence: str, preds: frozenset[str], cfg: Config) -> dict[str, 
     >>> asked_signs("Breakfast costs extra.", frozenset({"includ"}), DEFAULT_CONFIG)
     {'includ': -1}
     """
-    lower = [t.lower() for t in _POLARITY_TOKEN_RE.findall(sentence)]
+    lower = [t.lower() for t in _POLARITY_TOKEN_RE.findall(_WITHOUT_RE.sub(_without, sentence))]
     signs: dict[str, set[int]] = {}
     for i, word in enumerate(lower):
         stem, sign = _stem(word), 1
         if stem not in preds and word.endswith("s") and word[:-1] in preds:
             stem = word[:-1]  # a short verb _stem keeps whole: "runs" for "Does it run ...?"
+        elif stem not in preds and word + "s" in preds:
+            stem = word + "s"  # the plural asked, its singular said: "pet-free" for "Are pets allowed?"
         if stem not in preds:
             prefix = next((p for p in NEGATING_PREFIXES if word.startswith(p) and _stem(word[len(p):]) in preds
                            and (p in ("non", "un") or word.endswith(ADJECTIVE_ENDINGS))), "")  # not "inform"
@@ -4947,6 +4950,32 @@ def asked_signs(sentence: str, preds: frozenset[str], cfg: Config) -> dict[str, 
     return {stem: next(iter(s)) for stem, s in signs.items() if len(s) == 1}
 
 
+# A compound of "-free" says its noun is absent ("a pet-free hotel", "smoke-free rooms", "gluten-free bread"), and
+# negated present ("is not gluten-free"): asked_signs reads them as "no pet", "with gluten".
+_WITHOUT_RE = re.compile(r"(?<![\w-])(?:(?P<not>not|isn't|aren't|never)\s+)?(?P<noun>[A-Za-z]+)-free(?![\w-])")
+
+
+def _without_asked(sentences: list[str], qwords: frozenset[str]) -> frozenset[str]:
+    """The question's words a -free compound says absent, by stem or plural: "pets" for "a pet-free hotel", "smoking"
+    for "smoke-free rooms".
+
+    >>> _without_asked(["A pet-free hotel."], frozenset({"are", "pets", "allowed"}))
+    frozenset({'pets'})
+    """
+    nouns = {_stem(m["noun"].lower()) for s in sentences for m in _WITHOUT_RE.finditer(s)}
+    return frozenset(_stem(w) for w in qwords if _stem(w) in nouns or w[:-1] in nouns)
+
+
+def _without(m: re.Match) -> str:
+    """A -free compound (_WITHOUT_RE) in words a negation reads: "pet-free" -> "no pet", "not gluten-free" -> "with
+    gluten".
+
+    >>> _WITHOUT_RE.sub(_without, "A pet-free hotel; the bread is not gluten-free.")
+    'A no pet hotel; the bread is with gluten.'
+    """
+    return f"{'with' if m['not'] else 'no'} {m['noun']}"
+
+
 def _side_signs(sentences: list[str], preds: frozenset[str], cfg: Config) -> dict[str, PolarityHit]:
     """Stem -> PolarityHit(stem, sign, sentence) over a side, as _said_one_way keeps them."""
     return _said_one_way((stem, sign, PolarityHit(stem, sign, s)) for s in sentences
@@ -4960,16 +4989,89 @@ def _opposite(pa: dict[str, PolarityHit], pb: dict[str, PolarityHit]) -> tuple[P
 
 def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str],
                            cfg: Config) -> Finding | None:
-    """The question's predicate affirmed on one side and negated on the other.
+    """The question's predicate affirmed on one side and negated on the other: an asked word said with opposite signs,
+    unless both sides say no, each its own way (_said_answer: "No pets are allowed" / "Pets are forbidden"); or, on an
+    asked word both say, one side's outright yes against the other's no, or a schedule's days that leave out the asked
+    day (yes_no_answer: "open Monday to Friday" / "open on Saturdays").
 
     >>> asked_polarity_finding(["It cannot be analyzed as a triad."], ["It may be analyzed as a triad."],
     ...                        frozenset({"can", "it", "be", "analyzed"}), DEFAULT_CONFIG).kind
     'polarity'
     """
-    preds = predicate_words(a + b, qwords)
-    pair = _opposite(_side_signs(a, preds, cfg), _side_signs(b, preds, cfg))
+    preds = predicate_words(a + b, qwords) | _without_asked(a + b, qwords)
+    pa, pb = _side_signs(a, preds, cfg), _side_signs(b, preds, cfg)
+    said = _said_answer(a, preds, cfg), _said_answer(b, preds, cfg)
+    pair = None if said == (-1, -1) else _opposite(pa, pb)  # no said two ways is no dispute
+    shared, days = sorted(pa.keys() & pb.keys()), days_named(" ".join(w.capitalize() for w in sorted(qwords)))
+    if not pair and shared and (said[0] * said[1] == -1 or days and yes_no_answer(pa, a, days) * yes_no_answer(
+            pb, b, days) == -1):
+        pair = pa[shared[0]], pb[shared[0]]
     return pair and Finding("polarity", f"the question's '{pair[0].group}' affirmed on one side, negated on the other",
                             (pair[0].text, pair[1].text))
+
+
+def _said_answer(sentences: list[str], preds: frozenset[str], cfg: Config) -> int:
+    """A side's answer to a yes/no question said outright: -1 when a sentence negates an asked word or says one beside a
+    negative hit of the asked lexicon group; else +1 when one says an asked word beside a positive hit of it; else 0.
+    Where the question asks no group, only a negated hit of any says no ("Dogs are not permitted in the park" for "Can
+    I bring my dog?"; "held in person" is no "no" to "Is it held in person?"). "No pets are allowed" and "Pets are
+    forbidden" say no to "Are pets allowed?", "Pets are welcome" yes, "Pets love the garden" neither.
+
+    >>> asked = frozenset({"pets", "allow"})
+    >>> [_said_answer([s], asked, DEFAULT_CONFIG) for s in ("Pets are forbidden.", "Pets are fine.", "Pets nap.")]
+    [-1, 1, 0]
+    """
+    groups = {ASKED_GROUPS[p][0] for p in preds if p in ASKED_GROUPS}
+    groups |= {also for g in groups for also in ASKED_ALSO.get(g, ())}
+    answer = 0
+    for sentence in sentences:
+        signs = asked_signs(sentence, preds, cfg)
+        hits = [hit.sign for hit in polarity_hits(sentence, cfg) if hit.group in groups or not groups and hit.sign < 0
+                and any(map(is_negation, hit.text.lower().split()))] if signs else []
+        if any(sign < 0 for sign in signs.values()) or any(sign < 0 for sign in hits):
+            return -1
+        answer = answer or int(any(hits))
+    return answer
+
+
+def yes_no_answer(signs: dict[str, PolarityHit], sentences: list[str], days: frozenset[int]) -> int:
+    """A side's answer to a yes/no question from its asked words' signs (_side_signs): -1 when it negates any of them,
+    else +1. Where the question names days (days_named), a side that affirms a schedule of other days only
+    (schedule_days), or excepts the asked ones, says no ("open Monday to Friday" for Saturdays); one that says other
+    days only otherwise ("closed on Sundays", "open on weekdays from 6 am") says nothing of the asked ones: 0.
+
+    >>> hit = {"open": PolarityHit("open", 1, "")}
+    >>> saturday = frozenset({6})
+    >>> yes_no_answer(hit, ["Open Monday to Friday."], saturday), yes_no_answer(hit, ["Open daily."], saturday)
+    (-1, 1)
+    """
+    sign = -1 if any(hit.sign < 0 for hit in signs.values()) else 1
+    if days:
+        text = " ".join(sentences)
+        excepted = days_named(" ".join(m[0] for m in _EXCEPT_RE.finditer(text)))
+        rest = _EXCEPT_RE.sub(" ", text)
+        if days <= excepted:
+            return -sign
+        if days_named(rest) and not days_named(rest) & days:  # other days only
+            return -1 if sign > 0 and schedule_days(rest) else 0
+    return sign
+
+
+def schedule_days(text: str) -> frozenset[int]:
+    """The days a schedule keeps, all of them: a run of days ("Monday to Friday", "Tuesday-Sunday"), or any days said
+    with "only"; days said alone ("on weekdays from 6 am") may be one part of a schedule.
+
+    >>> sorted(schedule_days("Open Monday to Wednesday.")), schedule_days("Open on weekdays from 6 am.")
+    ([1, 2, 3], frozenset())
+    """
+    if _ONLY_RE.search(text):
+        return days_named(text)
+    return days_named(" ".join(m[0] for m in _DAYS_RE.finditer(text) if m["first"]))
+
+
+_ONLY_RE = re.compile(r"(?<![\w-])(?i:only|exclusively)(?![\w-])")
+# Days a schedule leaves out: "every day except Mondays", "open daily other than Sunday"; to the clause's end.
+_EXCEPT_RE = re.compile(r"(?<![\w-])(?:except|excluding|other\sthan|apart\sfrom|but\snot)(?![\w-])[^.;]*")
 
 
 # A yes/no question states its own answer ("Do Tarnwick FC play at Orlo Brandt Stadium?"), a span of any length.
@@ -5852,6 +5954,17 @@ def _copy_run_text(text: str, start: int, end: int) -> str:
     return written_run(body, _copy_matches(body)[start:end])
 
 
+def _stated(text: str, run: str, cfg: Config) -> str:
+    """A changed run as its sentence states it: the polarity hit that holds it, with the negation that scopes it ("No
+    pets are allowed" for "allowed"), else the run itself.
+
+    >>> _stated("No pets are allowed here.", "allowed", DEFAULT_CONFIG), _stated("Dogs sit.", "sit", DEFAULT_CONFIG)
+    ('No pets are allowed', 'sit')
+    """
+    return next((hit.text for s in sentences_of(text) if run in s for hit in polarity_hits(s, cfg) if run in hit.text),
+                run)
+
+
 def edited_copy_finding(a: Document, b: Document, cfg: Config,
                         qwords: frozenset[str] | None = None) -> Finding | None:
     """The first span one copy of a text changed, when the two documents are copies of it (_shared_edits: whole, or for
@@ -5884,7 +5997,8 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config,
                           for side in content):
             return None  # a name the question asks about on one side, another name on the other: two subjects
         ev = (_copy_run_text(a.content, i1, i2), _copy_run_text(b.content, j1, j2)) if all(content) else None
-        if ev and not _swap_is_variant(left, right, cfg, ev):
+        stated = (_stated(a.content, ev[0], cfg), _stated(b.content, ev[1], cfg)) if ev else None
+        if ev and not _swap_is_variant(left, right, cfg, stated):
             return Finding("swap", f"copies of one text, one span changed: {ev[0]} vs {ev[1]}", ev)
     return None
 
@@ -6161,13 +6275,19 @@ def different_subjects_finding(a: Document, b: Document, qwords: frozenset[str],
     return Finding("subjects", f"different subjects named {sa.name}: {why[0]} vs {why[1]}", why)
 
 
-def answers_another_period(question: str, a: list[str], b: list[str]) -> bool:
-    """Whether either side speaks of another period than the one the question names, and the other of it (off_period).
+def answers_another_period(question: str, a: list[str], b: list[str], cfg: Config) -> bool:
+    """Whether either side speaks of another period than the one the question names, and the other of it (off_period);
+    not a side that affirms a yes/no question's predicate of other days only, which says no of the asked ones ("open
+    Monday to Friday" for "Is it open on Saturdays?": yes_no_answer).
 
-    >>> answers_another_period("Revenue in the first half of 2022?", ["In H1 2022 it was $4M."], ["In H2 2022 it was $5M."])
+    >>> answers_another_period("Revenue in the first half of 2022?", ["In H1 2022 it was $4M."],
+    ...                        ["In H2 2022 it was $5M."], DEFAULT_CONFIG)
     True
     """
-    return off_period(question, a, b) or off_period(question, b, a)
+    yes_no = read_question(question).type == "state"
+    preds, days = (predicate_words(a + b, question_words(question)), days_named(question)) if yes_no else ((), ())
+    return any(off_period(question, x, y) and not (days and yes_no_answer(_side_signs(x, preds, cfg), x, days) < 0)
+               for x, y in ((a, b), (b, a)))
 
 
 def off_period(question: str, side: Iterable[str], other: Iterable[str]) -> bool:
@@ -13122,6 +13242,73 @@ class TestPolarity(unittest.TestCase):
         both = ["The bird can fly.", "The bird cannot fly in winter."]  # a side saying both is ambiguous: abstains
         self.assertIsNone(asked_polarity_finding(both, ["The bird cannot fly."], question_words("Can the bird fly?"),
                                                  DEFAULT_CONFIG))
+
+
+class TestYesNoAnswers(unittest.TestCase):
+    """A yes/no question's answer as each side says it: no said two ways agrees, a compound of "-free" says its noun
+    absent, and a schedule of other days says no of the asked one."""
+
+    def verdict(self, question, a, b):
+        found = compare_answers(question, [a], [b], DEFAULT_CONFIG)
+        return found.kind if found else None
+
+    def test_no_said_two_ways_agrees(self):
+        for question, a, b in (
+                ("Are pets allowed at the hotel?", "No pets are allowed at the Elm Hotel.",
+                 "Pets are forbidden at the Elm Hotel."),
+                ("Does the library charge late fees?", "The library does not charge late fees.",
+                 "There are no late fees at the library."),
+                ("Can I bring my dog to the park?", "Dogs are not permitted in the park.",
+                 "No dogs are allowed in the park.")):
+            with self.subTest(a=a):
+                self.assertIsNone(self.verdict(question, a, b))
+                self.assertIsNone(edited_copy_finding(Document("a", "a", None, a), Document("b", "b", None, b),
+                                                      DEFAULT_CONFIG, question_words(question)))
+        # near misses: yes against no stays a dispute, however each is said
+        self.assertEqual(self.verdict("Are pets allowed at the hotel?", "Pets are allowed at the Elm Hotel.",
+                                      "Pets are not allowed at the Elm Hotel."), "polarity")
+        self.assertEqual(self.verdict("Can I bring my dog to the park?", "Dogs are welcome in the park.",
+                                      "No dogs are allowed in the park."), "polarity")
+
+    def test_a_free_compound_says_its_noun_absent(self):
+        for question, a, b in (("Are pets allowed at the hotel?", "The Elm Hotel is a pet-free property.",
+                                "Pets are allowed at the Elm Hotel."),
+                               ("Is smoking allowed in the rooms?", "All rooms at the inn are smoke-free.",
+                                "Smoking is permitted in the rooms at the inn."),
+                               ("Is the bread gluten-free?", "The bakery's bread is gluten-free.",
+                                "The bakery's bread contains gluten."),
+                               ("Is the bread gluten-free?", "The bakery's bread is gluten-free.",
+                                "The bakery's bread is not gluten-free.")):
+            with self.subTest(a=a, b=b):
+                self.assertEqual(self.verdict(question, a, b), "polarity")
+        # near misses: the same no said two ways; a compound of another noun says nothing of the one asked
+        self.assertIsNone(self.verdict("Is smoking allowed in the rooms?", "All rooms at the inn are smoke-free.",
+                                       "Smoking is not allowed in the rooms at the inn."))
+        self.assertIsNone(self.verdict("Are pets allowed at the hotel?", "The Elm Hotel is smoke-free.",
+                                       "Pets are allowed at the Elm Hotel."))
+
+    def test_a_schedule_of_other_days_says_no(self):
+        cfg = DEFAULT_CONFIG
+        for question, a, b in (
+                ("Is the library open on Saturdays?", "The library is open Monday to Friday only.",
+                 "The library is open on Saturdays."),
+                ("Is the museum open on Mondays?", "The museum is open Tuesday to Sunday.",
+                 "The museum is open on Mondays."),
+                ("Is the library open on Saturdays?", "The library is open every day except Saturday.",
+                 "The library is open on Saturdays."),
+                ("Is the office open on Fridays?", "The office is open Monday to Friday.",
+                 "The office is open Monday to Thursday.")):
+            with self.subTest(a=a, b=b):
+                self.assertFalse(answers_another_period(question, [a], [b], cfg))
+                self.assertEqual(self.verdict(question, a, b), "polarity")
+        # near misses: a stop on another day, and hours for other days, say nothing of the day asked; a schedule that
+        # holds it agrees
+        for a, b in (("The library is closed on Sundays.", "The library is open on Saturdays."),
+                     ("The library is open on weekdays from 9 am.", "The library is open on Saturdays from 10 am.")):
+            with self.subTest(a=a):
+                self.assertTrue(answers_another_period("Is the library open on Saturdays?", [a], [b], cfg))
+        self.assertIsNone(self.verdict("Is the library open on Saturdays?", "The library is open Monday to Saturday.",
+                                       "The library is open on Saturdays."))
 
 
 class TestNames(unittest.TestCase):
