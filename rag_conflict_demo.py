@@ -2621,8 +2621,8 @@ _MONEY_RES = (
                # and its cents: "2 dollars 50 cents", "two dollars fifty", "4 euros and 50 cents"
                rf"(?:\s(?:and\s)?(?P<cents>\d{{1,2}}|(?i:{_WORDNUM_ALT})(?:[ -](?i:{_WORDNUM_ALT}))?)"
                r"(?:\s(?i:cents?)(?![\w])|(?=\s?(?:[.,;:!?)]|$))))?"),
-    # cents alone, a dollar's, as "dollars" alone are: "25 cents", "73¢"
-    re.compile(rf"{_LEAD}{_MONEY_NUM}\s?(?P<cur>(?i:cents?)(?![\w])|¢)"),
+    # cents alone, a dollar's, as "dollars" alone are: "25 cents", "73¢", "50c" (a lowercase "c" glued to the number)
+    re.compile(rf"{_LEAD}{_MONEY_NUM}(?P<cur>\s?(?i:cents?)(?![\w])|\s?¢|(?<=\d)c(?![\w'’-]))"),
 )
 # A price of nothing said in words: "free of charge", "at no cost", "no charge", "costs nothing", "we do not charge for
 # it", "admission is free", "free parking". Its money value is 0 in no currency (unit FREE_CURRENCY), which meets an
@@ -2905,10 +2905,13 @@ def _money_values(m: re.Match) -> list[Value]:
     >>> [(v.text, v.amount) for v in extract_values("It costs 2 dollars 50 cents, two dollars fifty, or 73 cents.")]
     [('2 dollars 50 cents', 2.5), ('two dollars fifty', 2.5), ('73 cents', 0.73)]
     """
-    cur = _CURRENCY_PREFIX_RE.sub("", m["cur"].lower())
+    cur = _CURRENCY_PREFIX_RE.sub("", m["cur"].strip().lower())
+    before = _LAST_WORD_RE.search(m.string[:m.start()])
+    if cur == "c" and before and (not before[1].islower() or before[1].lower() in ID_LABELS):
+        return []  # a name or a label's number: "iPhone 5c", "Room 12c"
     cur = cur[:-1] if cur.endswith("s") and cur[:-1] in CURRENCIES else cur
     amount, cents = _scaled(m, money_number), m.groupdict().get("cents")
-    if cur in ("cent", "cents", "¢"):
+    if cur in ("cent", "cents", "¢", "c"):
         amount, cur = amount and amount / 100, "$"
     elif cents and amount is not None and amount.is_integer() and not m["scale"]:
         amount += (parse_number(cents) or 0.0) / 100
@@ -3709,6 +3712,9 @@ def _join_ranges(sentence: str, found: list[tuple[int, int, Value]]) -> list[tup
             if out and low is out[-1]:
                 out.pop()
             start, v = low[0], _range_value(low[2], v, sentence[low[0]:end].strip())
+            per = _MONEY_PER_RE.match(sentence, end) if v.type == "money" else None
+            if per and not _MONEY_PER_RE.search(v.text):  # a price range for a time: "$5-6 a month"
+                end, v = per.end(), replace(v, text=sentence[start:per.end()].strip())
             joined.add(start)
         out.append((start, end, v))
     return [f for f in out if f[0] in joined or not _AFTER_NUMBER_RE.match(sentence, f[0])]
@@ -12357,6 +12363,13 @@ class TestValues(unittest.TestCase):
                                              DEFAULT_CONFIG))
         # near miss: a price for a person is no price for a time
         self.assertEqual([v.text for v in extract_values("Tickets are $10 a person.")], ["$10"])
+        # a range of prices for a time keeps its time: "$5-6 a month" is "$60-72 a year", not "$5-6 a year"
+        self.assertEqual([v.text for v in extract_values("It costs $5-6 a month, or $5-6 each.")],
+                         ["$5-6 a month", "$5-6"])
+        self.assertIsNone(compare_answers(q, ["The membership costs $5-6 a month."],
+                                          ["The membership costs $60-72 a year."], DEFAULT_CONFIG))
+        self.assertEqual(compare_answers(q, ["The membership costs $5-6 a month."],
+                                         ["The membership costs $5-6 a year."], DEFAULT_CONFIG).kind, "value")
 
     def test_cents_are_money(self):
         q = "How much is the late fee?"
@@ -12367,7 +12380,14 @@ class TestValues(unittest.TestCase):
                      "A bus fare is 2 dollars and 50 cents."):
             self.assertIsNone(compare_answers("How much is a bus fare?", [said], ["A bus fare is $2.50."],
                                               DEFAULT_CONFIG), said)
-        # near misses: dollars then another number is no cents; a scaled amount takes none
+        self.assertIsNone(compare_answers("How much is a stamp?", ["A stamp costs 50c."], ["A stamp costs 50 cents."],
+                                          DEFAULT_CONFIG))
+        self.assertEqual(compare_answers("How much is a stamp?", ["A stamp costs 50c."], ["A stamp costs 60 cents."],
+                                         DEFAULT_CONFIG).kind, "value")
+        # near misses: dollars then another number is no cents; a scaled amount takes none; a "c" after a name or a
+        # label, or in capitals, is no cent ("iPhone 5c", "Room 12c", "50C")
+        for said in ("Buy the iPhone 5c today.", "Go to Room 12c now.", "It was 50C outside."):
+            self.assertEqual([v for v in extract_values(said) if v.type == "money"], [], said)
         self.assertEqual([v.amount for v in extract_values("It raised 5 dollars 10 times.")][:1], [5.0])
         self.assertEqual([v.amount for v in extract_values("It cost 2 million dollars 50 years ago.")][:1], [2e6])
 
