@@ -6645,8 +6645,12 @@ def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
         found = []
         named = sorted((n, sp) for n in extract_names(sentence, qwords) for sp in _surfaces(n, sentence))
         for name, (start, end) in named:
-            region = (_REGION_AFTER_RE if "where" in qwords else _OF_NAME_RE).match(sentence, end)
-            found.append((start, region.end() if region else end, {
+            of = _OF_NAME_RE.match(sentence, end)  # "Tower of London", then where asked its region: ", England"
+            region = _REGION_AFTER_RE.match(sentence, of.end() if of else end) if "where" in qwords else None
+            region = region or of
+            # the sentence's own full stop is no part of the name: "at the Tower of London."
+            stop = int(bool(region) and sentence[region.end() - 1] == "." and not sentence[region.end():].strip())
+            found.append((start, region.end() - stop if region else end, {
                 "asked": float(name in slot), "several_words": float(" " in name),
                 # the word that marks the role asked: an agent ("an EP by the band Xo", "directed by Jo Li"), a
                 # place ("published in Searcy", "at Harbor Road")
@@ -14953,6 +14957,13 @@ class TestAnswerSpans(unittest.TestCase):
         self.assertEqual(self.span("The paper is published in Searcy, Arkansas by Gray.", "Where is it published?"),
                          "Searcy, Arkansas")
         self.assertEqual(self.span("The paper is published in Searcy, Arkansas.", "Who publishes it?"), "Searcy")
+        self.assertEqual(self.span("The paper is published in Searcy, Arkansas.", "Where is it published?"),
+                         "Searcy, Arkansas")
+        # a place named with "of" is whole, then its region: "Tower of London", "Isle of Tarn, Scotland"
+        self.assertEqual(self.span("The jewels are kept at the Tower of London.", "Where are the jewels kept?"),
+                         "Tower of London")
+        self.assertEqual(self.span("It was filmed on the Isle of Tarn, Scotland.", "Where was it filmed?"),
+                         "Isle of Tarn, Scotland")
 
     def test_the_reader_prefers_a_span_next_to_the_predicate(self):
         read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
