@@ -93,7 +93,7 @@ Contents (the file's sections in order, each with its entry points):
                              (read_question, ASKING_WORDS), values, polarity, names, slots and swaps, subjects
                              (document_subject, subject_groups), the registry, answer spans, the article's features
   Retrieval's library        build_index, passages_of, the passage stores KeptIndex (.npz) and VectorDb (Milvus)
-  Resolution's library       opening_sentence, answers_agree
+  Resolution's library       SUPERSESSION_RE, opening_sentence, answers_agree
   Question answering         SentenceReader, TransformersReader, SentenceEmbedder, NLIJudge, load_models
   ConflictScore              conflict_score
   Responses as text          result_json, describe, printable
@@ -919,31 +919,6 @@ def resolve(retrieved, report, pick):
     clusters = make_clusters([r.doc for r in retrieved], report.conflicts, pick)
     dropped = {d.source_id for c in clusters for d in c.discarded}
     return Resolution(tuple(r for r in retrieved if r.doc.source_id not in dropped), tuple(clusters))
-
-
-# "restated", "revised", "replaces", "no longer", "has stopped", "effective November 2023", "effective 2024-04-01".
-# "No longer" under a condition ("no longer valid after midnight", "no longer served once the kitchen closes") says
-# when a thing stops holding each time, not that it changed: no cue.
-SUPERSESSION_RE = re.compile(
-    r"\b(?:restat(?:ed|es|ement)|revis(?:ed|es|ion)|replac(?:es|ed|ing)|supersed(?:es|ed|ing)|revers(?:es|ed)"
-    r"|no longer(?!\s(?:[\w-]+\s){0,3}?(?:after|before|past|beyond|once|outside|until|unless|if|when)\b)"
-    r"|ha(?:s|ve|d) (?:stopped|ceased|discontinued)|(?:stopped|ceased|discontinued) [a-z]+ing"
-    r"|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[a-z]+ (?:\d{1,2}, )?\d{4})))\b", re.IGNORECASE)
-
-# A document that says it is itself out of date ("This policy was replaced in 2024", "This page is no longer
-# maintained"): never the newer side, and the newer where every other member says so ("was revised" is the new one).
-# Said of itself whole, not under a condition ("This pass is no longer valid after midnight" is no stale document).
-SELF_STALE_RE = re.compile(
-    r"\b(?:this|these)\s(?:[\w-]+\s){0,3}?(?:was|were|has\sbeen|have\sbeen|had\sbeen|is|are)\s(?:now\s)?"
-    r"(?:replaced|superseded|withdrawn|retired|archived|outdated|obsolete|out\sof\sdate"
-    r"|no\slonger\s(?:valid|current|in\seffect|in\sforce|in\suse|applicable|maintained|updated|accurate))"
-    r"(?=\s*(?:[.,;:!)]|$)|\s(?:in|on|since|as|effective|by|from|with)\b)",
-    re.IGNORECASE)
-# A change still to come ("will be replaced next year", "is going to be revised", "may be revised") says nothing of
-# which side is newer now.
-FUTURE_CHANGE_RE = re.compile(
-    r"\b(?:(?:will|shall|would|may|might|could)\s(?:[a-z]+ly\s|soon\s)?(?:be\s)?|(?:is|are)\s(?:going\s)?to\sbe\s)"
-    r"(?:restat|revis|replac|supersed|revers)\w*", re.IGNORECASE)
 
 
 def supersession_order(members):
@@ -7834,7 +7809,32 @@ class SentenceCache:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Resolution's library: a document's opening sentence, answers compared
+# Resolution's library: the cues of order (supersession_order's), a document's opening sentence, answers compared
+
+# "restated", "revised", "replaces", "no longer", "has stopped", "effective November 2023", "effective 2024-04-01".
+# "No longer" under a condition ("no longer valid after midnight", "no longer served once the kitchen closes") says
+# when a thing stops holding each time, not that it changed: no cue.
+SUPERSESSION_RE = re.compile(
+    r"\b(?:restat(?:ed|es|ement)|revis(?:ed|es|ion)|replac(?:es|ed|ing)|supersed(?:es|ed|ing)|revers(?:es|ed)"
+    r"|no longer(?!\s(?:[\w-]+\s){0,3}?(?:after|before|past|beyond|once|outside|until|unless|if|when)\b)"
+    r"|ha(?:s|ve|d) (?:stopped|ceased|discontinued)|(?:stopped|ceased|discontinued) [a-z]+ing"
+    r"|effective (?:(?:as of |from |on )?(?:\d{4}-\d{2}-\d{2}|[a-z]+ (?:\d{1,2}, )?\d{4})))\b", re.IGNORECASE)
+
+# A document that says it is itself out of date ("This policy was replaced in 2024", "This page is no longer
+# maintained"): never the newer side, and the newer where every other member says so ("was revised" is the new one).
+# Said of itself whole, not under a condition ("This pass is no longer valid after midnight" is no stale document).
+SELF_STALE_RE = re.compile(
+    r"\b(?:this|these)\s(?:[\w-]+\s){0,3}?(?:was|were|has\sbeen|have\sbeen|had\sbeen|is|are)\s(?:now\s)?"
+    r"(?:replaced|superseded|withdrawn|retired|archived|outdated|obsolete|out\sof\sdate"
+    r"|no\slonger\s(?:valid|current|in\seffect|in\sforce|in\suse|applicable|maintained|updated|accurate))"
+    r"(?=\s*(?:[.,;:!)]|$)|\s(?:in|on|since|as|effective|by|from|with)\b)",
+    re.IGNORECASE)
+# A change still to come ("will be replaced next year", "is going to be revised", "may be revised") says nothing of
+# which side is newer now.
+FUTURE_CHANGE_RE = re.compile(
+    r"\b(?:(?:will|shall|would|may|might|could)\s(?:[a-z]+ly\s|soon\s)?(?:be\s)?|(?:is|are)\s(?:going\s)?to\sbe\s)"
+    r"(?:restat|revis|replac|supersed|revers)\w*", re.IGNORECASE)
+
 
 OPENING_CHARS = 2000  # a document's opening sentence is read from this much of its start, however long it is
 
