@@ -2609,7 +2609,7 @@ _COPULA_BEFORE = "|".join(rf"(?<=\b{w}\s)" for w in ("is", "are", "was", "were",
                                                      "totally", "also", "still"))
 _FREE_WORDS = "free|complimentary"  # a price of nothing in one word, after a copula or before a noun
 _FREE_RE = re.compile(r"(?<![\w-])(?i:free\sof\s(?:charge|cost)|at\sno\s(?:extra\s|additional\s)?(?:cost|charge)"
-                      r"|no\scharge|costs?\snothing|charges?\snothing"
+                      r"|no\scharge|costs?\snothing|charges?\snothing|for\sfree(?![\w-])"
                       r"|(?:(?:do|does|did|will)(?:\snot|n['’]t)|won['’]t)\scharge(?=\s(?:for|extra|anything)\b"
                       r"|\s?[.,;:!?]|$)"
                       r"|free(?=\s(?:admission|entry|entrance|parking"
@@ -2666,7 +2666,8 @@ _BARE_AGE_RE = re.compile(rf"(?<=\bbe\s)(?:(?:at\sleast|over)\s)?{_NUM}(?=\sto\s
 _DUR_WORD = (rf"(?:(?!(?:{'|'.join(sorted(STOPWORDS))}|{_WORDNUM_ALT}|per|hundred|dozen)\s)[a-z]{{2,}}[a-rt-z]"
              r"|[A-Z]{2,5})\s")
 _DUR_MODIFIER = rf"(?P<modifier>(?:{_DUR_WORD}){{1,2}})"
-_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?[\s-]+(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+"
+_DURATION_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?(?P<half>\sand\sa\shalf)?[\s-]+"
+                          rf"(?:(?P<qualifier>(?i:{_DUR_QUALIFIERS}))[\s-]+"
                           rf"|{_DUR_MODIFIER})?(?P<unit>(?i:{_DUR_UNITS}))(?![\w])")
 # 2024-03-05, and year first with slashes, always then month then day: 2024/3/5 (dotted, "2024.03.1" is as often a
 # calendar version)
@@ -2971,7 +2972,8 @@ def _rate_values(m: re.Match) -> list[Value]:
 
 
 def _duration_values(m: re.Match) -> list[Value]:
-    """Durations in days; a qualified one ("9 business days") in its own unit, as a business day is not a day.
+    """Durations in days ("four and a half hours": 4.5 hours); a qualified one ("9 business days") in its own unit, as
+    a business day is not a day.
 
     >>> _duration_values(_DURATION_RE.search("12 months"))[0].amount
     365.0
@@ -2979,6 +2981,7 @@ def _duration_values(m: re.Match) -> list[Value]:
     'business days'
     """
     amount, unit = _scaled(m), _time_unit(m["unit"])
+    amount = amount + 0.5 if amount is not None and m["half"] else amount  # "four and a half hours"
     qualifier = (m["qualifier"] or "calendar").lower()
     if amount is None or m["modifier"] and _ANY_YEAR_RE.fullmatch(m["num"]):  # "in 2020 rainy days were few"
         return []
@@ -3327,7 +3330,8 @@ _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time,
     re.compile(r"(?:(?<![\w-])|(?<=[AaPp][Mm]-)|(?<=\d-))(?:12\s)?(?P<name>(?i:noon|midday|midnight))"
                r"(?![\w]|-(?!\d))"),  # and a span's end: "8am-noon", "noon-3pm"
     # open all day, every day: the whole day as a span of times, so "24/7" meets "round the clock", not "6 am to 10 pm"
-    re.compile(r"(?<![\w/-])(?P<allday>24/7|24\s?hours\sa\sday,\s7\sdays\sa\sweek|(?i:a)?round[\s-]the[\s-]clock)"
+    re.compile(r"(?<![\w/-])(?P<allday>24/7|24\s?hours\sa\sday,\s7\sdays\sa\sweek|(?i:a)?round[\s-]the[\s-]clock"
+               r"|(?<=(?i:open)\s)24\s?hours(?:\sa\sday)?)"
                r"(?![\w/-])"),
 )
 
@@ -4711,15 +4715,19 @@ def _is_negated(lower: list[str], i: int, window: int, verb: bool = False) -> bo
 def _negation_at(lower: list[str], i: int, window: int, verb: bool = False) -> int | None:
     """Where the negation of position i starts, None when there is none: a negator within `window` tokens before it,
     not across punctuation, the "no" of a "no longer" that ends in the window, or the word that ends the action said
-    at i ("has stopped lending", "ceased publishing"; not when that ending is denied: "has not stopped lending"). With
-    verb=True only stopwords may stand between, since a negation scopes its verb, not the verb's object ("do not need a
-    visa").
+    at i ("has stopped lending", "ceased publishing"; not when that ending is denied: "has not stopped lending"), or the
+    "no" that opens the clause's subject before a copula and i ("No outside food or drink is allowed": _denied_subject).
+    With verb=True only stopwords may stand between, since a negation scopes its verb, not the verb's object ("do not
+    need a visa").
 
     >>> _negation_at(["no", "longer", "has", "a", "sauna"], 4, 3), _negation_at(["stopped", "lending"], 1, 3)
     (0, 0)
     """
     if 0 < i < len(lower) and lower[i - 1] in CEASING_WORDS and lower[i].endswith("ing"):
         return None if _is_negated(lower, i - 1, window) else i - 1
+    denied = _denied_subject(lower, i)
+    if denied is not None:
+        return denied
     for j in range(i - 1, max(0, i - window) - 1, -1):
         tok = lower[j]
         if not tok[0].isalpha():
@@ -4730,6 +4738,31 @@ def _negation_at(lower: list[str], i: int, window: int, verb: bool = False) -> i
             return j - 1
         if verb and tok not in STOPWORDS:
             return None
+    return None
+
+
+NO_SUBJECT_REACH = 4  # words a subject denied by its "no" may have before its copula: "No large glass bottles are ..."
+# the stopwords a subject denied by "no" may hold: "No food or drink", "No pets of any kind"
+SUBJECT_JOINERS = frozenset({"and", "or", "of"})
+
+
+def _denied_subject(lower: list[str], i: int) -> int | None:
+    """Where the "no" starts that opens a clause and denies its subject, when a copula then position i follow: "No
+    outside food is allowed" (the predicate is denied, as in "No dogs are allowed"); None when there is none.
+
+    >>> _denied_subject("no outside food or drink is allowed".split(), 6)
+    0
+    >>> _denied_subject("there is no reason dogs are allowed".split(), 6) is None  # "no" opens no clause there
+    True
+    """
+    if i < 2 or lower[i - 1] not in PASSIVE_AUXILIARIES:
+        return None
+    for j in range(i - 2, max(-1, i - 3 - NO_SUBJECT_REACH), -1):
+        tok = lower[j]
+        if not tok[0].isalpha() or tok in STOPWORDS and tok not in SUBJECT_JOINERS | {"no"}:
+            return None
+        if tok == "no":
+            return j if j == 0 or not lower[j - 1][0].isalpha() or lower[j - 1] in ("and", "but") else None
     return None
 
 
@@ -4981,7 +5014,10 @@ def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str],
     """
     preds = predicate_words(a + b, qwords) | _without_asked(a + b, qwords)
     pa, pb = _side_signs(a, preds, cfg), _side_signs(b, preds, cfg)
-    said = _said_answer(a, preds, cfg), _said_answer(b, preds, cfg)
+    groups = {ASKED_GROUPS[p][0] for p in preds if p in ASKED_GROUPS}
+    groups |= {also for g in groups for also in ASKED_ALSO.get(g, ())}
+    groups |= {"allowed"} if qwords & PERMISSION_MODALS and qwords & PERMISSION_ASKERS else set()  # "Can I bring ..."
+    said = _said_answer(a, preds, groups, cfg), _said_answer(b, preds, groups, cfg)
     pair = None if said == (-1, -1) else _opposite(pa, pb)  # no said two ways is no dispute
     shared, days = sorted(pa.keys() & pb.keys()), days_named(" ".join(w.capitalize() for w in sorted(qwords)))
     if not pair and shared and (said[0] * said[1] == -1 or days and yes_no_answer(pa, a, days) * yes_no_answer(
@@ -4991,19 +5027,22 @@ def asked_polarity_finding(a: list[str], b: list[str], qwords: frozenset[str],
                             (pair[0].text, pair[1].text))
 
 
-def _said_answer(sentences: list[str], preds: frozenset[str], cfg: Config) -> int:
+PERMISSION_MODALS, PERMISSION_ASKERS = frozenset({"can", "may"}), frozenset({"i", "we", "you"})  # "Can I bring ...?"
+
+
+def _said_answer(sentences: list[str], preds: frozenset[str], groups: set[str], cfg: Config) -> int:
     """A side's answer to a yes/no question said outright: -1 when a sentence negates an asked word or says one beside a
-    negative hit of the asked lexicon group; else +1 when one says an asked word beside a positive hit of it; else 0.
-    Where the question asks no group, only a negated hit of any says no ("Dogs are not permitted in the park" for "Can
-    I bring my dog?"; "held in person" is no "no" to "Is it held in person?"). "No pets are allowed" and "Pets are
+    negative hit of an asked lexicon group (groups: the question's predicates', and "allowed" for a permission asked,
+    "Can I bring my dog?"); else +1 when one says an asked word beside a positive hit of one; else 0.
+    Where the question asks no group, only a negated hit of any says no ("The pool is not open" for "Can the children
+    swim?"; "held in person" is no "no" to "Is it held in person?"). "No pets are allowed" and "Pets are
     forbidden" say no to "Are pets allowed?", "Pets are welcome" yes, "Pets love the garden" neither.
 
     >>> asked = frozenset({"pets", "allow"})
-    >>> [_said_answer([s], asked, DEFAULT_CONFIG) for s in ("Pets are forbidden.", "Pets are fine.", "Pets nap.")]
+    >>> [_said_answer([s], asked, {"allowed"}, DEFAULT_CONFIG) for s in ("Pets are forbidden.", "Pets are fine.",
+    ...                                                                   "Pets nap.")]
     [-1, 1, 0]
     """
-    groups = {ASKED_GROUPS[p][0] for p in preds if p in ASKED_GROUPS}
-    groups |= {also for g in groups for also in ASKED_ALSO.get(g, ())}
     answer = 0
     for sentence in sentences:
         signs = asked_signs(sentence, preds, cfg)
@@ -11948,6 +11987,22 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertEqual(f.evidence, ("a fortnight", "30 days"))
         self.check("How long is the trial?", "The trial lasts a month.", "The trial lasts 14 days.", "value")
 
+    def test_everyday_amounts_said_in_words(self):
+        """"four and a half hours" is 4.5 hours, "for free" a price of nothing, "open 24 hours" all day long."""
+        self.check("How long is the flight to Veldmar?", "The flight to Veldmar takes 3 hours.",
+                   "The flight to Veldmar takes four and a half hours.", "value")
+        self.check("How much do children pay on the railway?", "Children ride the railway for free.",
+                   "Children pay $6 to ride the railway.", "value")
+        self.check("What are the gym's hours?", "The gym is open 24 hours.", "The gym is open from 6 am to 10 pm.",
+                   "value")
+        # near misses: the same amount said two ways; "24 hours" that is no schedule stays a length of time
+        for a, b in (("The tour lasts two and a half hours.", "The tour lasts 2.5 hours."),
+                     ("The gym is open 24 hours.", "The gym is open around the clock.")):
+            self.assertIsNone(compare_answers("How long is it?" if "tour" in a else "What are the gym's hours?",
+                                              [a], [b], DEFAULT_CONFIG), a)
+        self.assertEqual([(v.type, v.amount) for v in extract_values("Replies come within 24 hours.")],
+                         [("duration", 1.0)])
+
     def test_no_longer_negates_the_asked_predicate(self):
         self.check("Is the museum free?", "Entry to the museum is free.", "Entry to the museum is no longer free.",
                    "polarity")
@@ -13288,11 +13343,19 @@ class TestYesNoAnswers(unittest.TestCase):
                 self.assertIsNone(self.verdict(question, a, b))
                 self.assertIsNone(edited_copy_finding(Document("a", "a", None, a), Document("b", "b", None, b),
                                                       DEFAULT_CONFIG, question_words(question)))
+        # a "no" that opens the subject denies the predicate after its copula, however long the subject
+        self.assertIsNone(self.verdict("Can I bring outside food into the cinema?",
+                                       "No outside food is allowed at the Lumen Cinema.",
+                                       "Outside food and drink are prohibited at the Lumen Cinema."))
+        self.assertEqual(signs_of("No large glass bottles are permitted."), {"allowed": -1})
         # near misses: yes against no stays a dispute, however each is said
         self.assertEqual(self.verdict("Are pets allowed at the hotel?", "Pets are allowed at the Elm Hotel.",
                                       "Pets are not allowed at the Elm Hotel."), "polarity")
         self.assertEqual(self.verdict("Can I bring my dog to the park?", "Dogs are welcome in the park.",
                                       "No dogs are allowed in the park."), "polarity")
+        self.assertEqual(self.verdict("Can I bring outside food into the cinema?",
+                                      "No outside food is allowed at the Lumen Cinema.",
+                                      "Guests may bring outside food into the Lumen Cinema."), "polarity")
 
     def test_a_free_compound_says_its_noun_absent(self):
         for question, a, b in (("Are pets allowed at the hotel?", "The Elm Hotel is a pet-free property.",
