@@ -2534,8 +2534,12 @@ _ONE_OF_SCALE = (r"(?:half\s|a\squarter\sof\s|a\sthird\sof\s)?an?(?=\s(?:dozen|h
 # thousand people", "between one thousand and two thousand").
 _AND_TENS_AFTER_THOUSAND = (rf"\sand\s(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}))?"
                             r"(?![\w-]|\s(?:hundred|dozen|thousand|million|billion|trillion)(?![\w-]))")
+# A comma may follow the thousands where a smaller rest follows ("one thousand, two hundred"); not in a list of them
+# ("one thousand, two thousand").
+_COMMA_AFTER_THOUSAND = (rf",(?=\s(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred))*"
+                         r"(?![\w-]|[ -](?:thousand|million|billion|trillion)(?![\w])))")
 _WORDNUM = (rf"(?i:{_ONE_OF_SCALE}|(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred|dozen"
-            rf"|thousand(?:(?=[ -](?:{_WORDNUM_ALT})(?![\w]))|{_AND_TENS_AFTER_THOUSAND})))"
+            rf"|thousand(?:(?=[ -](?:{_WORDNUM_ALT})(?![\w]))|{_COMMA_AFTER_THOUSAND}|{_AND_TENS_AFTER_THOUSAND})))"
             rf"{{0,{WORDNUM_MAX_WORDS - 1}}}{_AND_TENS}?)")
 FRACTION_OPENERS = {("half",): 0.5, ("a", "quarter", "of"): 0.25, ("a", "third", "of"): 1 / 3}
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
@@ -2556,6 +2560,8 @@ _DUR_UNITS = (r"years?|yrs?|months?|mos|fortnights?|weeks?|wks?|days?|hours?|hrs
 _ONE_DURATION_RE = re.compile(r"(?<![\w])(?P<num>[Aa]n?)\s(?P<unit>year|month|fortnight|week|day|hour|minute|decade"
                               r"|century)(?P<half>\sand\sa\shalf)?(?![\w])")
 DURATION_CUES = frozenset("within for lasts last lasted lasting takes take took after over under only just".split())
+COPULA_WORDS = frozenset("is are was were be been remains remained".split())
+_CLAUSE_END_RE = re.compile(r"\s*(?:[.,;:!?)]|$)")
 # How often something happens, compared in times a day: "twice an hour" meets "every 30 minutes" and not "every 15
 # minutes". Said as a count of times in a unit ("once a week", "3 times per day") or as the interval ("every other
 # day", "every two weeks", "every year"); the interval's number is no duration of its own.
@@ -2584,7 +2590,9 @@ _LEAD = r"(?<![\w.])(?<!\d,)"
 # A money amount's comma before one or two digits, and no more digits after them, is a decimal comma: "€2,50" is
 # 2.50 and "EUR 4,5 million" 4.5 million. Three digits are thousands ("€2,500"), and a comma followed by more numbers
 # separates a list ("$5,10,15" reads $5). Only beside a currency: "sizes 2,50 and 60" is as often a list as a decimal.
-_DECIMAL_COMMA = r"\d+,\d{1,2}(?!\d|,\d)"
+# Thousands set apart by dots are the same numbers' other notation, read where they cannot be a decimal: before a
+# decimal comma ("€1.250,00") or in two groups or more ("€1.250.000"); "€1.250" alone stays 1.25.
+_DECIMAL_COMMA = r"\d{1,3}(?:\.\d{3})+,\d{1,2}(?!\d|,\d)|\d{1,3}(?:\.\d{3}){2,}(?![\d,.]\d)|\d+,\d{1,2}(?!\d|,\d)"
 _DECIMAL_COMMA_RE = re.compile(_DECIMAL_COMMA)
 _MONEY_NUMBER = rf"{_DECIMAL_COMMA}|{_DIGITS}|{_WORDNUM}"  # a money amount's number, its decimal comma read
 _MONEY_NUM = rf"(?P<num>{_MONEY_NUMBER})"
@@ -2735,7 +2743,7 @@ _LIST_MARKER_AFTER_RE = re.compile(r"[.)](?:\s|$)")
 _LIST_MARKER_BEFORE_RE = re.compile(r"(?:^|[,;:·|])\s*$")
 LIST_MARKER_LIMIT = 100  # "18." can number a list item; "1998." ends a sentence (lists this long are rare)
 _CLAUSE_BREAK_RE = re.compile(r"[,;:]|\b(?:and|but|while|whereas|versus|vs)\b")
-_NUMBER_WORD_SPLIT_RE = re.compile(r"[\s-]+")
+_NUMBER_WORD_SPLIT_RE = re.compile(r"[\s,-]+")
 _CURRENCY_PREFIX_RE = re.compile(r"^(?:us|u\.s\.)\s+")
 _SUB_PERIOD_YEAR = r"(?:\s?(?:of\s)?(?:(?i:fiscal\s(?:year\s)?)|FY\s?|-)?(?P<year>\d{4})|['’](?P<yy>\d{2}))?(?![\w])"
 _QUARTER_RE = re.compile(rf"(?<![\w])(?:Q(?P<q>[1-4])|(?P<qw>(?i:first|second|third|fourth))[\s-](?i:quarter))"
@@ -2927,10 +2935,12 @@ def _per_day(v: Value) -> Value | None:
 def money_number(text: str) -> float | None:
     """The number of a money amount: a decimal comma (_DECIMAL_COMMA) read as a point, else parse_number's.
 
-    >>> money_number("2,50"), money_number("2,500"), money_number("1,200.50")
-    (2.5, 2500.0, 1200.5)
+    >>> money_number("2,50"), money_number("2,500"), money_number("1,200.50"), money_number("1.250,00")
+    (2.5, 2500.0, 1200.5, 1250.0)
     """
-    return float(text.replace(",", ".")) if _DECIMAL_COMMA_RE.fullmatch(text) else parse_number(text)
+    if _DECIMAL_COMMA_RE.fullmatch(text):
+        return float(text.replace(".", "").replace(",", "."))
+    return parse_number(text)
 
 
 def _pounds_values(m: re.Match) -> list[Value]:
@@ -3031,7 +3041,10 @@ def _one_duration_values(m: re.Match) -> list[Value]:
     ...                                                      "day and a half.")]
     [('duration', 14.04), ('frequency', 0.14), ('duration', 1.5)]
     """
-    if not any(w.lower() in DURATION_CUES for w in _words_before(m.string, m.start(), 1)):
+    before = [w.lower() for w in _words_before(m.string, m.start(), 1)]
+    # after a copula, where the unit ends its clause: "The loan period is a fortnight." ("is a day of rest" is none)
+    stated = bool(before) and before[0] in COPULA_WORDS and _CLAUSE_END_RE.match(m.string, m.end())
+    if not (stated or any(w in DURATION_CUES for w in before)):
         return []
     return _value("duration", DURATION_DAYS[m["unit"]] * (1.5 if m["half"] else 1), "days", m)
 
@@ -3317,6 +3330,9 @@ _HOUR_WORDS = "|".join(sorted((w for w, n in NUMBER_WORDS.items() if 1 <= n <= 1
 _HALF_OF_DAY = (r"(?:\s?(?P<half>[AaPp])(?:\.\s?[Mm]\.|\s?[Mm])(?![\w])"  # am, pm, a.m., P.M.
                 rf"|\s(?i:in\sthe\s|at\s)(?P<part>(?i:{'|'.join(DAY_PARTS)}))(?![\w]))")
 _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time, not a duration and a time
+    # "half two", as British English says half past two, after a word that places it in the day ("at half two")
+    re.compile("(?:" + "|".join(rf"(?<=\b{w}\s)" for w in sorted(CLOCK_CUES)) + ")"
+               + rf"(?i:(?P<past>half)\s(?P<hour>{_HOUR_WORDS}|1[0-2]|[1-9]))(?![\w'’:-]|\.\d){_HALF_OF_DAY}?"),
     re.compile(rf"(?:(?<![\w.:-])|(?<=[AaPp][Mm]-)|(?<=[AaPp]\.[Mm]\.-)|(?<=\d-)|(?<=(?i:noon)-))"  # "9am-5pm"
                rf"(?i:(?:(?P<past>quarter|half|{_WORDNUM_ALT}|\d{{1,2}})(?P<minutes>\sminutes?)?\s"
                rf"(?P<dir>past|to)\s)?(?P<hour>{_HOUR_WORDS}|1[0-2]|[1-9])(?P<oclock>\so['’]clock)?"
@@ -3399,7 +3415,7 @@ def _clock_values(m: re.Match) -> list[Value]:
         high = _half_hour(hour, half)  # half of the day a span of the day: "3 to 5 pm"
         low = _hour_below(int(past), high) if past.isdigit() and half else None
         return [] if low is None else [replace(v, high=float(high)) for v in _value("clock", float(low), "", m)]
-    if g["minute"] and not half and not _cued_clock(m):
+    if g["minute"] and not half and "dotted" not in g and not _cued_clock(m):
         return []
     minute = (MINUTES_PAST.get(past) or int(parse_number(past) or 0)) if past else int(g["minute"] or 0)
     if minute >= 60 or hour > 24 or half and not 1 <= hour <= 12:
@@ -3432,10 +3448,38 @@ def _time_below(minutes: float, high: float) -> int | None:
     return low if 0 <= low < high else None
 
 
+# "19.30", "09.00": a time of day in digits with a dot, as British and European texts write the 24-hour clock. A number
+# as often ("costs 4.50", "grew 12.30%"), it reads as a time only where a word places it in the day ("closes at 19.30",
+# "until 17.45") or it spans to or from another such time ("09.00-17.30"), and only where no earlier rule took it as
+# money, a measure or a rate ("at 12.50 per share"): so it is read last of the values before a bare count.
+_DOT_TIME = r"(?:[01]?\d|2[0-3])\.[0-5]\d"
+_AMOUNT_AFTER = "|".join(re.escape(c) for c in sorted(CURRENCIES, key=len, reverse=True) if c[0].isalpha())
+# what ends a time: no number goes on, and no scale, rate, currency or unit follows ("6.30-8.50 euros", "12.30 kg")
+_DOT_TIME_END = (rf"(?![\w%]|[.,]\d|\s?(?:{_UNIT_ALT})(?![\w])"
+                 rf"|\s(?i:{_SCALE_WORDS}|bn|mn|per|cents?|pounds?|(?:{_AMOUNT_AFTER})s?)(?![\w]))")
+_DOT_CLOCK_RE = re.compile(rf"{_LEAD}(?P<hour>[01]?\d|2[0-3])\.(?P<minute>[0-5]\d)(?P<dotted>){_DOT_TIME_END}")
+_DOT_SPAN_AFTER_RE = re.compile(rf"{_SPAN_TO}{_DOT_TIME}{_DOT_TIME_END}")
+_DOT_SPAN_BEFORE_RE = re.compile(rf"(?<![\w.]){_DOT_TIME}\s?[-–—]\s?$")
+
+
+def _dot_clock_values(m: re.Match) -> list[Value]:
+    """A 24-hour time with a dot (_DOT_CLOCK_RE), where a word before it places it in the day or it is a span's end.
+
+    >>> [(v.text, v.amount, v.unit) for v in extract_values("It closes at 19.30; tea costs 4.50; open 09.00-17.30.")]
+    [('19.30', 1170.0, ''), ('4.50', 4.5, ''), ('09.00-17.30', 540.0, '')]
+    """
+    low = _DOT_SPAN_BEFORE_RE.search(m.string, max(0, m.start() - CLOCK_SPAN_REACH), m.start())
+    placed = any(w.lower() in CLOCK_CUES for w in _words_before(m.string, m.start(), 1))
+    # the whole text (an answer, a swapped span), when its hour is one only the 24-hour clock says ("19.30", "09.00")
+    alone = not m.string[:m.start()].strip() and not m.string[m.end():].strip() and (
+        m["hour"].startswith("0") or int(m["hour"]) > 12)
+    return _clock_values(m) if placed or alone or low or _DOT_SPAN_AFTER_RE.match(m.string, m.end()) else []
+
+
 def _cued_clock(m: re.Match) -> bool:
     """Whether a time in digits that says no half of the day stands where a time of day does (CLOCK_CUES).
 
-    >>> [_cued_clock(_CLOCK_RES[1].search(s)) for s in ("Open at 10:00.", "Open 10:00-18:00.", "Track two, 3:43.")]
+    >>> [_cued_clock(_CLOCK_RES[2].search(s)) for s in ("Open at 10:00.", "Open 10:00-18:00.", "Track two, 3:43.")]
     [True, True, False]
     """
     if not m.string[:m.start()].strip() and not m.string[m.end():].strip():
@@ -3478,6 +3522,7 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_YEAR_RANGE_RE, _year_range_values),
     (_YEAR_RE, _year_values),
     (_WEEKDAY_RE, _weekday_values),
+    (_DOT_CLOCK_RE, _dot_clock_values),
     (_COUNT_RE, _count_values),
 )
 
@@ -4112,17 +4157,18 @@ def _typed_values(sentence: str, types: frozenset[str], event_years: bool,
 
 # Where a time is asked, a whole hour said bare is a time of day in either half: after a word that places it in the
 # day, where its clause ends ("opens at 7.", "serves breakfast until 11 on weekdays"), or as a span of two after a word
-# of a schedule ("open 9-5", "staffed from 9 to 5", "Hours: 9-5": the high end the first such hour after the low,
-# 17:00). extract_values reads none of them as times, since alone they are as often counts, scores or ages ("at 7
-# locations", "lost 9-5", "rooms 9-12").
+# of a schedule ("open 9-5", "staffed from 9 to 5", "Hours: 9-5", "hours are 9-5": the high end the first such hour
+# after the low, 17:00). extract_values reads none of them as times, since alone they are as often counts, scores or
+# ages ("at 7 locations", "lost 9-5", "rooms 9-12"); a reading found as such a span is read as one (answers_agree).
 _BARE_HOUR = r"(?:1[0-2]|0?[1-9])(?![\w:/%]|[.,]\d|\s?(?i:[ap]\.?\s?m\b|o['’]clock|in\sthe|at\snight))"
+_BARE_SPAN = rf"(?P<low>{_BARE_HOUR})(?:\s?[-–—]\s?|\s(?:to|until|till)\s)(?P<high>{_BARE_HOUR})"
+_BARE_SPAN_RE = re.compile(_BARE_SPAN)
 _BARE_HOUR_RES = (
     re.compile(rf"(?<![\w-])(?i:at|until|till|by|before|after|from|around)\s(?P<low>{_BARE_HOUR})"
                r"(?=\s?[.,;:!?)]|\s?$|\s(?:on|and|or|but|every|each|daily|nightly|during|through|throughout|except"
                r"|sharp|most|weekdays|weekends)\b)"),
     re.compile(r"(?<![\w-])(?:(?i:open|opens|opened|hours|daily|served|staffed|runs|operates|operating|weekdays"
-               rf"|weekends)(?:\s(?i:from))?\s|(?i:hours):\s?)(?P<low>{_BARE_HOUR})"
-               rf"(?:\s?[-–—]\s?|\s(?:to|until|till)\s)(?P<high>{_BARE_HOUR})"),
+               rf"|weekends)(?:\s(?i:are|is))?(?:\s(?i:from))?\s|(?i:hours):\s?){_BARE_SPAN}"),
 )
 
 
@@ -4142,13 +4188,17 @@ def _bare_hours(sentence: str, values: list[Value]) -> list[Value]:
             start = m.start("low")
             if any(a < m.end() and start < b for a, b in taken) or set(_words_before(sentence, start, 1)) & AGE_WORDS:
                 continue
-            low = int(m["low"]) % 12 * 60
-            high = None if regex.groups == 1 else int(m["high"]) % 12 * 60
-            high = None if high is None else high + (720 if high <= low else 0)
-            found.append((start, Value("clock", float(low), HALF_UNSAID, "", "", sentence[start:m.end()],
-                                       None if high is None else float(high))))
+            found.append((start, _bare_hour_value(m, sentence[start:m.end()])))
             taken.append((start, m.end()))
     return [v for _, v in sorted(found, key=lambda f: f[0])]
+
+
+def _bare_hour_value(m: re.Match, text: str) -> Value:
+    """The time of day, or the span of the day, of a match of bare hours (HALF_UNSAID; "9-5" ends at 17:00)."""
+    low = int(m["low"]) % 12 * 60
+    high = None if m.re.groups == 1 else int(m["high"]) % 12 * 60
+    high = None if high is None else high + (720 if high <= low else 0)
+    return Value("clock", float(low), HALF_UNSAID, "", "", text, None if high is None else float(high))
 
 
 # Words just before a value that make it the one replaced, when its sentence states another of its kind: "$50,
@@ -5460,8 +5510,25 @@ def _slot_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     >>> [c for c, _ in _slot_tokens("Revenue grew by 12%.")]
     ['revenue', 'increased', '12%']
     """
-    words = ((o.lower(), o) for o in (_strip_possessive(m.group()) for m in _SLOT_TOKEN_RE.finditer(sentence)))
-    return tuple((SYNONYMS.get(word, word), original) for word, original in words if word not in STOPWORDS)
+    words = [(o.lower(), o) for o in (_strip_possessive(m.group()) for m in _SLOT_TOKEN_RE.finditer(sentence))]
+    return tuple((SYNONYMS.get(word, word), original) for word, original in _lower_bounds(words)
+                 if word not in STOPWORDS)
+
+
+AT_LEAST_WORDS = frozenset("newer later higher above up greater".split())  # after "or"/"and": a lower bound
+
+
+def _lower_bounds(tokens: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(lowercased, original) tokens with one lower bound said one way: "3.8 or later" is "3.8 or newer".
+
+    >>> [t for t, _ in _lower_bounds([("3.8", "3.8"), ("and", "and"), ("above", "above")])]
+    ['3.8', 'or', 'newer']
+    """
+    tokens = list(tokens)
+    for k in range(len(tokens) - 1):
+        if tokens[k][0] in ("or", "and") and tokens[k + 1][0] in AT_LEAST_WORDS:
+            tokens[k:k + 2] = [("or", tokens[k][1]), ("newer", tokens[k + 1][1])]
+    return tokens
 
 
 def _canonical_words(tokens: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
@@ -5615,8 +5682,6 @@ _SWAP_TOKEN_RE = re.compile(rf"(?<!\w)(?:[A-Z]{{1,3}}\d+[A-Z]?|\d+[A-Z])(?!\w)"
 _UNIT_SPELLED = {u.lower(): unit for u, unit in MEASUREMENT_UNITS.items()}  # a swap's tokens are lowercased
 
 
-AT_LEAST_WORDS = frozenset("newer later higher above up greater".split())  # after "or"/"and": a lower bound
-
 
 @text_feature
 def swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
@@ -5625,11 +5690,8 @@ def swap_tokens(sentence: str) -> tuple[tuple[str, str], ...]:
     >>> [t for t, _ in swap_tokens("Aged 45.7 years.")]
     ['aged', '45.7', 'years']
     """
-    tokens = [(m.group().lower().rstrip(".,"), m.group().rstrip(".,")) for m in _SWAP_TOKEN_RE.finditer(sentence)]
-    for k in range(len(tokens) - 1):  # one lower bound in other words: "3.8 or later" is "3.8 or newer"
-        if tokens[k][0] in ("or", "and") and tokens[k + 1][0] in AT_LEAST_WORDS:
-            tokens[k:k + 2] = [("or", tokens[k][1]), ("newer", tokens[k + 1][1])]
-    return tuple(tokens)
+    return tuple(_lower_bounds([(m.group().lower().rstrip(".,"), m.group().rstrip(".,"))
+                                for m in _SWAP_TOKEN_RE.finditer(sentence)]))
 
 
 def _initials(words: Iterable[str]) -> str:
@@ -5740,21 +5802,71 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str],
     if _subject_position(la, i1) and not set(la[i2:]) - SWAP_FILLER <= qwords:
         return None  # the subject itself differs ("The Ixmo staff is 850" vs "The Tormo staff ..."): two subjects
     runs = (_run_text(sa, i1, i2), _run_text(sb, j1, j2))
+    apart = _versions_apart(ta[i1 - 1][1], runs) if i1 else None
+    if apart is not None:
+        return runs if apart else None
     return None if _swap_is_variant(left, right, cfg, _with_number_before(sa, sb, la, run, runs)) else runs
+
+
+# A version is read by its parts, not as a number: "Python 3.10" is no "Python 3.1", though 3.10 and 3.1 are one
+# number. A dotted number is a version after a version word or a name ("version 2.10", "v2.1", "Python 3.10").
+VERSION_WORDS = frozenset("version v release rev revision build firmware".split())
+_VERSION_NUMBER_RE = re.compile(r"\d+(?:\.\d+)+")
+
+
+def _versions_apart(before: str, runs: tuple[str, str]) -> bool | None:
+    """Whether two swapped runs are two versions, dotted numbers after a version word or a capitalised name, whose parts
+    differ (trailing zeros aside: 2.0 is 2.0.0); None when they are no versions.
+
+    >>> _versions_apart("Python", ("3.10", "3.1")), _versions_apart("Python", ("3.10", "3.10.0"))
+    (True, False)
+    >>> print(_versions_apart("weighs", ("3.10", "3.1")))
+    None
+    """
+    if not (before.lower() in VERSION_WORDS or before[:1].isupper()):
+        return None
+    if not all(_VERSION_NUMBER_RE.fullmatch(r) for r in runs):
+        return None
+    return version_parts(runs[0]) != version_parts(runs[1])
+
+
+def version_parts(version: str) -> tuple[int, ...]:
+    """"v2.0.1" -> (2, 0, 1). Trailing zeros don't count: 2 == 2.0.
+
+    >>> version_parts("v2.0.1"), version_parts("2.0"), version_parts("3.10")
+    ((2, 0, 1), (2,), (3, 10))
+    """
+    parts = [int(p) for p in version.lstrip("v").split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
 
 
 def _with_number_before(sa: str, sb: str, words: list[str], run: tuple[int, int, int, int],
                         runs: tuple[str, str]) -> tuple[str, str]:
-    """A swapped run's texts, from the number the two sentences share right before it when there is one: a unit
-    swapped after it is read with it ("28°C" / "28 degrees Celsius" is one value, "C" alone none).
+    """A swapped run's texts, from the amount the two sentences share right before it when there is one: a unit
+    swapped after it is read with it ("28°C" / "28 degrees Celsius" is one value, "C" alone none; "$3 per hour" /
+    "$3/hr" one price).
 
     >>> _with_number_before("At 28°C.", "At 28 degrees Celsius.", ["at", "28", "c"], (2, 3, 2, 4), ("C", "x"))
     ('28°C', '28 degrees Celsius')
     """
     i1, i2, j1, j2 = run
-    if not i1 or not words[i1 - 1][:1].isdigit():
+    if not i1 or not any(ch.isdigit() for ch in words[i1 - 1]):  # "28", "$3"
         return runs
-    return _run_text(sa, i1 - 1, i2), _run_text(sb, j1 - 1, j2)
+    wide = (_run_text(sa, i1 - 1, i2), _run_text(sb, j1 - 1, j2))
+    return wide if all(map(_one_value, wide)) else runs
+
+
+def _one_value(text: str) -> bool:
+    """Whether a text is one value, whole: an amount with its unit ("10 hrs", "$3/hr"), not an amount and a name after
+    it ("2010 Smith", which a swap of names must not read as the year alone).
+
+    >>> _one_value("10 hrs"), _one_value("2010 Smith")
+    (True, False)
+    """
+    values = extract_values(text)
+    return len(values) == 1 and values[0].text == text.strip()
 
 
 def _replaced_run(matcher: difflib.SequenceMatcher) -> tuple[int, int, int, int] | None:
@@ -6018,7 +6130,13 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config,
             return None  # a name the question asks about on one side, another name on the other: two subjects
         ev = (_copy_run_text(a.content, i1, i2), _copy_run_text(b.content, j1, j2)) if all(content) else None
         stated = (_stated(a.content, ev[0], cfg), _stated(b.content, ev[1], cfg)) if ev else None
-        if ev and not _swap_is_variant(left, right, cfg, stated):
+        wide = (_copy_run_text(a.content, i1 - 1, i2), _copy_run_text(b.content, j1 - 1, j2)) if i1 and j1 else ()
+        if ev and wide and la[i1 - 1] == lb[j1 - 1] and all(map(_one_value, wide)):
+            # a unit changed after an amount both copies say, and one value with it: "10 hrs" / "10 hours" is one
+            # length, "$3 per hour" / "$3/hr" one price; "In 2010 Smith won" / "In 2010 Jones won" no value
+            stated = wide
+        apart = _versions_apart(_copy_run_text(a.content, i1 - 1, i1), ev) if ev and i1 else None
+        if ev and (apart if apart is not None else not _swap_is_variant(left, right, cfg, stated)):
             return Finding("swap", f"copies of one text, one span changed: {ev[0]} vs {ev[1]}", ev)
     return None
 
@@ -7936,7 +8054,12 @@ def answers_agree(x, y, cfg):
     for kind, (pattern, group, _, _) in CONTACTS.items():
         if not group and pattern.fullmatch(x) and pattern.fullmatch(y):  # two addresses: "+44 20 ..." is "020 ..."
             return _same_contact(kind, x, y)
-    vx, vy = vx or period_values(x), vy or period_values(y)
+    dotted = [_VERSION_NUMBER_RE.fullmatch(t.strip()) for t in (x, y)]
+    if all(dotted) and max(t.count(".") for t in (x, y)) > 1:  # a version ("2.4.0"), by its parts: "2.4" is one
+        return version_parts(x.strip()) == version_parts(y.strip())
+    # a reading that is a span of bare hours ("9-5", as a schedule's sentence gave it) is that span of the day
+    vx, vy = ([_bare_hour_value(m, t) for m in [_BARE_SPAN_RE.fullmatch(t.strip())] if m] or v or period_values(t)
+              for v, t in ((vx, x), (vy, y)))
     return bool(vx and vy) and (all(any(_values_agree(a, b, cfg) for b in vy) for a in vx)
                                 and all(any(_values_agree(a, b, cfg) for b in vx) for a in vy))
 
@@ -7963,13 +8086,8 @@ def _short_form_of(short: str, full: str) -> bool:
 
 
 def version_key(doc):
-    """"v2.0.1" -> (2, 0, 1); None when the document has no version. Trailing zeros don't count: 2 == 2.0."""
-    if not doc.version:
-        return None
-    parts = [int(p) for p in doc.version.lstrip("v").split(".")]
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
+    """"v2.0.1" -> (2, 0, 1) (version_parts); None when the document has no version."""
+    return version_parts(doc.version) if doc.version else None
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -11987,6 +12105,24 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertEqual(f.evidence, ("a fortnight", "30 days"))
         self.check("How long is the trial?", "The trial lasts a month.", "The trial lasts 14 days.", "value")
 
+    def test_everyday_values_in_other_notations(self):
+        """A 24-hour time with a dot, a version's parts, a thousands said with a comma, one unit of time after "is"."""
+        f = self.check("What time does the bakery close?", "The Rye Street bakery closes at 19.30.",
+                       "The Rye Street bakery closes at 6 pm.", "value")
+        self.assertEqual(f.evidence, ("19.30", "6 pm"))
+        self.check("When is the library open?", "The library is open 09.00-17.30.", "The library is open 10.00-18.00.")
+        self.check("Which Python version does Quillet need?", "Quillet needs Python 3.10 or later.",
+                   "Quillet needs Python 3.1 or later.")
+        f = self.check("How much is the membership fee?", "The membership fee is one thousand, two hundred dollars.",
+                       "The membership fee is two hundred dollars.", "value")
+        self.assertEqual(f.evidence, ("one thousand, two hundred dollars", "two hundred dollars"))
+        self.check("How long is the loan period?", "The loan period is a fortnight.", "The loan period is 7 days.",
+                   "value")
+        self.check("What are the office hours?", "Office hours are 9-5.", "Office hours are 10-6.", "value")
+        self.check("When does the quiz start?", "The quiz starts at half two on Friday.",
+                   "The quiz starts at 3 pm on Friday.", "value")
+        self.assertFalse(answers_agree("9-5", "10-6", DEFAULT_CONFIG))
+
     def test_everyday_amounts_said_in_words(self):
         """"four and a half hours" is 4.5 hours, "for free" a price of nothing, "open 24 hours" all day long."""
         self.check("How long is the flight to Veldmar?", "The flight to Veldmar takes 3 hours.",
@@ -12246,6 +12382,44 @@ class TestAnswersThatAgree(unittest.TestCase):
     def test_one_amount_in_symbols_and_in_words(self):
         self.check("How much revenue did Acme report?", "Acme reported revenue of $4.2M.",
                    "Acme reported revenue of 4.2 million dollars.")
+
+    def test_everyday_values_in_other_notations_agree(self):
+        """The near misses of the other notations: one time, one version, one amount, one length said two ways, and a
+        price or a weight with a dot that is no time nor version."""
+        self.check("What time does the bakery close?", "The Rye Street bakery closes at 19.30.",
+                   "The Rye Street bakery closes at 7:30 pm.")
+        self.check("When is the library open?", "The library is open 09.00-17.30.",
+                   "The library is open 9 am to 5:30 pm.")
+        self.check("Which firmware does the router run?", "The router runs firmware 2.4.", "The router runs firmware 2.4.0.")
+        self.assertTrue(answers_agree("2.4", "2.4.0", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("2.4.1", "2.4.2", DEFAULT_CONFIG))
+        text = "The Kell router is made in Oslo. It runs firmware {}. It has four ports."
+        self.assertIsNone(edited_copy_finding(doc("a", text.format("2.4")), doc("b", text.format("2.4.0")),
+                                              DEFAULT_CONFIG))
+        self.assertIsNotNone(edited_copy_finding(doc("a", text.format("2.10")), doc("b", text.format("2.1")),
+                                                 DEFAULT_CONFIG))
+        self.check("Which Node version is needed?", "The app needs Node 18 or higher.", "The app needs Node 18 or above.")
+        self.check("How much is the membership fee?", "The membership fee is one thousand, two hundred dollars.",
+                   "The membership fee is $1,200.")
+        self.check("How much is the deposit?", "The deposit is €1.250,00.", "The deposit is €1,250.")
+        self.check("How long is the loan period?", "The loan period is a fortnight.", "The loan period is 14 days.")
+        self.check("How much does a coffee cost?", "A coffee at Dune Cafe costs 4.50.", "A coffee at Dune Cafe costs 4.5.")
+        self.check("How much does a ticket cost?", "Tickets cost 6.30-8.50 euros.", "Tickets cost €6.30 to €8.50.")
+        self.check("How much does the parcel weigh?", "The parcel weighs 3.10 kg.", "The parcel weighs 3.1 kg.")
+        self.check("What are the office hours?", "Office hours are 9-5.", "Office hours are 9 to 5.")
+        self.check("When does the quiz start?", "The quiz starts at half two on Friday.",
+                   "The quiz starts at 2:30 pm on Friday.")
+        self.assertEqual([v.type for v in extract_values("Cut the cake in half two times.")], ["quantity"])
+        self.assertTrue(answers_agree("9-5", "9 to 5", DEFAULT_CONFIG))  # a reading found as a schedule's span
+        self.check("How much is parking?", "Parking costs $3 per hour.", "Parking costs $3/hr.")
+        self.assertIsNone(compare_answers("How much is parking?", ["Parking costs 3 euros per hour."],
+                                          ["Parking costs 3 EUR/hr."], DEFAULT_CONFIG))
+        # an amount's unit said another way in a copy of one text is no edit; another unit or amount is
+        text = "The Lumo lamp is sold in Kell. Its battery lasts {}. It comes in three colours."
+        self.assertIsNone(edited_copy_finding(doc("a", text.format("10 hrs")), doc("b", text.format("10 hours")),
+                                              DEFAULT_CONFIG))
+        self.assertIsNotNone(edited_copy_finding(doc("a", text.format("10 hrs")), doc("b", text.format("10 days")),
+                                                 DEFAULT_CONFIG))
 
     def test_one_amount_in_digits_and_with_a_scale(self):
         self.check("How much revenue did Acme report?", "Revenue was $4,200,000.", "Revenue came in at $4.2M.")
@@ -13516,6 +13690,18 @@ class TestSwaps(unittest.TestCase):
         f = compare_answers("What position did he play?", ["He played as a Defender for the club until 1990."],
                             ["He played as a Forward for the club until 1990."], DEFAULT_CONFIG)
         self.assertEqual((f.kind, f.evidence), ("slot", ("Defender", "Forward")))
+
+    def test_a_name_swapped_after_an_amount_is_no_unit(self):
+        """A name changed after a year or an amount is a swap of names, though the year or the amount alone is the
+        one value on each side; a unit changed after it is one value said two ways."""
+        pair = (["In 2010 Ada Moss won the Kell Valley hill race for the third time."],
+                ["In 2010 Tom Price won the Kell Valley hill race for the third time."])
+        self.assertEqual(swap_finding(*pair, frozenset(), DEFAULT_CONFIG).evidence, ("Ada Moss", "Tom Price"))
+        text = "The Kell race is run each May. In 2010 {} won the race. It is 10 km long."
+        f = edited_copy_finding(doc("a", text.format("Ada Moss")), doc("b", text.format("Tom Price")), DEFAULT_CONFIG)
+        self.assertEqual(f.evidence, ("Ada Moss", "Tom Price"))
+        self.assertIsNone(swap_finding(["The Kell race is 10 km long."], ["The Kell race is 10 kilometres long."],
+                                       frozenset(), DEFAULT_CONFIG))
 
     def test_a_swapped_span_is_quoted_as_written(self):
         """A span of several tokens keeps what lies between them: a time's colon, a date's slash, a hyphen; so does
