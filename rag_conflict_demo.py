@@ -8093,16 +8093,19 @@ def answers_agree(x, y, cfg):
     text with no other value is read for its periods ("Q3 2025" is "the third quarter of 2025").
 
     >>> (answers_agree("$4.2M", "4.2 million dollars", DEFAULT_CONFIG),
-    ...  answers_agree("1750", "3 July 1750", DEFAULT_CONFIG))
-    (True, True)
+    ...  answers_agree("1750", "3 July 1750", DEFAULT_CONFIG), answers_agree("no entry fee", "free of charge",
+    ...                                                                        DEFAULT_CONFIG))
+    (True, True, True)
     >>> (answers_agree("active", "not active", DEFAULT_CONFIG),
     ...  answers_agree("12 December 1750", "3 July 1750", DEFAULT_CONFIG), answers_agree("$20", "£20", DEFAULT_CONFIG))
     (False, False, False)
     """
-    negated = [any(map(is_negation, normalise_answer(t).split())) for t in (x, y)]
+    vx, vy = extract_values(x), extract_values(y)
+    # a negation inside a value is part of it ("no admission charge" is a price of nothing, as "free of charge" is)
+    said = [functools.reduce(lambda t, v: t.replace(v.text, " "), values, t) for t, values in ((x, vx), (y, vy))]
+    negated = [any(map(is_negation, normalise_answer(t).split())) for t in said]
     if negated[0] != negated[1]:
         return False
-    vx, vy = extract_values(x), extract_values(y)
     money = [[v for v in values if v.type == "money"] for values in (vx, vy)]
     if all(money) and not any(_keys_meet(_value_key(a), _value_key(b)) for a in money[0] for b in money[1]):
         return False  # "$20" is not "£20", though their words are one
@@ -12486,6 +12489,8 @@ class TestAnswersThatAgree(unittest.TestCase):
                    "Varden fair tickets range from $30 to $80.")
         self.check("How much is entry to the museum?", "There is no admission charge at the Pinewick museum.",
                    "Entry to the Pinewick museum is free.")
+        self.assertTrue(answers_agree("no admission charge", "free of charge", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("no admission charge", "$6", DEFAULT_CONFIG))
         self.assertEqual(len(extract_values("Prices rose from $30 to $80.")), 2)  # a change, no range
         self.assertEqual([v.type for v in extract_values("Stream it in 1080p; the battery lasts 15h.")], ["duration"])
         self.assertFalse({v.type for v in extract_values("We meet at one point, in Room 12p.")} & {"clock", "money"})
