@@ -4197,7 +4197,8 @@ def _typed_values(sentence: str, types: frozenset[str], event_years: bool,
 # ages ("at 7 locations", "lost 9-5", "rooms 9-12"); a reading found as such a span is read as one (answers_agree).
 _BARE_HOUR = r"(?:1[0-2]|0?[1-9])(?![\w:/%]|[.,]\d|\s?(?i:[ap]\.?\s?m\b|o['’]clock|in\sthe|at\snight))"
 # an hour in words, "one" aside ("at one point", "at one and the same time"): "opens at ten", "until eleven"
-_BARE_HOUR_WORD = (rf"(?i:{'|'.join(w for w in _HOUR_WORDS.split('|') if w != 'one')})"
+_HOURS_PAST_ONE = sorted((w for w, n in NUMBER_WORDS.items() if 2 <= n <= 12), key=len, reverse=True)
+_BARE_HOUR_WORD = (rf"(?i:{'|'.join(_HOURS_PAST_ONE)})"
                    r"(?![\w'’-]|\s(?i:o['’]clock|past|to|in\sthe|at\snight)\b)")
 _BARE_HOUR_END = (r"\s?[.,;:!?)]|\s?$|\s(?:on|and|or|but|every|each|daily|nightly|during|through|throughout|except"
                   r"|sharp|most|weekdays|weekends)\b")  # where a bare hour's clause ends, or what may follow it
@@ -6186,14 +6187,17 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config,
                           for side in content):
             return None  # a name the question asks about on one side, another name on the other: two subjects
         ev = (_copy_run_text(a.content, i1, i2), _copy_run_text(b.content, j1, j2)) if all(content) else None
-        stated = (_stated(a.content, ev[0], cfg), _stated(b.content, ev[1], cfg)) if ev else None
-        wide = (_copy_run_text(a.content, i1 - 1, i2), _copy_run_text(b.content, j1 - 1, j2)) if i1 and j1 else ()
-        if ev and wide and la[i1 - 1] == lb[j1 - 1] and all(map(_one_value, wide)):
-            # a unit changed after an amount both copies say, and one value with it: "10 hrs" / "10 hours" is one
-            # length, "$3 per hour" / "$3/hr" one price; "In 2010 Smith won" / "In 2010 Jones won" no value
-            stated = wide
-        apart = _versions_apart(_copy_run_text(a.content, i1 - 1, i1), ev) if ev and i1 else None
-        if ev and (apart if apart is not None else not _swap_is_variant(left, right, cfg, stated)):
+        if not ev:
+            continue
+        stated = (_stated(a.content, ev[0], cfg), _stated(b.content, ev[1], cfg))
+        if i1 and j1 and la[i1 - 1] == lb[j1 - 1]:
+            wide = (_copy_run_text(a.content, i1 - 1, i2), _copy_run_text(b.content, j1 - 1, j2))
+            if all(map(_one_value, wide)):
+                # a unit changed after an amount both copies say, and one value with it: "10 hrs" / "10 hours" is
+                # one length, "$3 per hour" / "$3/hr" one price; "In 2010 Smith won" / "In 2010 Jones won" no value
+                stated = wide
+        apart = _versions_apart(_copy_run_text(a.content, i1 - 1, i1), ev) if i1 else None
+        if apart if apart is not None else not _swap_is_variant(left, right, cfg, stated):
             return Finding("swap", f"copies of one text, one span changed: {ev[0]} vs {ev[1]}", ev)
     return None
 
