@@ -2527,7 +2527,14 @@ WORDNUM_MAX_WORDS = 8
 # says them; not a second number ("between one hundred and two hundred").
 _AND_TENS = (rf"(?:(?<=hundred)\sand\s(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}))?"
              r"(?![\w-]|\s(?:hundred|dozen)(?![\w-])))")  # a scale after it scales all: "a hundred and fifty thousand"
-_ONE_OF_SCALE = (r"(?:half\s|a\squarter\sof\s|a\sthird\sof\s)?an?(?=\s(?:dozen|hundred|thousand|million|billion|trillion)"
+# A fraction: "half", or a count of parts ("a quarter of", "two-thirds of", "three quarters of"); of one thing after
+# it ("half a million", "a quarter of an hour") or a share of a whole (_FRACTION_SHARE_RE).
+DENOMINATORS = {"half": 2, "third": 3, "quarter": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9,
+                "tenth": 10}
+FRACTION_NUMERATORS = {"a": 1, **{w: n for w, n in NUMBER_WORDS.items() if 1 <= n <= 9}}
+_PARTS = (rf"(?:{'|'.join(FRACTION_NUMERATORS)})[\s-](?:{'|'.join(w for w in DENOMINATORS if w != 'half')}|halve)s?")
+_FRACTION = rf"(?:half|{_PARTS}\sof)"
+_ONE_OF_SCALE = (rf"(?:{_FRACTION}\s)?an?(?=\s(?:dozen|hundred|thousand|million|billion|trillion)"
                  rf"(?![\w-]))(?:\s(?:dozen|hundred{_AND_TENS}?"
                  rf"|thousand(?:[ -](?:{_WORDNUM_ALT}|hundred)(?![\w]))+{_AND_TENS}?))?")  # "a thousand two hundred"
 # "Thousand" inside a number in words is part of it where more of the number follows ("one thousand two hundred",
@@ -2539,10 +2546,10 @@ _AND_TENS_AFTER_THOUSAND = (rf"\sand\s(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}
 # ("one thousand, two thousand").
 _COMMA_AFTER_THOUSAND = (rf",(?=\s(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred))*"
                          r"(?![\w-]|[ -](?:thousand|million|billion|trillion)(?![\w])))")
-_WORDNUM = (rf"(?i:{_ONE_OF_SCALE}|(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred|dozen"
+_A_COUPLE_OF = r"a\scouple\sof(?:\s(?:dozen|hundred))?(?=\s[a-z])"  # two of what follows: "a couple of eggs"
+_WORDNUM = (rf"(?i:{_ONE_OF_SCALE}|{_A_COUPLE_OF}|(?:{_WORDNUM_ALT})(?:[ -](?:{_WORDNUM_ALT}|hundred|dozen"
             rf"|thousand(?:(?=[ -](?:{_WORDNUM_ALT})(?![\w]))|{_COMMA_AFTER_THOUSAND}|{_AND_TENS_AFTER_THOUSAND})))"
             rf"{{0,{WORDNUM_MAX_WORDS - 1}}}{_AND_TENS}?)")
-FRACTION_OPENERS = {("half",): 0.5, ("a", "quarter", "of"): 0.25, ("a", "third", "of"): 1 / 3}
 _NUM = rf"(?P<num>{_DIGITS}|{_WORDNUM})"
 _SCALE_WORDS = r"thousand|million|billion|trillion|lakhs?|crores?"
 _SCALE_ANY = rf"(?P<scale>\s?(?:bn|mn|tn|[KkMmBbTt])(?![\w])|\s(?i:{_SCALE_WORDS})(?![\w]))"
@@ -2558,8 +2565,9 @@ _DUR_UNITS = (r"years?|yrs?|months?|mos|fortnights?|weeks?|wks?|days?|hours?|hrs
               r"|decades?|centuries|century")
 # "a month", "an hour": one unit, as a duration only after a word that asks how long ("within a month", "for a
 # fortnight", "lasts a year"); "once a week" and "a day of rest" are no durations.
-_ONE_DURATION_RE = re.compile(r"(?<![\w])(?P<num>[Aa]n?)\s(?P<unit>year|month|fortnight|week|day|hour|minute|decade"
-                              r"|century)(?P<half>\sand\sa\shalf)?(?![\w])")
+# A part of one unit ("half an hour", "three quarters of an hour") is a length wherever it stands.
+_ONE_DURATION_RE = re.compile(rf"(?<![\w])(?P<num>(?:(?P<fraction>(?i:{_FRACTION}))\s)?[Aa]n?)\s(?P<unit>year|month"
+                              r"|fortnight|week|day|hour|minute|decade|century)(?P<half>\sand\sa\shalf)?(?![\w])")
 DURATION_CUES = frozenset("within for lasts last lasted lasting takes take took after over under only just".split())
 COPULA_WORDS = frozenset("is are was were be been remains remained".split())
 _CLAUSE_END_RE = re.compile(r"\s*(?:[.,;:!?)]|$)")
@@ -2645,11 +2653,19 @@ POUNDS_CUES = {
     "weight": frozenset("""weigh weighs weighed weighing weight weights heavy heavier heaviest light lighter mass load
         loads lift lifted lifts carry carries""".split()),
 }
-_PERCENT_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:%|(?i:percent|per cent|pct|percentage points?)(?![\w]))")
+_PERCENT_RE = re.compile(rf"{_LEAD}{_NUM}(?P<half>\s(?i:and\sa\shalf))?\s?"  # "twelve and a half percent"
+                         r"(?:%|(?i:percent|per cent|pct|percentage points?)(?![\w]))")
 # A share said as a ratio, a percentage of its own: "one in four" = 25%, "3 out of 10"; up to three digits below, so
 # "1 in 2010" is no share, nor is a time ("1 in 3 days").
 _RATIO_RE = re.compile(rf"(?<![\w.,-])(?P<num>\d{{1,3}}|{_WORDNUM_ALT})\s(?:in|out\sof)\s"
                        rf"(?P<den>\d{{1,3}}|{_WORDNUM_ALT})(?![\w.,%-]|\s(?:{_DUR_UNITS})(?![\w]))", re.IGNORECASE)
+# A share said as a fraction of a whole: "a fifth of residents", "two-thirds of voters", "half of the staff",
+# "three-quarters occupancy", "half full", or alone (an answer, a swapped span); not of one thing ("half an hour", "a
+# quarter of a million": amounts), of a number or a year ("a third of 90", "the first half of 2024") nor a half named
+# by its place ("the second half of the season")
+_FRACTION_SHARE_RE = re.compile(rf"(?<![\w-])(?<!the\s)(?<!first\s)(?<!second\s)(?<!other\s)(?<!latter\s)"
+                                rf"(?P<num>(?i:half|{_PARTS}))(?![\w-])")
+_SHARE_OF_RE = re.compile(r"\sof\s(?!an?\s|\d)|[\s-](?:occupancy|capacity|full|empty)(?![\w])")
 # A temperature in degrees Celsius or Fahrenheit, compared in Celsius ("180°C" meets "356°F"); the scale must be said
 # (a degree sign or "degrees" before C or F, or the scale's name): a bare "30 degrees" may be an angle.
 _TEMPERATURE_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:[°º]\s?(?P<s1>[CF])|(?i:degrees?)\s(?P<s2>[CF])"
@@ -2786,8 +2802,7 @@ def parse_number(text: str) -> float | None:
     if t[:1].isdigit():
         return float(t.translate(_NO_THOUSANDS_MARKS))
     words = _NUMBER_WORD_SPLIT_RE.split(t)
-    fraction = next(((n, f) for opener, f in FRACTION_OPENERS.items() if tuple(words[:(n := len(opener))]) == opener),
-                    (0, 1.0))
+    fraction = _fraction_opener(words)
     # subtle: floats, so "nine hundred ninety nine hundred ..." grows to inf, not past what float() takes
     thousands, total = 0.0, 0.0
     for k, word in enumerate(words[fraction[0]:], fraction[0]):
@@ -2801,7 +2816,26 @@ def parse_number(text: str) -> float | None:
             total += NUMBER_WORDS.get(word, 1)
         else:
             return None
+    if fraction[0] == len(words):  # "a couple of", its thing said after it: "a couple of eggs"
+        total = 1.0
     return float(thousands + total) * fraction[1]
+
+
+def _fraction_opener(words: list[str]) -> tuple[int, float]:
+    """(how many of the words open a number as its fraction, the fraction): "half", "a quarter of", "two-thirds of"
+    (words split at spaces and hyphens), "a couple of" (two of what follows); (0, 1.0) when none does.
+
+    >>> _fraction_opener("three quarters of an".split()), _fraction_opener(["half", "a"]), _fraction_opener(["six"])
+    ((3, 0.75), (1, 0.5), (0, 1.0))
+    """
+    if words[:1] == ["half"]:
+        return 1, 0.5
+    if words[:3] == ["a", "couple", "of"]:
+        return 3, 2.0
+    part = words[1].removesuffix("s").replace("halve", "half") if len(words) > 2 and words[2] == "of" else ""
+    if words[0] in FRACTION_NUMERATORS and part in DENOMINATORS:
+        return 3, FRACTION_NUMERATORS[words[0]] / DENOMINATORS[part]
+    return 0, 1.0
 
 
 def _scaled(m: re.Match, read: Callable[[str], float | None] = parse_number) -> float | None:
@@ -2868,6 +2902,20 @@ def _ratio_values(m: re.Match) -> list[Value]:
     """
     part, whole = parse_number(m["num"]), parse_number(m["den"])
     return _value("percent", 100 * part / whole, "%", m) if part and whole and part < whole else []
+
+
+def _share_values(m: re.Match) -> list[Value]:
+    """A fraction of a whole (_FRACTION_SHARE_RE) as a percentage, where a whole follows (_SHARE_OF_RE) or it is the
+    whole text.
+
+    >>> [(v.text, v.amount) for v in extract_values("A fifth of staff cycle; the hall is three-quarters full.")]
+    [('A fifth', 20.0), ('three-quarters', 75.0)]
+    >>> extract_values("They left in the second half of the season, half an hour late.")[0].text
+    'half an hour'
+    """
+    if not (_SHARE_OF_RE.match(m.string, m.end()) or not m.string[:m.start()].strip() + m.string[m.end():].strip()):
+        return []
+    return _value("percent", 100 * _fraction_opener(_NUMBER_WORD_SPLIT_RE.split(m["num"].lower() + " of"))[1], "%", m)
 
 
 TEMPERATURE_FACTORS = {"°C": 1.0, "°F": 5 / 9}  # a degree of each scale in Celsius degrees
@@ -3051,9 +3099,10 @@ def _one_duration_values(m: re.Match) -> list[Value]:
     before = [w.lower() for w in _words_before(m.string, m.start(), 1)]
     # after a copula, where the unit ends its clause: "The loan period is a fortnight." ("is a day of rest" is none)
     stated = bool(before) and before[0] in COPULA_WORDS and _CLAUSE_END_RE.match(m.string, m.end())
-    if not (stated or any(w in DURATION_CUES for w in before)):
+    if not (stated or m["fraction"] or any(w in DURATION_CUES for w in before)):  # a part of a unit is a length
         return []
-    return _value("duration", DURATION_DAYS[m["unit"]] * (1.5 if m["half"] else 1), "days", m)
+    days = DURATION_DAYS[m["unit"]] * (1.5 if m["half"] else 1) * parse_number(m["num"])  # "a": 1, "half an": 0.5
+    return _value("duration", days, "days", m)
 
 
 def _frequency_values(m: re.Match) -> list[Value]:
@@ -3291,7 +3340,8 @@ _GLUED_ALT = "|".join(map(re.escape, sorted(GLUED_UNITS, key=len, reverse=True))
 # letter ("3 t-shirts"), a compound's first part ("5 ft 10 in": a count) or a rate's numerator ("5 km a day", "186,000
 # miles (300,000 km) per second": _RATE_RE's)
 _PER_AFTER = rf"(?:\s?\([^()]*\)|\))?{_PER_WORD}(?:{_PER_UNITS})(?![\w])"
-_MEASURE_RE = re.compile(rf"{_LEAD}{_NUM}{_SCALE_PLAIN}?(?:[\s-](?P<unit>{_UNIT_ALT})|(?P<glued>{_GLUED_ALT}))"
+_MEASURE_RE = re.compile(rf"{_LEAD}(?P<num>{_DIGITS}|{_WORDNUM}|(?i:{_FRACTION}\san?))"  # "half a kilo"
+                         rf"{_SCALE_PLAIN}?(?:[\s-](?P<unit>{_UNIT_ALT})|(?P<glued>{_GLUED_ALT}))"
                          rf"(?![\w²³/]|-[^\W\d]|\s\d)(?!{_PER_AFTER})")
 
 
@@ -3521,8 +3571,9 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     *((r, _money_values) for r in _MONEY_RES),
     (_POUNDS_RE, _pounds_values),
     (_FREE_RE, lambda m: [Value("money", 0.0, FREE_CURRENCY, "", "", m.group())]),
-    (_PERCENT_RE, lambda m: _value("percent", _scaled(m), "%", m)),
+    (_PERCENT_RE, lambda m: _value("percent", _scaled(m) and _scaled(m) + 0.5 * bool(m["half"]), "%", m)),
     (_RATIO_RE, lambda m: _ratio_values(m)),
+    (_FRACTION_SHARE_RE, _share_values),
     (_TEMPERATURE_RE, lambda m: _temperature_values(m)),
     *((r, _clock_values) for r in _CLOCK_RES),
     (_H_TIME_RE, _h_values),
@@ -5678,7 +5729,46 @@ def _slot_pair(sa: str, sb: str, qwords: frozenset[str],
     salient = all(any(_is_salient(o, sent) for _, o in side) for side, sent in ((left, sa), (right, sb)))
     closing = len(left) == len(right) == 1 and i2 == len(ta) and j2 == len(tb)
     pair = (" ".join(o for _, o in left), " ".join(o for _, o in right))
-    return pair if (salient or closing) and not _cut_short(*pair) else None
+    if not (salient or closing) or _cut_short(*pair) or _written_two_ways(sa, pair[0], sb, pair[1], cfg):
+        return None
+    return pair
+
+
+def _written_two_ways(sa: str, x: str, sb: str, y: str, cfg: Config) -> bool:
+    """Whether two changed spans of two sentences (x of sa, y of sb, first where each stands) lie in values the two
+    state alike: one value written two ways ("costs ¥2,400" / "costs 2400 yen" differ in "2,400" / "2400 yen", one
+    price; "is complimentary" / "is free"), where a span alone may read as no value or as another. Not where a span
+    holds a qualifier the value does not keep ("early March" / "late March" both read as March).
+
+    >>> _written_two_ways("It costs ¥2,400.", "2,400", "It costs 2400 yen.", "2400 yen", DEFAULT_CONFIG)
+    True
+    >>> _written_two_ways("It costs ¥2,400.", "2,400", "It costs 2600 yen.", "2600 yen", DEFAULT_CONFIG)
+    False
+    """
+    if VALUE_QUALIFIERS & {w.lower() for w in _WORD_RE.findall(f"{x} {y}")}:
+        return False
+    sides = [_values_over(sentence, span) for sentence, span in ((sa, x), (sb, y))]
+    return bool(sides[0]) and len(sides[0]) == len(sides[1]) and all(
+        _keys_meet(_value_key(u), _value_key(v)) and _values_agree(u, v, cfg) for u, v in zip(*sides))
+
+
+def _values_over(sentence: str, span: str) -> list[Value]:
+    """The values of a sentence whose text overlaps the first place a span of it stands (none where it is not found).
+
+    >>> [v.text for v in _values_over("Tickets cost ¥2,400 for 2 adults.", "2,400")]
+    ['¥2,400']
+    """
+    start = sentence.find(span)
+    if start < 0 or not span:
+        return []
+    found, at = [], 0
+    for v in extract_values(sentence):
+        at = sentence.find(v.text, at)
+        if at < 0:
+            break
+        if at < start + len(span) and start < at + len(v.text):
+            found.append(v)
+    return found
 
 
 def _cut_short(x: str, y: str) -> bool:
@@ -5863,7 +5953,9 @@ def _swap_pair(sa: str, sb: str, qwords: frozenset[str],
     apart = _versions_apart(ta[i1 - 1][1], runs) if i1 else None
     if apart is not None:
         return runs if apart else None
-    return None if _swap_is_variant(left, right, cfg, _with_number_before(sa, sb, la, run, runs)) else runs
+    if _swap_is_variant(left, right, cfg, _with_number_before(sa, sb, la, run, runs)):
+        return None
+    return None if _written_two_ways(sa, runs[0], sb, runs[1], cfg) else runs
 
 
 # A version is read by its parts, not as a number: "Python 3.10" is no "Python 3.1", though 3.10 and 3.1 are one
@@ -6144,6 +6236,17 @@ def _copy_run_text(text: str, start: int, end: int) -> str:
     return written_run(body, _copy_matches(body)[start:end])
 
 
+def _copy_sentence(text: str, start: int) -> str:
+    """The sentence of a document that holds its copy token start.
+
+    >>> _copy_sentence("It is red. It costs $5.", 4)
+    'It costs $5.'
+    """
+    body = strip_snippet_date(text)
+    matches = _copy_matches(body)
+    return sentence_at(body, matches[start].start()) or "" if start < len(matches) else ""
+
+
 def _stated(text: str, run: str, cfg: Config) -> str:
     """A changed run as its sentence states it: the polarity hit that holds it, with the negation that scopes it ("No
     pets are allowed" for "allowed"), else the run itself.
@@ -6197,6 +6300,9 @@ def edited_copy_finding(a: Document, b: Document, cfg: Config,
                 # one length, "$3 per hour" / "$3/hr" one price; "In 2010 Smith won" / "In 2010 Jones won" no value
                 stated = wide
         apart = _versions_apart(_copy_run_text(a.content, i1 - 1, i1), ev) if i1 else None
+        if apart is None and _written_two_ways(_copy_sentence(a.content, i1), ev[0], _copy_sentence(b.content, j1),
+                                               ev[1], cfg):
+            continue  # one value written two ways ("¥2,400" / "2400 yen")
         if apart if apart is not None else not _swap_is_variant(left, right, cfg, stated):
             return Finding("swap", f"copies of one text, one span changed: {ev[0]} vs {ev[1]}", ev)
     return None
@@ -12211,6 +12317,28 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.check("What is the monthly rent?", "The rent for 2 Moss Court is £1,200 pcm.",
                    "The rent for 2 Moss Court is £1,300 per month.", "value")
 
+    def test_fractions_and_a_couple_are_amounts(self):
+        """A fraction of one unit ("half an hour", "a quarter of a litre"), of a whole (a share: "a fifth of
+        residents", "three-quarters occupancy"), "and a half" in a percentage, and "a couple of" (two)."""
+        self.check("How long should the bread bake?", "Bake the rye loaf for three quarters of an hour.",
+                   "The rye loaf needs 35 minutes in the oven.", "value")
+        self.check("How long is the probation period?", "The probation period at Fenn Ltd is half a year.",
+                   "New Fenn Ltd staff serve a 3-month probation.", "value")
+        self.check("How much flour does the recipe need?", "The Hadley loaf needs half a kilo of flour.",
+                   "Use 300 g of flour for the Hadley loaf.", "value")
+        self.check("How much milk goes into the pancakes?", "The batter takes a quarter of a litre of milk.",
+                   "Add 350 ml of milk to the batter.", "value")
+        self.check("What share of residents cycle to work?", "A fifth of Lindale residents cycle to work.",
+                   "One in three Lindale residents commutes by bike.", "value")
+        self.check("What is the occupancy rate of the hotel?", "The Graymoor Hotel runs at three-quarters occupancy.",
+                   "In summer the Graymoor Hotel is 50% full.", "value")
+        self.check("What is the service charge?", "The Olive Tree adds a twelve and a half percent service charge.",
+                   "Bills at the Olive Tree include a 15% service charge.", "value")
+        self.check("How many eggs does the recipe use?", "The Holm sponge cake uses a couple of eggs.",
+                   "You need six eggs for the Holm sponge cake.", "value")
+        self.check("How many people does the room seat?", "The Birch room seats a couple of dozen people.",
+                   "The Birch room seats 50 people.", "value")
+
     def test_everyday_amounts_said_in_words(self):
         """"four and a half hours" is 4.5 hours, "for free" a price of nothing, "open 24 hours" all day long."""
         self.check("How long is the flight to Veldmar?", "The flight to Veldmar takes 3 hours.",
@@ -12498,6 +12626,45 @@ class TestAnswersThatAgree(unittest.TestCase):
         self.assertEqual(len(extract_values("Prices rose from $30 to $80.")), 2)  # a change, no range
         self.assertEqual([v.type for v in extract_values("Stream it in 1080p; the battery lasts 15h.")], ["duration"])
         self.assertFalse({v.type for v in extract_values("We meet at one point, in Room 12p.")} & {"clock", "money"})
+
+    def test_fractions_and_a_couple_agree_with_the_amount_they_are(self):
+        """Their near misses: the same amount in digits; and what is no fraction of an amount (a half named by its
+        place, "half past nine", "half a million" as the number it is)."""
+        self.check("How long should the bread bake?", "Bake the rye loaf for three quarters of an hour.",
+                   "The rye loaf needs 45 minutes in the oven.")
+        self.check("How long is the probation period?", "The probation period at Fenn Ltd is half a year.",
+                   "New Fenn Ltd staff serve a 6-month probation.")
+        self.check("How much milk goes into the pancakes?", "The batter takes a quarter of a litre of milk.",
+                   "Add 250 ml of milk to the batter.")
+        self.check("What share of residents cycle to work?", "A fifth of Lindale residents cycle to work.",
+                   "One in five Lindale residents commutes by bike.")
+        self.check("What is the occupancy rate of the hotel?", "The Graymoor Hotel runs at three-quarters occupancy.",
+                   "The Graymoor Hotel runs at 75% occupancy.")
+        self.check("What is the service charge?", "The Olive Tree adds a twelve and a half percent service charge.",
+                   "Bills at the Olive Tree include a 12.5% service charge.")
+        self.check("How many eggs does the recipe use?", "The Holm sponge cake uses a couple of eggs.",
+                   "You need 2 eggs for the Holm sponge cake.")
+        self.assertEqual([(v.text, v.amount) for v in extract_values(
+            "After the second half of the season, at half past nine, half a million fans left.")],
+            [("half past nine", 570.0), ("half a million fans", 500000.0)])
+        self.assertEqual(extract_values("The couple married in 2001.")[0].type, "year")
+
+    def test_one_value_written_two_ways_in_copies_is_no_edit(self):
+        """A changed span inside values two copies state alike ("¥2,400" / "2400 yen", "complimentary" / "free") is
+        one value written two ways; near misses: another amount, and a qualifier the value does not keep ("early" /
+        "late March")."""
+        q = "What is the price of a train ticket to Harlow?"
+        text = "A return ticket from Brenfield to Harlow costs {}. Trains leave every hour."
+        self.assertIsNone(compare_answers(q, [text.format("¥2,400")], [text.format("2400 yen")], DEFAULT_CONFIG))
+        self.assertIsNone(edited_copy_finding(doc("a", text.format("¥2,400")), doc("b", text.format("2400 yen")),
+                                              DEFAULT_CONFIG))
+        self.assertIsNotNone(edited_copy_finding(doc("a", text.format("¥2,400")), doc("b", text.format("2600 yen")),
+                                                 DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("Is breakfast included?", ["Breakfast at the Kell Inn is complimentary."],
+                                          ["Breakfast at the Kell Inn is free."], DEFAULT_CONFIG))
+        text = "Spring term at Larch Hill School starts in {} March. Pupils bring their own lunch."
+        self.assertIsNotNone(edited_copy_finding(doc("a", text.format("early")), doc("b", text.format("late")),
+                                                 DEFAULT_CONFIG))
 
     def test_everyday_values_in_other_notations_agree(self):
         """The near misses of the other notations: one time, one version, one amount, one length said two ways, and a
