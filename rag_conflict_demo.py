@@ -2482,6 +2482,7 @@ CURRENCIES = {
     "$": "USD", "us$": "USD", "a$": "AUD", "c$": "CAD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR",
     "usd": "USD", "eur": "EUR", "gbp": "GBP", "jpy": "JPY", "inr": "INR", "cad": "CAD", "aud": "AUD", "chf": "CHF",
     "cny": "CNY", "dollar": "USD", "euro": "EUR", "yen": "JPY", "rupee": "INR", "rs": "INR", "rs.": "INR",
+    "swiss franc": "CHF",
 }
 # Days per unit; 12 months and 52 weeks are both exactly one year so "12 months" == "one-year".
 DURATION_DAYS = {
@@ -2609,6 +2610,7 @@ _MONEY_RES = (
     re.compile(rf"(?<![A-Za-z0-9])(?P<cur>US\$|A\$|C\$|\$|€|£|¥|₹|Rs\.?)\s?{_MONEY_NUM}{_SCALE_ANY}?(?![\w])"),
     re.compile(rf"(?<![\w])(?P<cur>USD|EUR|GBP|JPY|INR|CAD|AUD|CHF|CNY)\s?{_MONEY_NUM}{_SCALE_ANY}?(?![\w])"),
     re.compile(rf"{_LEAD}{_MONEY_NUM}{_SCALE_ANY}?\s?(?P<cur>(?:US |U\.S\. )?(?i:dollars?)|(?i:euros?)|yen|rupees?"
+               r"|(?i:swiss\sfrancs?)"
                r"|USD|EUR|GBP|JPY|INR)(?![\w])"
                # and its cents: "2 dollars 50 cents", "two dollars fifty", "4 euros and 50 cents"
                rf"(?:\s(?:and\s)?(?P<cents>\d{{1,2}}|(?i:{_WORDNUM_ALT})(?:[ -](?i:{_WORDNUM_ALT}))?)"
@@ -2736,6 +2738,13 @@ DAY_ORDINALS = {
 }
 _DAY_WORD = rf"(?P<day>(?i:{'|'.join(sorted(DAY_ORDINALS, key=len, reverse=True))}))"
 _DATE_WORD_DMY_RE = re.compile(rf"(?<![\w-]){_DAY_WORD}\sof\s(?P<mon>{_MONTH}),?(?:\s(?P<year>\d{{4}}))?(?![\w])")
+# The day of the month alone, as a date of no month and no year: "is the 3rd", "on the 13th.", "by the 5th of every
+# month", "the first of each month" (in words only with "of each month": "the first." is as often the first of many);
+# not "the 3rd generation", "the 2nd largest".
+_DAY_ALONE_RE = re.compile(rf"(?<![\w])(?i:the)\s(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)"
+                           rf"|{_DAY_WORD.replace('<day>', '<dayw>')}"
+                           r"(?=\sof\s(?:each|every|the)\smonth))(?:\sof\s(?:each|every|the)\smonth"
+                           r"|(?=\s*(?:[.,;:!?)]|$)))")
 _DATE_WORD_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?:the\s)?{_DAY_WORD}(?:,?\s(?P<year>\d{{4}}))?"
                                r"(?![\w-])")
 # A floor of a building, by its number: "the third floor", "3rd floor", "floor 3", "on level 1" (a level only where
@@ -3345,6 +3354,29 @@ _MEASURE_RE = re.compile(rf"{_LEAD}(?P<num>{_DIGITS}|{_WORDNUM}|(?i:{_FRACTION}\
                          rf"(?![\w²³/]|-[^\W\d]|\s\d)(?!{_PER_AFTER})")
 
 
+# Metres glued to their number ("2.1m", "3m"), read where their clause measures a size: a size's noun before them
+# ("the height limit is 2.1m") or its adjective right after ("3m high"); elsewhere a glued "m" is as often millions
+# ("revenue of 3m", "5m users", "a long film grossed 3m").
+DIMENSION_NOUNS = frozenset("height length width depth clearance headroom distance elevation altitude".split())
+DIMENSION_ADJECTIVES = frozenset("high tall long wide deep away".split())
+_GLUED_METRES_RE = re.compile(r"(?<![\w.$€£¥,])(?P<num>\d{1,3}(?:\.\d{1,2})?)m"
+                              r"(?![\w²³/'’-]|\.\d|\s[a-z]+s\b)")
+
+
+def _glued_metres_values(m: re.Match) -> list[Value]:
+    """A length in metres glued to its number (_GLUED_METRES_RE) where its clause says it measures a size.
+
+    >>> [(v.text, v.amount) for v in extract_values("The height limit is 2.1m; revenue was 3m; it is 4m wide.")]
+    [('2.1m', 2.1), ('4m', 4.0)]
+    """
+    breaks = list(_CLAUSE_BREAK_RE.finditer(m.string, 0, m.start()))
+    before = {w.lower() for w in _WORD_RE.findall(m.string, breaks[-1].end() if breaks else 0, m.start())}
+    after = [w.lower() for w in _words_after(m.string, m.end(), 1)]
+    if not (before & DIMENSION_NOUNS or set(after) & DIMENSION_ADJECTIVES):
+        return []
+    return [_in_si(v, "m") for v in _value("quantity", float(m["num"]), "", m)]
+
+
 def _measure_values(m: re.Match) -> list[Value]:
     """A measurement in its SI unit, with the unit as written.
 
@@ -3421,6 +3453,16 @@ _WEEKDAY_RE = re.compile(rf"(?<![\w-])(?:(?P<nth>(?i:{'|'.join(WEEKDAY_NTH)}))\s
                          rf"(?:\s(?:of|in)\s(?:(?:the|each|every)\smonth|(?P<mon>{_MONTH})))?(?![\w-])")
 
 
+# A day of the week shortened ("on Tues.", "every Thurs"), read after a word that places a day: "Sun", "Wed" and
+# "Sat" are words of their own elsewhere.
+WEEKDAY_SHORT = {"Mon": 1, "Tue": 2, "Tues": 2, "Wed": 3, "Weds": 3, "Thu": 4, "Thur": 4, "Thurs": 4, "Fri": 5,
+                 "Sat": 6, "Sun": 7}
+_WEEKDAY_SHORT_RE = re.compile("(?:" + "|".join(rf"(?<=\b{w}\s)" for w in ("on", "every", "each", "from", "until",
+                                                                         "till", "by", "before", "after"))
+                               + rf")(?P<day>{'|'.join(sorted(WEEKDAY_SHORT, key=len, reverse=True))})"
+                               r"(?:s\b)?(?![\w-])")
+
+
 def _weekday_values(m: re.Match) -> list[Value]:
     """A day of the week, unless a capitalised word beside it makes it part of a name.
 
@@ -3437,9 +3479,10 @@ def _weekday_values(m: re.Match) -> list[Value]:
     if after and after[1][:1].isupper() and after[1].lower() not in MONTHS:
         return []  # "the Sunday Times"; "Monday March 3" is a date
 
-    month = MONTHS[m["mon"].rstrip(".").lower()] if m["mon"] else 0
-    return _value("weekday", float(WEEKDAY_NUMBERS[m["day"]] + 10 * WEEKDAY_NTH.get((m["nth"] or "").lower(), 0)
-                                   + 100 * month), "", m)
+    g = dict.fromkeys(("nth", "mon")) | m.groupdict()
+    month = MONTHS[g["mon"].rstrip(".").lower()] if g["mon"] else 0
+    day = WEEKDAY_NUMBERS.get(m["day"]) or WEEKDAY_SHORT[m["day"]]
+    return _value("weekday", float(day + 10 * WEEKDAY_NTH.get((g["nth"] or "").lower(), 0) + 100 * month), "", m)
 
 
 def _weekday_parts(v: Value) -> tuple[int, int, int]:
@@ -3540,6 +3583,32 @@ _H_TIME_RE = re.compile(rf"{_LEAD}(?P<hour>\d{{1,2}})h(?:\s?(?P<minute>[0-5]\d)(
                         r"(?![\w:]|[.,]\d)")
 
 
+# "0600", "2130": a time of day in four digits with no separator, as 24-hour timetables write it. Read where a word
+# places it in the day and the number can be no year: an hour with its leading zero ("opens 0600", "from 0930"), or
+# after "at" an hour past noon that something done daily (DAILY_VERBS, "starts") comes before or "every evening",
+# "daily", "hours" after ("closes at 2130 every evening"); "until 2030", "ended at 1945" and "in 1930" stay years.
+HHMM_PLACING_WORDS = ("at", "from", "until", "till", "by", "open", "opens", "close", "closes", "shut", "shuts")
+_HHMM_RE = re.compile("(?:" + "|".join(rf"(?<=\b{w}\s)" for w in HHMM_PLACING_WORDS) + ")"
+                      r"(?P<hour>[01]\d|2[0-3])(?P<minute>[0-5]\d)(?![\w%]|[,.:/-]\w)")
+_HHMM_DAILY_AFTER_RE = re.compile(r"\s(?:every|each|daily|nightly|hrs|hours)\b")
+
+
+def _hhmm_values(m: re.Match) -> list[Value]:
+    """A 24-hour time in four digits (_HHMM_RE) in minutes after midnight.
+
+    >>> [(v.text, v.amount) for v in extract_values("Doors open 0600 and close at 2130 every evening.")]
+    [('0600', 360.0), ('2130', 1290.0)]
+    >>> [v.type for v in extract_values("Prices stay fixed until 2030; the war ended at 1945.")]
+    ['year', 'year']
+    """
+    daily = (any(_stem(w.lower()) in _DAILY_STEMS for w in _words_before(m.string, m.start(), 4))
+             or _HHMM_DAILY_AFTER_RE.match(m.string, m.end()))
+    late = m.string[:m.start()].endswith("at ") and int(m["hour"]) > 12 and daily
+    if not (m["hour"].startswith("0") or late):
+        return []
+    return _value("clock", float(int(m["hour"]) * 60 + int(m["minute"])), "", m)
+
+
 def _h_values(m: re.Match) -> list[Value]:
     """A time of day or a length of time in hours and minutes with an "h" (_H_TIME_RE).
 
@@ -3577,13 +3646,17 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_TEMPERATURE_RE, lambda m: _temperature_values(m)),
     *((r, _clock_values) for r in _CLOCK_RES),
     (_H_TIME_RE, _h_values),
+    (_HHMM_RE, _hhmm_values),
     (_DATE_WORD_DMY_RE, _date_values),  # before measures and counts, which would read "twenty" of "twenty-first"
     (_DATE_WORD_MDY_RE, _date_values),
+    (_DAY_ALONE_RE, lambda m: _value("date", float(int(m["day"]) if m["day"] else DAY_ORDINALS[m["dayw"].lower()]),
+                                     "", m) if int(m["day"] or 1) <= 31 else []),
     (_TIMES_PER_RE, _frequency_values),  # before rates, durations and counts, which would read its number alone
     (_EVERY_RE, _frequency_values),
     (_ADVERB_FREQUENCY_RE, _frequency_values),
     (_FLOOR_RE, lambda m: _value("quantity", float(m["num"] or _ordinal(m["ord"].lower())), "floor", m)),
     (_MEASURE_RE, _measure_values),
+    (_GLUED_METRES_RE, _glued_metres_values),
     (_RATE_RE, _rate_values),
     (_DATE_ISO_RE, _date_values),
     (_DATE_NUMERIC_RE, _numeric_date_values),
@@ -3601,6 +3674,7 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_YEAR_RANGE_RE, _year_range_values),
     (_YEAR_RE, _year_values),
     (_WEEKDAY_RE, _weekday_values),
+    (_WEEKDAY_SHORT_RE, _weekday_values),
     (_DOT_CLOCK_RE, _dot_clock_values),
     (_COUNT_RE, _count_values),
 )
@@ -4697,8 +4771,22 @@ CONTACTS = {  # kind: (its pattern, its value's group, the question words that a
     "street address": (re.compile(r"(?<![\w.,-])\d{1,5}[A-Za-z]?(?:\s[A-Z][\w'’.-]*){1,3}?\s(?:"
                                   + "|".join(sorted(STREET_KINDS, key=len, reverse=True)) + r")\b\.?"), 0,
                        frozenset("address addresses street".split()), "street addresses"),
+    # a version: a dotted number ("v3.2", "release 2.10.3", "Parcelo 2.1.3"), or a whole number after a version word
+    # or a product's name ("version 3", "Android 12+")
+    "version": (re.compile(r"(?<![\w.])(?:(?:[vV]|(?i:version|release|revision|firmware|build))\s?\d+(?:\.\d+)*"
+                           r"|\d+(?:\.\d+)+|[A-Z][A-Za-z]+\s\d{1,2})(?![\w]|\.\d)"), 0,
+                frozenset("version versions release releases firmware build".split()), "versions"),
+    # a model number: capitals, then digits ("HX-240", "A320", "XPS13")
+    "model number": (re.compile(r"(?<![\w-])[A-Z]{1,4}-?\d{2,5}[A-Z]{0,2}(?![\w-])"), 0,
+                     frozenset("model models".split()), "model numbers"),
+    # a postcode: British ("KT4 9QX") or an American ZIP code ("02139", "02139-4307")
+    "postcode": (re.compile(r"(?<![\w-])(?:[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}|\d{5}(?:-\d{4})?)(?![\w-])"), 0,
+                 frozenset("postcode postcodes zip postal".split()), "postcodes"),
 }
 QUALIFYING_CONTACTS = frozenset({"street address", "network name"})  # their words also qualify another kind's
+# kinds whose pattern also matches what is no such code where nothing asks for one ("4.50", "A320" as a reading):
+# compared where a question asks for them (contact_finding), never to tell two readings apart (answers_agree)
+ASKED_ONLY_CONTACTS = frozenset({"version", "model number", "postcode"})
 PHONE_MIN_DIGITS = 7  # fewer digits are a count, a year or a code, not a number to call
 
 
@@ -4765,6 +4853,11 @@ def _same_contact(kind: str, x: str, y: str) -> bool:
         x, y = (re.sub(r"^(?i:https?://)?(?i:www\.)?", "", t).rstrip("/") for t in (x, y))
     if kind == "street address":  # the street's kind as one word: "12 Quay St." is "12 Quay Street"
         x, y = (" ".join(STREET_KINDS.get(w, w) for w in re.findall(r"[\w'’]+", t)) for t in (x, y))
+    if kind == "version":  # by its parts, whatever says it is one: "v3.2" is "version 3.2.0", "Android 12" no "10"
+        x, y = (version_parts(re.findall(r"\d+(?:\.\d+)*", t)[-1]) for t in (x, y))
+        return x == y
+    if kind in ("model number", "postcode"):  # spaces and hyphens aside: "KT4 9QX" is "KT49QX", "HX240" "HX-240"
+        x, y = (re.sub(r"[\s-]", "", t) for t in (x, y))
     return x.lower() == y.lower()
 
 
@@ -7189,6 +7282,7 @@ def _numeric_date(v: Value) -> bool:
 # Verbs of what happens at a time of each day: "When does the library open?" asks for a time of day as "What time
 # does it open?" does, while "When does the season start?" asks for a day.
 DAILY_VERBS = frozenset("open close shut leave depart arrive run".split())
+_DAILY_STEMS = frozenset(map(_stem, DAILY_VERBS | {"start", "begin", "finish", "lock"}))
 
 
 def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
@@ -8219,10 +8313,11 @@ def answers_agree(x, y, cfg):
     money = [[v for v in values if v.type == "money"] for values in (vx, vy)]
     if all(money) and not any(_keys_meet(_value_key(a), _value_key(b)) for a in money[0] for b in money[1]):
         return False  # "$20" is not "£20", though their words are one
-    if holds(x, y) or holds(y, x) or _short_form_of(x, y) or _short_form_of(y, x):
+    if holds(x, y) or holds(y, x) or _short_form_of(x, y) or _short_form_of(y, x) or _last_word_cut_short(x, y):
         return True
     for kind, (pattern, group, _, _) in CONTACTS.items():
-        if not group and pattern.fullmatch(x) and pattern.fullmatch(y):  # two addresses: "+44 20 ..." is "020 ..."
+        # two addresses: "+44 20 ..." is "020 ..."
+        if not group and kind not in ASKED_ONLY_CONTACTS and pattern.fullmatch(x) and pattern.fullmatch(y):
             return _same_contact(kind, x, y)
     dotted = [_VERSION_NUMBER_RE.fullmatch(t.strip()) for t in (x, y)]
     if all(dotted) and max(t.count(".") for t in (x, y)) > 1:  # a version ("2.4.0"), by its parts: "2.4" is one
@@ -8232,6 +8327,21 @@ def answers_agree(x, y, cfg):
               for v, t in ((vx, x), (vy, y)))
     return bool(vx and vy) and (all(any(_values_agree(a, b, cfg) for b in vy) for a in vx)
                                 and all(any(_values_agree(a, b, cfg) for b in vx) for a in vy))
+
+
+SHORT_WORD_LETTERS = 4  # a last word cut short keeps at most this many letters: "Ave", "St"; "Hanks" is a name
+
+
+def _last_word_cut_short(x: str, y: str) -> bool:
+    """Whether two readings are one name but for its last word, cut short in one (_cut_short) to SHORT_WORD_LETTERS
+    letters at most: a street's kind ("Linden Ave" / "Linden Avenue", "Mercer St" / "Mercer Street").
+
+    >>> _last_word_cut_short("220 Linden Ave", "220 Linden Avenue"), _last_word_cut_short("Linden Ave", "Linden Road")
+    (True, False)
+    """
+    xs, ys = x.split(), y.split()
+    return (len(xs) == len(ys) > 1 and xs[:-1] == ys[:-1] and len(min(xs[-1], ys[-1], key=len).rstrip(".")) <=
+            SHORT_WORD_LETTERS and _cut_short(xs[-1].rstrip(",;"), ys[-1].rstrip(",;")))
 
 
 SHORT_NAME_LETTERS = 3  # a given name shortened keeps at least this many letters: "Dan" for "Daniel", not "Jo"
@@ -12339,6 +12449,23 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.check("How many people does the room seat?", "The Birch room seats a couple of dozen people.",
                    "The Birch room seats 50 people.", "value")
 
+    def test_four_digit_times_short_weekdays_days_of_the_month_and_glued_metres(self):
+        """"0600", "at 2130"; "on Tues."; "the 3rd", "the first of each month"; "120 Swiss francs"; "2.1m" where a
+        size is measured: each read, so a reworded document that differs in it is a conflict."""
+        self.check("What time does the gym open on weekdays?", "Corebase Gym: doors open 0600 Monday to Friday.",
+                   "On weekdays Corebase Gym opens at 7 am.", "value")
+        self.check("What time does the restaurant close?", "Osteria Pinna closes at 2130 every evening.",
+                   "Osteria Pinna shuts its kitchen and doors at 10 pm each night.", "value")
+        self.check("What day are the bins collected?", "Bins on Ashgrove Road are collected on Tues.",
+                   "Ashgrove Road has its bin collection every Thursday.", "value")
+        self.check("When is the rent due?", "Rent for Flat 4 is due on the first of each month.",
+                   "Tenants of Flat 4 must pay rent by the 5th of every month.", "value")
+        self.check("When is bin day?", "Bin day on Gorse Road this month is the 3rd.",
+                   "This month's bin collection on Gorse Road is on the 13th.", "value")
+        self.assertFalse(answers_agree("120 Swiss francs", "CHF 150", DEFAULT_CONFIG))  # two readings' prices
+        self.check("How tall can vehicles be in the car park?", "The height limit at the Crane car park is 2.1m.",
+                   "Vehicles over 1.9 metres cannot enter the Crane car park.", "value")
+
     def test_everyday_amounts_said_in_words(self):
         """"four and a half hours" is 4.5 hours, "for free" a price of nothing, "open 24 hours" all day long."""
         self.check("How long is the flight to Veldmar?", "The flight to Veldmar takes 3 hours.",
@@ -12648,6 +12775,29 @@ class TestAnswersThatAgree(unittest.TestCase):
             "After the second half of the season, at half past nine, half a million fans left.")],
             [("half past nine", 570.0), ("half a million fans", 500000.0)])
         self.assertEqual(extract_values("The couple married in 2001.")[0].type, "year")
+
+    def test_four_digit_times_short_weekdays_days_of_the_month_and_glued_metres_agree(self):
+        """Their near misses: one time, day, date, price and height said two ways; and what is none of them (a year
+        after "until" or "ended at", "Sun Street", "the 3rd generation", millions glued to a number)."""
+        self.check("What time does the gym open on weekdays?", "Corebase Gym opens at 0600 on weekdays.",
+                   "Corebase Gym opens at 6 am on weekdays.")
+        self.check("What time does the restaurant close?", "Osteria Pinna closes at 2130 every evening.",
+                   "Osteria Pinna closes at 9:30 pm every evening.")
+        self.check("What day are the bins collected?", "Bins on Ashgrove Road are collected on Tues.",
+                   "Ashgrove Road has its bin collection every Tuesday.")
+        self.check("When is the rent due?", "Rent for Flat 4 is due on the first of each month.",
+                   "Tenants of Flat 4 must pay rent by the 1st of every month.")
+        self.assertTrue(answers_agree("150 Swiss francs", "CHF 150", DEFAULT_CONFIG))
+        self.check("How tall can vehicles be in the car park?", "The height limit at the Crane car park is 2.1m.",
+                   "The height limit at the Crane car park is 2.10 metres.")
+        self.assertEqual([(v.text, v.type) for v in extract_values(
+            "Fares stay fixed until 2030; the war ended at 1945; the Sun Street shop sold to the 3rd generation.")],
+            [("2030", "year"), ("1945", "year")])
+        self.assertFalse(extract_values("A long film grossed 3m."))  # millions, no length
+        # a street's kind cut short in one reading is one street; a name's words are not cut so
+        self.assertTrue(answers_agree("220 Linden Ave", "220 Linden Avenue", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("220 Linden Ave", "220 Linden Road", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("Tom Hanks", "Tom Hanksworth", DEFAULT_CONFIG))
 
     def test_one_value_written_two_ways_in_copies_is_no_edit(self):
         """A changed span inside values two copies state alike ("¥2,400" / "2400 yen", "complimentary" / "free") is
@@ -13242,6 +13392,30 @@ class TestUnitsAndRanges(unittest.TestCase):
                          "12 Quay Street")
         self.assertTrue(answers_agree("12 Quay St.", "12 Quay Street", DEFAULT_CONFIG))
         self.assertFalse(answers_agree("12 Quay Street", "21 Quay Street", DEFAULT_CONFIG))
+
+    def test_versions_model_numbers_and_postcodes_asked_for_are_compared(self):
+        """Reworded documents that give another version, model or postcode where the question asks for one conflict;
+        the same one said two ways does not, nor a number in a question that asks for none."""
+        q = "Which version of the app supports offline mode?"
+        self.conflict(q, "Offline mode was added to Notebloom in v3.2.", "Notebloom got offline mode in version 3.5.",
+                      "value")
+        self.conflict("What is the minimum Android version?", "Trailmate requires Android 12+.",
+                      "Trailmate runs on Android 10 and newer.", "value")
+        self.conflict("Which release fixed the login bug?", "The login bug in Parcelo was fixed in release 2.10.3.",
+                      "Parcelo 2.1.3 shipped the fix for the login bug.", "value")
+        self.conflict("Which model of boiler is installed?", "The boiler at 4 Gilder Way is a Vennox HX-240.",
+                      "4 Gilder Way has a Vennox HX-420 boiler fitted.", "value")
+        self.conflict("What is the postcode of the school?", "Thornbury School's postcode is KT4 9QX.",
+                      "Post for Thornbury School goes to KT4 9XQ.", "value")
+        # near misses: one version, model and postcode said two ways; a question asking for none of them
+        self.control(q, "Offline mode was added to Notebloom in v3.2.", "Notebloom got offline mode in version 3.2.0.")
+        self.control("Which model of boiler is installed?", "The boiler at 4 Gilder Way is a Vennox HX-240.",
+                     "4 Gilder Way has a Vennox HX240 boiler fitted.")
+        self.control("What is the postcode of the school?", "Thornbury School's postcode is KT4 9QX.",
+                     "Post for Thornbury School goes to KT49QX.")
+        self.assertIsNone(contact_finding(["The A320 seats 150."], ["The A321 seats 190."],
+                                          question_words("How many seats are there?"), DEFAULT_CONFIG))
+        self.assertTrue(answers_agree("4.50", "4.5", DEFAULT_CONFIG))  # a reading's number is no version
 
     def test_an_address_or_a_code_asked_for_is_read_whole(self):
         read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
