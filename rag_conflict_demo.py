@@ -5100,7 +5100,8 @@ POSSIBILITY = [[modal, "be"] for modal in ("can", "could", "may", "might")]  # b
 
 def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str, sign: int,
                 cfg: Config) -> PolarityHit | None:
-    """Apply negation (before, or "not" right after a modal) and the direction subject to one lexicon match.
+    """Apply negation (before, "not" right after a modal, or "no" on the predicate's object: "requires no appointment")
+    and the direction subject to one lexicon match.
 
     >>> _signed_hit(["must", "not"], ["must", "not"], 0, 1, "required", 1, DEFAULT_CONFIG).group
     'allowed'
@@ -5117,6 +5118,11 @@ def _signed_hit(lower: list[str], tokens: list[str], i: int, n: int, group: str,
             return None  # "did not increase" says nothing about a decrease: dropped rather than flipped
         start = _negation_at(lower, i, cfg.negation_window)
         return PolarityHit(group, -sign, " ".join(tokens[start:i + n]))
+    after = lower[i + n:i + n + 2]
+    verb = lower[i + n - 1].endswith("s") and not lower[i + n - 1].endswith("ss")  # "requires", "accepts", "allows"
+    if group != "direction" and verb and after[:1] == ["no"] and after[1:] and after[1].isalpha() and \
+            after[1] not in NEGATION_KEEPS_VALUE | {"longer"}:
+        return PolarityHit(group, -sign, " ".join(tokens[i:i + n + 2]))  # "requires no appointment": "no" on its object
     if group == "direction":
         subject = _direction_subject(lower, i)
         group = f"direction:{subject}" if subject else group
@@ -12481,6 +12487,15 @@ class TestAnswersThatDisagree(unittest.TestCase):
                                               [a], [b], DEFAULT_CONFIG), a)
         self.assertEqual([(v.type, v.amount) for v in extract_values("Replies come within 24 hours.")],
                          [("duration", 1.0)])
+
+    def test_no_on_the_predicates_object_negates_it(self):
+        self.check("Do I need an appointment at the clinic?", "The Wells clinic requires no appointment.",
+                   "Appointments are required at the Wells clinic.", "polarity")
+        # near misses: one no said two ways; a "no" that is no object's ("closed no matter what")
+        self.assertIsNone(compare_answers("Do I need an appointment?", ["The Wells clinic requires no appointment."],
+                                          ["No appointment is required at the Wells clinic."], DEFAULT_CONFIG))
+        self.assertEqual([(h.group, h.sign) for h in polarity_hits("The museum is closed no matter what.",
+                                                                   DEFAULT_CONFIG)], [("open", -1)])
 
     def test_no_longer_negates_the_asked_predicate(self):
         self.check("Is the museum free?", "Entry to the museum is free.", "Entry to the museum is no longer free.",
