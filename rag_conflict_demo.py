@@ -2927,7 +2927,26 @@ def _share_values(m: re.Match) -> list[Value]:
     return _value("percent", 100 * _fraction_opener(_NUMBER_WORD_SPLIT_RE.split(m["num"].lower() + " of"))[1], "%", m)
 
 
-TEMPERATURE_FACTORS = {"°C": 1.0, "°F": 5 / 9}  # a degree of each scale in Celsius degrees
+# "28 degrees" with no scale: a temperature where its sentence speaks of one (TEMPERATURE_CUES), of either scale, so
+# it meets "28°C" and "82°F" and not "31°C" (_values_agree); elsewhere an angle or a count of degrees, as it was.
+SCALE_UNSAID = "degrees"
+# a degree of each scale in Celsius degrees; one of unsaid scale is kept as written
+TEMPERATURE_FACTORS = {"°C": 1.0, "°F": 5 / 9, SCALE_UNSAID: 1.0}
+TEMPERATURE_CUES = frozenset("""temperature temperatures heated heat heats warm warmer cool cooler cold colder hot
+    hotter oven bake baked roast water pool thermostat weather forecast freezing boiling""".split())
+_BARE_DEGREES_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?i:degrees?)"
+                              r"(?![\w°º]|\s(?i:[CF]|celsius|centigrade|fahrenheit)\b)")
+
+
+def _bare_degrees_values(m: re.Match) -> list[Value]:
+    """A temperature of unsaid scale (_BARE_DEGREES_RE) where its sentence speaks of one; none elsewhere.
+
+    >>> [(v.unit, v.written) for t in ("The pool is kept at 28 degrees.", "Turn 90 degrees.") for v in extract_values(t)]
+    [('°C', 'degrees'), ('degrees', '')]
+    """
+    if not TEMPERATURE_CUES & {w.lower() for w in _WORD_RE.findall(m.string)}:
+        return []
+    return [replace(v, written=SCALE_UNSAID) for v in _value("quantity", _scaled(m), "°C", m)]
 
 
 def _temperature_values(m: re.Match) -> list[Value]:
@@ -3644,6 +3663,7 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_RATIO_RE, lambda m: _ratio_values(m)),
     (_FRACTION_SHARE_RE, _share_values),
     (_TEMPERATURE_RE, lambda m: _temperature_values(m)),
+    (_BARE_DEGREES_RE, _bare_degrees_values),
     *((r, _clock_values) for r in _CLOCK_RES),
     (_H_TIME_RE, _h_values),
     (_HHMM_RE, _hhmm_values),
@@ -4188,6 +4208,11 @@ def _values_agree(a: Value, b: Value, cfg: Config) -> bool:
         return (a.amount == b.amount or not a.amount or not b.amount) and a1 <= b2 and b1 <= a2
     if a.type in WEEKDAY_TYPES and a.high is None and b.high is None:  # "Sunday" meets "the second Sunday of May"
         return all(x == y or not x or not y for x, y in zip(_weekday_parts(a), _weekday_parts(b)))
+    if SCALE_UNSAID in (a.written, b.written):  # "28 degrees" is 28°C or 28°F: it meets either
+        unsaid, said = (a, b) if a.written == SCALE_UNSAID else (b, a)
+        readings = (unsaid.amount,) if said.written == SCALE_UNSAID else (unsaid.amount, (unsaid.amount - 32) * 5 / 9)
+        slack = max(_rounding(a), _rounding(b), cfg.rel_tol * abs(said.amount))
+        return any(abs(said.amount - r) <= slack for r in readings)
     if a.type == "money" and all(daily := (_per_day(a), _per_day(b))):  # "$30/month" meets "$360 per year"
         a, b = daily
     if a.high is None and b.high is None and a.written == b.written:  # two amounts in one unit: the common case
@@ -4739,11 +4764,12 @@ def _first_disagreement(va: dict[tuple[str, str], list[tuple]], vb: dict[tuple[s
     return None
 
 
-# Contact addresses and access codes: an email address, a web address, a phone number or a code given after its name
-# ("the password BlueOcean7", "PIN: 4512"), each compared as what it is (an address's case, a scheme, "www." and a
-# phone number's spacing, punctuation and country code aside; a code exactly) when the question asks for that kind
-# ("What is the billing email?", "What is the Wi-Fi password?"); two documents whose answer sentences give such
-# values, none in common, disagree, and the reader reads the value whole.
+# Contact addresses and access codes: an email address, a web address, a phone number, a code given after its name
+# ("the password BlueOcean7", "PIN: 4512"), a street address, a version, a model number or a postcode, each compared
+# as what it is (an address's case, a scheme, "www." and a phone number's spacing, punctuation and country code aside;
+# a code exactly; a version by its parts) when the question asks for that kind ("What is the billing email?", "What is
+# the Wi-Fi password?", "Which version added it?"); two documents whose answer sentences give such values, none in
+# common, disagree, and the reader reads the value whole.
 # a code as a token with a digit or a capital ("sunflower42", "SAVE10", "HarborGuest"), maybe quoted
 _CODE_TOKEN = r"[\"“'‘]?(?P<code>(?=[^\s\"“”'‘’]*[\dA-Z])[^\s\"“”'‘’,;]*[^\s\"“”'‘’,;.:!?)])"
 # the kinds of street a street address names, with their abbreviations (compared as one: "St." is "Street")
@@ -5844,7 +5870,7 @@ def _written_two_ways(sa: str, x: str, sb: str, y: str, cfg: Config) -> bool:
     >>> _written_two_ways("It costs ¥2,400.", "2,400", "It costs 2600 yen.", "2600 yen", DEFAULT_CONFIG)
     False
     """
-    if VALUE_QUALIFIERS & {w.lower() for w in _WORD_RE.findall(f"{x} {y}")}:
+    if VALUE_QUALIFIERS & {w.lower() for w in _WORD_RE.findall(f"{x} {y}") if w != "C"}:  # "C" is Celsius, not "c."
         return False
     sides = [_values_over(sentence, span) for sentence, span in ((sa, x), (sb, y))]
     return bool(sides[0]) and len(sides[0]) == len(sides[1]) and all(
@@ -12813,6 +12839,18 @@ class TestAnswersThatAgree(unittest.TestCase):
         self.assertTrue(answers_agree("220 Linden Ave", "220 Linden Avenue", DEFAULT_CONFIG))
         self.assertFalse(answers_agree("220 Linden Ave", "220 Linden Road", DEFAULT_CONFIG))
         self.assertFalse(answers_agree("Tom Hanks", "Tom Hanksworth", DEFAULT_CONFIG))
+
+    def test_degrees_of_unsaid_scale_are_a_temperature_of_either_scale(self):
+        """"28 degrees" where the sentence speaks of a temperature meets 28°C and 82°F, not 31°C; elsewhere ("turn
+        90 degrees", "two degrees" held) it stays what it was."""
+        q = "What temperature is the pool kept at?"
+        self.assertIsNone(compare_answers(q, ["The Ashby pool is kept at 28 degrees."],
+                                          ["The Ashby pool is kept at 28°C."], DEFAULT_CONFIG))
+        self.assertTrue(answers_agree("The pool is kept at 28 degrees.", "82°F", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("The pool is kept at 28 degrees.", "31°C", DEFAULT_CONFIG))
+        self.assertTrue(answers_agree("Bake at 350 degrees.", "180°C", DEFAULT_CONFIG))  # the Fahrenheit reading
+        self.assertEqual([(v.unit, v.written) for v in extract_values("Turn 90 degrees; she holds two degrees.")],
+                         [("degrees", ""), ("degrees", "")])
 
     def test_one_value_written_two_ways_in_copies_is_no_edit(self):
         """A changed span inside values two copies state alike ("¥2,400" / "2400 yen", "complimentary" / "free") is
