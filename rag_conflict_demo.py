@@ -4900,7 +4900,8 @@ class PolarityHit:
 # Predicate groups: group -> (its words of sign +1, of sign -1), a phrase's words joined by "_"; only the same group
 # can conflict. "available" holds change-of-state verbs ("no longer accepts", "stopped selling", "was cancelled");
 # "allowed" the everyday words for it after a copula ("jeans are fine", "dogs are welcome": not "a fine", "Welcome!");
-# "online" an event's opposite, "in person", after a verb that holds it ("held in person", not "apply in person").
+# "online" an event's opposite, "in person", after a verb that holds it ("held in person", not "apply in person");
+# "required" what one must have come "by ... only" ("by appointment only": an appointment is required).
 POLARITY_WORDS = {
     "active": ("active", "inactive deactivated"), "enabled": ("enabled", "disabled"),
     "online": ("online", "offline held_in_person is_in_person are_in_person be_in_person place_in_person"),
@@ -4913,7 +4914,8 @@ POLARITY_WORDS = {
                   "retired discontinued deprecated unavailable shut_down sunset sunsetted withdrawn decommissioned "
                   "out_of_service phased_out stopped_selling stopped_offering ceased cancelled canceled scrapped "
                   "abolished terminated suspended out_of_operation removed unsupported postponed called_off"),
-    "required": ("required require requires mandatory must compulsory obligatory", "optional voluntary"),
+    "required": ("required require requires mandatory must compulsory obligatory by_appointment_only "
+                 "by_reservation_only by_booking_only by_invitation_only", "optional voluntary"),
     "open": ("open", "closed"), "approved": ("approved", "rejected denied"),
     "in_stock": ("in_stock", "out_of_stock sold_out"),
     "included": ("included", "charged_separately billed_separately paid_separately sold_separately costs_extra "
@@ -12513,6 +12515,13 @@ class TestAnswersThatDisagree(unittest.TestCase):
                                               [a], [b], DEFAULT_CONFIG), a)
         self.assertEqual([(v.type, v.amount) for v in extract_values("Replies come within 24 hours.")],
                          [("duration", 1.0)])
+
+    def test_by_appointment_only_requires_one(self):
+        self.check("Do I need to book for the clinic?", "The Wells clinic requires no appointment.",
+                   "The Wells clinic is by appointment only.", "polarity")
+        # near miss: the same requirement said two ways
+        self.assertIsNone(compare_answers("Do I need to book?", ["The Wells clinic is by appointment only."],
+                                          ["Appointments are required at the Wells clinic."], DEFAULT_CONFIG))
 
     def test_no_on_the_predicates_object_negates_it(self):
         self.check("Do I need an appointment at the clinic?", "The Wells clinic requires no appointment.",
