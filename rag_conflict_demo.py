@@ -2622,14 +2622,24 @@ _MONEY_RES = (
     # the currency's symbol after the number, as much of Europe writes it: "20€", "42,50 €", "20 $"
     re.compile(rf"{_LEAD}{_MONEY_NUM}{_SCALE_ANY}?\s?(?P<cur>€|\$|£)(?![\w])"),
 )
+
+
+def _after_word(words: Iterable[str]) -> str:
+    """A pattern's alternatives for a place right after one of the words and a space (fixed-width lookbehinds).
+
+    >>> re.findall(rf"(?:{_after_word(('at', 'by'))})\\d+", "at 5, by 6, in 7")
+    ['5', '6']
+    """
+    return "|".join(rf"(?<=\b{w}\s)" for w in words)
+
+
 # A price of nothing said in words: "free of charge", "at no cost", "no charge", "costs nothing", "we do not charge for
 # it", "admission is free", "free parking". Its money value is 0 in no currency (unit FREE_CURRENCY), which meets an
 # amount in any currency ("free" vs "$3 an hour"). "Free" elsewhere is no price: "free to leave", "free from", "a free
 # agent", "is free software", "free for children" (a price for some); after a verb, only where its clause ends, a time
 # or place follows ("is free on Sundays") or it is free for all.
-_COPULA_BEFORE = "|".join(rf"(?<=\b{w}\s)" for w in ("is", "are", "was", "were", "be", "been", "remains", "remain",
-                                                     "stays", "stay", "now", "always", "entirely", "completely",
-                                                     "totally", "also", "still"))
+_COPULA_BEFORE = _after_word(("is", "are", "was", "were", "be", "been", "remains", "remain", "stays", "stay", "now",
+                              "always", "entirely", "completely", "totally", "also", "still"))
 _FREE_WORDS = "free|complimentary"  # a price of nothing in one word, after a copula or before a noun
 _FREE_RE = re.compile(r"(?<![\w-])(?i:free\sof\s(?:charge|cost)|at\sno\s(?:extra\s|additional\s)?(?:cost|charge)"
                       r"|no\s(?:(?:admission|entry|entrance)\s)?(?:charge|fee)(?![\w-])|costs?\snothing|charges?\snothing|for\sfree(?![\w-])"
@@ -3439,7 +3449,7 @@ _HALF_OF_DAY = (r"(?:\s?(?P<half>[AaPp])(?:\.\s?[Mm]\.|\s?[Mm])(?![\w])"  # am, 
                 rf"|\s(?i:in\sthe\s|at\s)(?P<part>(?i:{'|'.join(DAY_PARTS)}))(?![\w]))")
 _CLOCK_RES = (  # first the longest reading: "10 minutes past 9 pm" is one time, not a duration and a time
     # "half two", as British English says half past two, after a word that places it in the day ("at half two")
-    re.compile("(?:" + "|".join(rf"(?<=\b{w}\s)" for w in sorted(CLOCK_CUES)) + ")"
+    re.compile(f"(?:{_after_word(sorted(CLOCK_CUES))})"
                + rf"(?i:(?P<past>half)\s(?P<hour>{_HOUR_WORDS}|1[0-2]|[1-9]))(?![\w'’:-]|\.\d){_HALF_OF_DAY}?"),
     re.compile(rf"(?:(?<![\w.:-])|(?<=[AaPp][Mm]-)|(?<=[AaPp]\.[Mm]\.-)|(?<=\d-)|(?<=(?i:noon)-))"  # "9am-5pm"
                rf"(?i:(?:(?P<past>quarter|half|{_WORDNUM_ALT}|\d{{1,2}})(?P<minutes>\sminutes?)?\s"
@@ -3476,10 +3486,9 @@ _WEEKDAY_RE = re.compile(rf"(?<![\w-])(?:(?P<nth>(?i:{'|'.join(WEEKDAY_NTH)}))\s
 # "Sat" are words of their own elsewhere.
 WEEKDAY_SHORT = {"Mon": 1, "Tue": 2, "Tues": 2, "Wed": 3, "Weds": 3, "Thu": 4, "Thur": 4, "Thurs": 4, "Fri": 5,
                  "Sat": 6, "Sun": 7}
-_WEEKDAY_SHORT_RE = re.compile("(?:" + "|".join(rf"(?<=\b{w}\s)" for w in ("on", "every", "each", "from", "until",
-                                                                         "till", "by", "before", "after"))
-                               + rf")(?P<day>{'|'.join(sorted(WEEKDAY_SHORT, key=len, reverse=True))})"
-                               r"(?:s\b)?(?![\w-])")
+DAY_PLACING_WORDS = ("on", "every", "each", "from", "until", "till", "by", "before", "after")
+_WEEKDAY_SHORT_RE = re.compile(rf"(?:{_after_word(DAY_PLACING_WORDS)})"
+                               rf"(?P<day>{'|'.join(sorted(WEEKDAY_SHORT, key=len, reverse=True))})(?:s\b)?(?![\w-])")
 
 
 def _weekday_values(m: re.Match) -> list[Value]:
@@ -3607,7 +3616,7 @@ _H_TIME_RE = re.compile(rf"{_LEAD}(?P<hour>\d{{1,2}})h(?:\s?(?P<minute>[0-5]\d)(
 # after "at" an hour past noon that something done daily (DAILY_VERBS, "starts") comes before or "every evening",
 # "daily", "hours" after ("closes at 2130 every evening"); "until 2030", "ended at 1945" and "in 1930" stay years.
 HHMM_PLACING_WORDS = ("at", "from", "until", "till", "by", "open", "opens", "close", "closes", "shut", "shuts")
-_HHMM_RE = re.compile("(?:" + "|".join(rf"(?<=\b{w}\s)" for w in HHMM_PLACING_WORDS) + ")"
+_HHMM_RE = re.compile(f"(?:{_after_word(HHMM_PLACING_WORDS)})"
                       r"(?P<hour>[01]\d|2[0-3])(?P<minute>[0-5]\d)(?![\w%]|[,.:/-]\w)")
 _HHMM_DAILY_AFTER_RE = re.compile(r"\s(?:every|each|daily|nightly|hrs|hours)\b")
 
