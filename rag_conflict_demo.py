@@ -1147,12 +1147,16 @@ def stopped_candidates(question, docs, readings, cfg):
     documents that read a time or a price, each is a side, since a thing stopped has neither now. [] for any other
     question.
 
-    "closed until further notice" vs "opens at 7 am" -> "closed"; "closed on Mondays" (a limited stop) -> []
+    "closed until further notice" vs "opens at 7 am" -> "closed"; "closed on Mondays" (a limited stop) -> [], but
+    for "When does the pool open on Mondays?" -> "closed"
     """
     if not asks_schedule(question):
         return []
     subject = subject_stems(question)
-    found = [(d, stopped_state(sentence, subject, cfg)) for d in docs if d.source_id not in readings
+    days = _weekdays(question)
+    # a reading of only the days asked of ("Saturdays") reads no time or price
+    found = [(d, stopped_state(sentence, subject, cfg, days)) for d in docs
+             if d.source_id not in readings or days and _weekdays(readings[d.source_id].text) == days
              for sentence in sentences_of(d.content)]
     firsts = {}
     for d, stop in found:
@@ -2467,6 +2471,8 @@ WHEN_TYPES = TEMPORAL_TYPES | CLOCK_TYPES | WEEKDAY_TYPES  # what a when-questio
 # values wherever they are compared, and a value itself only as a when-question's answer (period_values).
 PERIOD_TYPES = frozenset({"period"})
 VALUE_TYPES = MEASURE_TYPES | WHEN_TYPES
+ORDINAL_WORDS = {w: str(i) for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split(), 1)}
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
     "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
@@ -3511,6 +3517,15 @@ def _weekday_values(m: re.Match) -> list[Value]:
     month = MONTHS[g["mon"].rstrip(".").lower()] if g["mon"] else 0
     day = WEEKDAY_NUMBERS.get(m["day"]) or WEEKDAY_SHORT[m["day"]]
     return _value("weekday", float(day + 10 * WEEKDAY_NTH.get((g["nth"] or "").lower(), 0) + 100 * month), "", m)
+
+
+def _weekdays(text: str) -> frozenset[int]:
+    """The days of the week a text names (1 Monday ... 7 Sunday).
+
+    >>> sorted(_weekdays("Closed on Sundays and Mondays."))
+    [1, 7]
+    """
+    return frozenset(_weekday_parts(v)[0] for v in extract_values(text) if v.type == "weekday")
 
 
 def _weekday_parts(v: Value) -> tuple[int, int, int]:
@@ -4787,6 +4802,7 @@ STREET_KINDS = {"Street": "street", "St": "street", "Road": "road", "Rd": "road"
                 "Dr": "drive", "Way": "way", "Place": "place", "Pl": "place", "Square": "square", "Sq": "square",
                 "Court": "court", "Ct": "court", "Terrace": "terrace", "Crescent": "crescent", "Close": "close",
                 "Highway": "highway", "Hwy": "highway", "Parkway": "parkway", "Row": "row", "Quay": "quay"}
+PLACE_NOUNS = "room platform gate terminal bay berth pier court track ward aisle locker seat table door".split()
 CONTACTS = {  # kind: (its pattern, its value's group, the question words that ask for it, its plural)
     "email address": (re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z\d-]+(?:\.[A-Za-z\d-]+)+"), 0,
                       frozenset("email emails e-mail mail".split()), "email addresses"),
@@ -4802,8 +4818,10 @@ CONTACTS = {  # kind: (its pattern, its value's group, the question words that a
     "network name": (re.compile(r"(?<![\w])(?i:network|SSID)(?:\s(?i:name))?(?:\s(?:is|was))?"
                                 r"(?:\s(?:called|named))?\s?[:=]?\s" + _CODE_TOKEN), "code",
                      frozenset("network networks ssid".split()), "network names"),
-    # a house number, a street's name and its kind: "12 Quay Street", "221B Baker St.", "48 St Mary's Road"
-    "street address": (re.compile(r"(?<![\w.,-])\d{1,5}[A-Za-z]?(?:\s[A-Z][\w'’.-]*){1,3}?\s(?:"
+    # a house number, a street's name and its kind: "12 Quay Street", "221B Baker St.", "48 St Mary's Road", "210 5th
+    # Ave"
+    "street address": (re.compile(r"(?<![\w.,-])\d{1,5}[A-Za-z]?(?:\s(?:[A-Z][\w'’.-]*|\d{1,3}(?:st|nd|rd|th)))"
+                                  r"{1,3}?\s(?:"
                                   + "|".join(sorted(STREET_KINDS, key=len, reverse=True)) + r")\b\.?"), 0,
                        frozenset("address addresses street".split()), "street addresses"),
     # a version: a dotted number ("v3.2", "release 2.10.3", "Parcelo 2.1.3"), or a whole number after a version word
@@ -4817,11 +4835,18 @@ CONTACTS = {  # kind: (its pattern, its value's group, the question words that a
     # a postcode: British ("KT4 9QX") or an American ZIP code ("02139", "02139-4307")
     "postcode": (re.compile(r"(?<![\w-])(?:[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}|\d{5}(?:-\d{4})?)(?![\w-])"), 0,
                  frozenset("postcode postcodes zip postal".split()), "postcodes"),
+    # a numbered place in a building or a station, its label after it ("Room 3B", "platform seven", "Gate 12") or a
+    # floor's number before it ("3rd floor", "ground floor"): "Which platform ...?"
+    "place number": (re.compile(rf"(?<![\w-])(?:(?i:{'|'.join(PLACE_NOUNS)})\s(?:(?i:no\.?|number)\s)?"
+                                rf"(?:\d{{1,4}}[A-Za-z]?|[A-Z]\d{{0,3}}|(?i:{_WORDNUM_ALT}))"
+                                rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|(?i:{'|'.join(ORDINAL_WORDS)}|ground|top|basement))"
+                                r"\s(?i:floor))(?![\w-])"), 0,
+                     frozenset(PLACE_NOUNS + [n + "s" for n in PLACE_NOUNS] + ["floor", "floors"]), "place numbers"),
 }
 QUALIFYING_CONTACTS = frozenset({"street address", "network name"})  # their words also qualify another kind's
 # kinds whose pattern also matches what is no such code where nothing asks for one ("4.50", "A320" as a reading):
 # compared where a question asks for them (contact_finding), never to tell two readings apart (answers_agree)
-ASKED_ONLY_CONTACTS = frozenset({"version", "model number", "postcode"})
+ASKED_ONLY_CONTACTS = frozenset({"version", "model number", "postcode", "place number"})
 PHONE_MIN_DIGITS = 7  # fewer digits are a count, a year or a code, not a number to call
 
 
@@ -4886,10 +4911,17 @@ def _same_contact(kind: str, x: str, y: str) -> bool:
         return x == y
     if kind == "web address":
         x, y = (re.sub(r"^(?i:https?://)?(?i:www\.)?", "", t).rstrip("/") for t in (x, y))
-    if kind == "street address":  # the street's kind as one word: "12 Quay St." is "12 Quay Street"
-        x, y = (" ".join(STREET_KINDS.get(w, w) for w in re.findall(r"[\w'’]+", t)) for t in (x, y))
+    if kind == "street address":  # the street's kind as one word, an ordinal as its number: "12 Quay St." is "12 Quay
+        # Street", "210 5th Ave" is "210 Fifth Avenue"
+        x, y = (" ".join(_ordinal(STREET_KINDS.get(w, w).lower()) for w in re.findall(r"[\w'’]+", t))
+                for t in (x, y))
     if kind == "version":  # by its parts, whatever says it is one: "v3.2" is "version 3.2.0", "Android 12" no "10"
         x, y = (version_parts(re.findall(r"\d+(?:\.\d+)*", t)[-1]) for t in (x, y))
+        return x == y
+    if kind == "place number":  # by its label, a number however said: "platform 2" is "Platform two", "floor 3"
+        # "3rd floor"
+        x, y = ([str(NUMBER_WORDS.get(w, w)) for w in map(_ordinal, re.findall(r"\w+", t.lower()))
+                 if w not in PLACE_NOUNS and w not in ("no", "number", "floor")] for t in (x, y))
         return x == y
     if kind in ("model number", "postcode"):  # spaces and hyphens aside: "KT4 9QX" is "KT49QX", "HX240" "HX-240"
         x, y = (re.sub(r"[\s-]", "", t) for t in (x, y))
@@ -5423,7 +5455,8 @@ def asked_swap_finding(a: list[str], b: list[str], qwords: frozenset[str],
 # A stop said of a thing: the negative side of these groups ("closed", "suspended", "cancelled", "out of service").
 # It answers a schedule or price question with "not at all" unless the sentence limits it to a time, a value ("closed on
 # Mondays", "suspended in 2020", "closed until 9 am") or one of the STOP_LIMITS words ("closed for lunch"), or undoes
-# it ("reopened after being closed", "resumed").
+# it ("reopened after being closed", "resumed"); a stop limited to days of the week answers a question that asks of
+# one of them ("closed on Saturdays" for "What time does the pool open on Saturdays?").
 STOP_GROUPS = frozenset({"available", "open", "active", "online", "enabled"})
 STOP_LIMITS = frozenset("""
 during between weekend weekends holiday holidays night nights overnight evening evenings morning mornings winter summer
@@ -5431,10 +5464,11 @@ autumn season seasons seasonal lunch reopen reopens reopened reopening resume re
 """.split())
 
 
-def stopped_state(sentence: str, subject: frozenset[str], cfg: Config) -> str | None:
+def stopped_state(sentence: str, subject: frozenset[str], cfg: Config,
+                  days: frozenset[int] = frozenset()) -> str | None:
     """The stop the sentence says of the subject (stems: subject_stems), as written ("suspended", "closed"): a
-    negative-sign polarity hit of STOP_GROUPS in a sentence naming the subject, no value and no STOP_LIMITS word in
-    it; None otherwise.
+    negative-sign polarity hit of STOP_GROUPS in a sentence naming the subject, no value (but days of the week, one of
+    them in `days`, the days the question asks of) and no STOP_LIMITS word in it; None otherwise.
 
     >>> pool = frozenset({"pool"})
     >>> stopped_state("The pool is closed for repairs until further notice.", pool, DEFAULT_CONFIG)
@@ -5443,9 +5477,14 @@ def stopped_state(sentence: str, subject: frozenset[str], cfg: Config) -> str | 
     ...  "The pool is closed for the winter.", "The pool reopened after being closed.", "The gym is closed.",
     ...  "The disabled entrance of the pool.")]
     [None, None, None, None, None, None]
+    >>> stopped_state("The pool is closed on Saturdays.", pool, DEFAULT_CONFIG, frozenset({6}))
+    'closed'
     """
     words = [w.lower() for w in _WORD_RE.findall(sentence)]
-    if not subject & {_stem(w) for w in words} or STOP_LIMITS.intersection(words) or extract_values(sentence):
+    values = extract_values(sentence)
+    if values and not (days and all(v.type == "weekday" for v in values) and days & _weekdays(sentence)):
+        return None
+    if not subject & {_stem(w) for w in words} or STOP_LIMITS.intersection(words):
         return None
     return next((h.text for h in polarity_hits(sentence, cfg) if h.sign < 0 and h.group in STOP_GROUPS
                  and any(_said_of_subject(sentence, start) for start, _ in _surfaces(h.text, sentence))), None)
@@ -5909,13 +5948,18 @@ def _values_over(sentence: str, span: str) -> list[Value]:
 
 def _cut_short(x: str, y: str) -> bool:
     """Whether one word is the other cut short, as an abbreviation cuts it: the short form, two letters or more, begins
-    the long one, and ends with a full stop or both are capitalised ("St" / "Street", "Ave." / "Avenue").
+    the long one, and ends with a full stop or both are capitalised ("St" / "Street", "Ave." / "Avenue"), or the two are
+    one street kind (STREET_KINDS: "Rd" / "Road", "Blvd." / "Boulevard").
 
     >>> _cut_short("St", "Street"), _cut_short("Ave.", "Avenue"), _cut_short("St", "Road"), _cut_short("car", "carpet")
     (True, True, False, False)
+    >>> _cut_short("Rd", "Road"), _cut_short("Rd.", "Road"), _cut_short("Rd", "Drive")
+    (True, True, False)
     """
     short, long = sorted((x.strip(), y.strip()), key=len)
     bare = short.rstrip(".")
+    if bare != long and STREET_KINDS.get(bare) and STREET_KINDS.get(bare) == STREET_KINDS.get(long):
+        return True
     return (len(bare) >= 2 and " " not in short + long and len(long) >= len(bare) + 2
             and long.lower().startswith(bare.lower())
             and (short.endswith(".") or bare[0].isupper() and long[0].isupper()))
@@ -5986,8 +6030,6 @@ def _initials(words: Iterable[str]) -> str:
     return "".join(w[0] for w in words if w and w not in STOPWORDS)
 
 
-ORDINAL_WORDS = {w: str(i) for i, w in enumerate(
-    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split(), 1)}
 _ORDINAL_SUFFIX_RE = re.compile(r"^(\d+)\s?(?:st|nd|rd|th)$")
 
 
@@ -8377,9 +8419,12 @@ SHORT_WORD_LETTERS = 4  # a last word cut short keeps at most this many letters:
 
 def _last_word_cut_short(x: str, y: str) -> bool:
     """Whether two readings are one name but for its last word, cut short in one (_cut_short) to SHORT_WORD_LETTERS
-    letters at most: a street's kind ("Linden Ave" / "Linden Avenue", "Mercer St" / "Mercer Street").
+    letters at most: a street's kind ("Linden Ave" / "Linden Avenue", "Mercer St" / "Mercer Street", "Linden Rd" /
+    "Linden Road").
 
     >>> _last_word_cut_short("220 Linden Ave", "220 Linden Avenue"), _last_word_cut_short("Linden Ave", "Linden Road")
+    (True, False)
+    >>> _last_word_cut_short("12 Linden Rd.", "12 Linden Road"), _last_word_cut_short("12 Linden Rd", "12 Linden Dr")
     (True, False)
     """
     xs, ys = x.split(), y.split()
@@ -13463,6 +13508,25 @@ class TestUnitsAndRanges(unittest.TestCase):
                          "12 Quay Street")
         self.assertTrue(answers_agree("12 Quay St.", "12 Quay Street", DEFAULT_CONFIG))
         self.assertFalse(answers_agree("12 Quay Street", "21 Quay Street", DEFAULT_CONFIG))
+        # a street kind abbreviated is one street, where an address is asked for or read where a place is
+        self.assertTrue(answers_agree("12 Linden Rd", "12 Linden Road", DEFAULT_CONFIG))
+        self.assertFalse(answers_agree("12 Linden Rd", "12 Linden Drive", DEFAULT_CONFIG))
+        q = "What is the address of the Marchbank practice?"
+        self.conflict(q, "The Marchbank practice is at 210 5th Ave.", "Find Marchbank at 210 Sixth Avenue.", "value")
+        self.control(q, "The Marchbank practice is at 210 5th Ave.", "Find Marchbank at 210 Fifth Avenue.")
+
+    def test_a_numbered_place_asked_for_is_compared_by_its_label(self):
+        q = "Which platform does the Kelsey train leave from?"
+        self.conflict(q, "The Kelsey train leaves from platform 2.", "Kelsey trains go from platform seven.", "value")
+        self.conflict("Which floor is HR on?", "HR is on the 3rd floor of the Calloway building.",
+                      "In the Calloway building, HR is on the ground floor.", "value")
+        self.conflict("Which room does the chess club meet in?", "The chess club meets in Room 3B.",
+                      "The library hosts the chess club in room 4B.", "value")
+        # near misses: one label said two ways; a question asking for no numbered place
+        self.control(q, "The Kelsey train leaves from platform 2.", "Kelsey trains depart from Platform two.")
+        self.control("Which floor is HR on?", "HR is on the 3rd floor.", "HR sits on the third floor.")
+        self.assertIsNone(contact_finding(["The club meets in Room 3B."], ["The club meets in room 4B."],
+                                          question_words("How many members does the club have?"), DEFAULT_CONFIG))
 
     def test_versions_model_numbers_and_postcodes_asked_for_are_compared(self):
         """Reworded documents that give another version, model or postcode where the question asks for one conflict;
@@ -15416,6 +15480,11 @@ class TestSubjects(unittest.TestCase):
             self.assertEqual(resolved("When does the city pool open?", stop, pool)[0], "ANSWERED", stop)
         self.assertEqual(resolved("When did the city pool open?", "The city pool is closed.", "The city pool opened in "
                                   "1998."), ("ANSWERED", [("1998", ("d1",))]))
+        # a stop limited to days of the week answers a question asking of one of them, and no other
+        saturdays = "What time does the city pool open on Saturdays?"
+        opens = "The city pool opens at 9 on Saturday mornings."
+        self.assertEqual(resolved(saturdays, opens, "On Saturdays the city pool is closed all day.")[0], "UNCERTAIN")
+        self.assertEqual(resolved(saturdays, opens, "The city pool is closed on Sundays.")[0], "ANSWERED")
         # a price asked in the present: a thing no longer offered has none
         wrap = "How much does gift wrapping cost?"
         self.assertEqual(resolved(wrap, "Gift wrapping costs £3.50 per item.", "Gift wrapping is no longer available."),
