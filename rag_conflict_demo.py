@@ -2678,12 +2678,12 @@ _PERCENT_RE = re.compile(rf"{_LEAD}{_NUM}(?P<half>\s(?i:and\sa\shalf))?\s?"  # "
 _RATIO_RE = re.compile(rf"(?<![\w.,-])(?P<num>\d{{1,3}}|{_WORDNUM_ALT})\s(?:in|out\sof)\s"
                        rf"(?P<den>\d{{1,3}}|{_WORDNUM_ALT})(?![\w.,%-]|\s(?:{_DUR_UNITS})(?![\w]))", re.IGNORECASE)
 # A share said as a fraction of a whole: "a fifth of residents", "two-thirds of voters", "half of the staff",
-# "three-quarters occupancy", "half full", or alone (an answer, a swapped span); not of one thing ("half an hour", "a
-# quarter of a million": amounts), of a number or a year ("a third of 90", "the first half of 2024") nor a half named
-# by its place ("the second half of the season")
+# "three-quarters occupancy", "half full", a discount ("a quarter off", "half off"), or alone (an answer, a swapped
+# span); not of one thing ("half an hour", "a quarter of a million": amounts), of a number or a year ("a third of
+# 90", "the first half of 2024") nor a half named by its place ("the second half of the season")
 _FRACTION_SHARE_RE = re.compile(rf"(?<![\w-])(?<!the\s)(?<!first\s)(?<!second\s)(?<!other\s)(?<!latter\s)"
                                 rf"(?P<num>(?i:half|{_PARTS}))(?![\w-])")
-_SHARE_OF_RE = re.compile(r"\sof\s(?!an?\s|\d)|[\s-](?:occupancy|capacity|full|empty)(?![\w])")
+_SHARE_OF_RE = re.compile(r"\sof\s(?!an?\s|\d)|[\s-](?:occupancy|capacity|full|empty|off)(?![\w])")
 # A temperature in degrees Celsius or Fahrenheit, compared in Celsius ("180°C" meets "356°F"); the scale must be said
 # (a degree sign or "degrees" before C or F, or the scale's name): a bare "30 degrees" may be an angle.
 _TEMPERATURE_RE = re.compile(rf"{_LEAD}{_NUM}\s?(?:[°º]\s?(?P<s1>[CF])|(?i:degrees?)\s(?P<s2>[CF])"
@@ -2725,6 +2725,10 @@ _DATE_ISO_RE = re.compile(r"(?<![\w/-])(?P<year>\d{4})"
 # only when one is over 12; a two-digit year only with slashes (28.08.18 is as often a version number)
 _DATE_NUMERIC_RE = re.compile(r"(?<![\w/.-])(?P<first>\d{1,2})(?P<sep>[/.-])(?P<second>\d{1,2})(?P=sep)"
                               r"(?P<year>\d{4}|(?<=/)\d{2})(?![\w/-]|[.,]\d)")
+# a day and a month alone, slashed, after a word that places a date: "closes on 15/01", "until 3/4" (not "by 3/4", a
+# share, nor "3/4 of")
+_DATE_DAY_MONTH_RE = re.compile(rf"(?:{_after_word(('on', 'until', 'till', 'before', 'after', 'from'))})"
+                                r"(?P<first>\d{1,2})/(?P<second>\d{1,2})(?P<year>)(?![\w/]|[.,]\d|\sof\b)")
 _DATE_MDY_RE = re.compile(rf"(?<![\w])(?P<mon>{_MONTH})\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:,\s?|\s)"
                           rf"(?P<year>\d{{4}})(?![\w])")
 _DATE_DMY_RE = re.compile(rf"{_LEAD}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon>{_MONTH}),?"
@@ -3199,7 +3203,7 @@ def _numeric_date_values(m: re.Match) -> list[Value]:
     >>> [(v.amount, v.unit) for v in extract_values("Released 08/28/2018, shown 28.08.2018, printed 03/04/18.")]
     [(20180828.0, ''), (20180828.0, ''), (20180304.0, 'month or day')]
     """
-    first, second, year = int(m["first"]), int(m["second"]), int(m["year"])
+    first, second, year = int(m["first"]), int(m["second"]), int(m["year"] or 0)  # no year: a day of any year
     if len(m["year"]) == 2:
         year += 1900 if year >= 69 else 2000  # subtle: strptime's %y: 04/15/95 is 1995, 08/28/18 is 2018
     if not first or not second or min(first, second) > 12 or max(first, second) > 31:
@@ -3704,6 +3708,7 @@ _VALUE_RULES: tuple[tuple[re.Pattern, Callable[[re.Match], list[Value]]], ...] =
     (_RATE_RE, _rate_values),
     (_DATE_ISO_RE, _date_values),
     (_DATE_NUMERIC_RE, _numeric_date_values),
+    (_DATE_DAY_MONTH_RE, _numeric_date_values),
     (_DATE_MDY_RE, _date_values),
     (_DATE_DMY_RE, _date_values),
     (_DATE_MY_RE, _date_values),
@@ -4366,9 +4371,10 @@ def _typed_values(sentence: str, types: frozenset[str], event_years: bool,
 
 # Where a time is asked, a whole hour said bare is a time of day in either half: after a word that places it in the
 # day, where its clause ends ("opens at 7.", "serves breakfast until 11 on weekdays"), or as a span of two after a word
-# of a schedule ("open 9-5", "staffed from 9 to 5", "Hours: 9-5", "hours are 9-5": the high end the first such hour
-# after the low, 17:00). extract_values reads none of them as times, since alone they are as often counts, scores or
-# ages ("at 7 locations", "lost 9-5", "rooms 9-12"); a reading found as such a span is read as one (answers_agree).
+# of a schedule ("open 9-5", "staffed from 9 to 5", "Hours: 9-5", "hours run from 9 to 5": the high end the first
+# such hour after the low, 17:00). extract_values reads none of them as times, since alone they are as often counts,
+# scores or ages ("at 7 locations", "lost 9-5", "rooms 9-12"); a reading found as such a span is read as one
+# (answers_agree).
 _BARE_HOUR = r"(?:1[0-2]|0?[1-9])(?![\w:/%]|[.,]\d|\s?(?i:[ap]\.?\s?m\b|o['’]clock|in\sthe|at\snight))"
 # an hour in words, "one" aside ("at one point", "at one and the same time"): "opens at ten", "until eleven"
 _HOURS_PAST_ONE = sorted((w for w, n in NUMBER_WORDS.items() if 2 <= n <= 12), key=len, reverse=True)
@@ -4385,7 +4391,7 @@ _BARE_HOUR_RES = (
     # before a snippet's cut ("... by two ..."), where the text goes on unseen
     re.compile(rf"(?<![\w-])(?i:at|until|till|from)\s(?P<low>{_BARE_HOUR_WORD})(?!\s?\.\.|\s?…)(?={_BARE_HOUR_END})"),
     re.compile(r"(?<![\w-])(?:(?i:open|opens|opened|hours|daily|served|staffed|runs|operates|operating|weekdays"
-               rf"|weekends)(?:\s(?i:are|is))?(?:\s(?i:from))?\s|(?i:hours):\s?){_BARE_SPAN}"),
+               rf"|weekends)(?:\s(?i:are|is|run|runs))?(?:\s(?i:from))?\s|(?i:hours):\s?){_BARE_SPAN}"),
 )
 
 
@@ -4472,14 +4478,17 @@ def _free_of_asked(sentence: str, qwords: frozenset[str]) -> list[Value]:
         if set(_WORD_RE.findall(m["kind"].lower())) & qwords - STOPWORDS]
 
 
-def _asked_unit(v: Value, plurals: frozenset[str]) -> bool:
+def _asked_unit(v: Value, plurals: frozenset[str], qwords: frozenset[str]) -> bool:
     """Whether a value is in a unit the question asks to count: a plural it names ("How many moons?"), or for a
-    measurement any unit of its kind ("How many miles?" asks for 607 km too).
+    measurement any unit of its kind ("How many miles?" asks for 607 km too); not a count the question gives itself
+    ("How much is the rent for the flat at 4 Corrin Lane?" gives "4 Corrin").
 
-    >>> _asked_unit(extract_values("607 km")[0], _plurals(frozenset({"how", "many", "miles"})))
+    >>> miles = frozenset({"how", "many", "miles"})
+    >>> _asked_unit(extract_values("607 km")[0], _plurals(miles), miles)
     True
     """
-    return bool(v.unit) and (_plural(v.unit) in plurals or bool(v.written) and v.unit in _asked_dimensions(plurals))
+    return (bool(v.unit) and (_plural(v.unit) in plurals or bool(v.written) and v.unit in _asked_dimensions(plurals))
+            and _number_word(v.amount) not in qwords)
 
 
 def _asked_dimensions(plurals: frozenset[str]) -> frozenset[str]:
@@ -4497,7 +4506,7 @@ def _side_values(sentences: list[str], qwords: frozenset[str], cfg: Config,
     out = [(v, _event_words(s, v, qwords, cfg.event_window)) for s in sentences
            for v in _typed_values(s, types, event_years, qwords)]
     plurals = _plurals(qwords) if out else frozenset()
-    asked = [(v, e) for v, e in out if _asked_unit(v, plurals)]
+    asked = [(v, e) for v, e in out if _asked_unit(v, plurals, qwords)]
     return asked or out  # "How many moons?": count moons, not the diameter in km that shares the sentence
 
 
@@ -4659,10 +4668,16 @@ def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str
     ['moons']
     """
     plurals = _plurals(qwords)
-    # a measurement counts in the unit the question names and the sentence writes ("miles"), not in metres
+    # a measurement counts in the unit the question names and the sentence writes ("miles"), not in metres; a count
+    # the question gives itself is not asked ("the flat at 4 Corrin Lane", "the 2 bedroom flat")
     written = (_plural(v.written) if v.written else v.unit for s in sentences for v in extract_values(s)
-               if v.type == "quantity" and v.unit)
+               if v.type == "quantity" and v.unit and _number_word(v.amount) not in qwords)
     return frozenset(u for u in written if u in plurals)
+
+
+def _number_word(amount: float) -> str:
+    """A whole amount as its digits ("4"), else as written by repr ("2.5")."""
+    return str(int(amount)) if float(amount).is_integer() else str(amount)
 
 
 def sole_count_unit(a: list[str], b: list[str], qwords: frozenset[str]) -> frozenset[str]:
@@ -4742,7 +4757,7 @@ def _anchored_side(sentences: list[str], qwords: frozenset[str], preds: frozense
             for v, events, phrase, stems in _sentence_anchors(s, qwords, types, event_years, cfg.value_anchor_window,
                                                               cfg.event_window)]
     plurals = _plurals(qwords) if rows else frozenset()
-    asked = [r for r in rows if _asked_unit(r[0], plurals)]
+    asked = [r for r in rows if _asked_unit(r[0], plurals, qwords)]
     rows = asked or rows  # "How many moons?": count moons, not the diameter in km that shares the sentence
     keep = []
     for same in _by_key(rows).values():
@@ -7401,7 +7416,7 @@ def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
     if v.type == "quantity" and not v.unit and _COORDINATE_RE.search(v.text) or v.type == "date" and v.amount < 1e4:
         return 2
     counts = "many" in qwords or any(_stem(w) in COUNTED_AS for w in qwords)
-    if v.written and counts and not _asked_unit(v, _plurals(qwords)):
+    if v.written and counts and not _asked_unit(v, _plurals(qwords), qwords):
         return 2
     year_like = (v.type == "quantity" and 1800 <= v.amount <= 2100 and v.amount.is_integer() and "," not in v.text
                  and _ANY_YEAR_RE.search(v.text) is not None)
@@ -12536,6 +12551,8 @@ class TestAnswersThatDisagree(unittest.TestCase):
                    "You need six eggs for the Holm sponge cake.", "value")
         self.check("How many people does the room seat?", "The Birch room seats a couple of dozen people.",
                    "The Birch room seats 50 people.", "value")
+        self.check("What discount do students get?", "Students get a quarter off at Pemberly Books.",
+                   "Pemberly Books gives students a 10% discount.", "value")
 
     def test_four_digit_times_short_weekdays_days_of_the_month_and_glued_metres(self):
         """"0600", "at 2130"; "on Tues."; "the 3rd", "the first of each month"; "120 Swiss francs"; "2.1m" where a
@@ -12696,7 +12713,8 @@ class TestAnswersThatDisagree(unittest.TestCase):
             self.assertEqual(f.evidence[0], "7", other)
         self.assertIsNone(compare_answers(q, ["The bakery opens at 7."], ["The bakery opens at 7 am."], DEFAULT_CONFIG))
         q = "What are the pharmacy's opening hours?"
-        for said in ("The pharmacy is open 9-5.", "The pharmacy is open from 9 to 5 on weekdays.", "Hours: 9-5."):
+        for said in ("The pharmacy is open 9-5.", "The pharmacy is open from 9 to 5 on weekdays.", "Hours: 9-5.",
+                     "The pharmacy's hours run from 9 to 5."):
             self.assertIsNotNone(compare_answers(q, [said], ["The pharmacy is open from 8am to 6pm."], DEFAULT_CONFIG),
                                  said)
             self.assertIsNone(compare_answers(q, [said], ["The pharmacy is open from 9am to 5pm."], DEFAULT_CONFIG),
@@ -13244,6 +13262,24 @@ class TestValues(unittest.TestCase):
         for other in ("March 4, 2025", "3 April 2025", "in 2025", "04/03/2025"):
             self.assertIsNone(compare_answers(q, [f"The deadline is {other}."], ["The deadline is 03/04/2025."],
                                               DEFAULT_CONFIG), other)
+
+    def test_a_day_and_month_slashed_with_no_year(self):
+        """After a word placing a date ("on", "until", ...), "15/01" is 15 January and "03/04" March 4 or April 3."""
+        q = "When is the deadline for Oakhurst applications?"
+        self.assertEqual(compare_answers(q, ["Oakhurst applications close on 15/01."],
+                                         ["The deadline for Oakhurst applications is 15 February."],
+                                         DEFAULT_CONFIG).evidence[0], "15/01")
+        self.assertIsNotNone(compare_answers(q, ["Oakhurst applications close on 03/04."],
+                                             ["Oakhurst applications close on the third of May."], DEFAULT_CONFIG))
+        # near misses: the same day said in words, either reading; a share ("by 3/4", "3/4 of") is no date
+        for other in ("15 January", "January 15"):
+            self.assertIsNone(compare_answers(q, ["Oakhurst applications close on 15/01."],
+                                              [f"Oakhurst applications close on {other}."], DEFAULT_CONFIG), other)
+        for other in ("the fourth of March", "3 April"):
+            self.assertIsNone(compare_answers(q, ["Oakhurst applications close on 03/04."],
+                                              [f"Oakhurst applications close on {other}."], DEFAULT_CONFIG), other)
+        for text in ("Prices were cut by 3/4.", "It rained on 3/4 of the days."):
+            self.assertNotIn("date", [v.type for v in extract_values(text)], text)
 
     def test_a_date_written_year_first_with_slashes_is_year_month_day(self):
         q = "When is the deadline?"
@@ -14539,6 +14575,19 @@ class TestEditedCopies(unittest.TestCase):
 
 class TestAnchoredValues(unittest.TestCase):
     """Values compared where they are attached to what the question asks about, not as a bag."""
+
+    def test_a_count_the_question_gives_is_not_what_it_asks(self):
+        q = "How much is the monthly rent for the flat at 4 Corrin Lane?"
+        a = "The flat at 4 Corrin Lane rents for $1,200 per month."
+        self.assertEqual(compare_answers(q, [a], ["Monthly rent on the 4 Corrin Lane flat is USD 1500."],
+                                         DEFAULT_CONFIG).evidence, ("$1,200 per month", "USD 1500"))
+        self.assertEqual(SentenceReader(overlap_embed, DEFAULT_CONFIG)(q, a).text, "$1,200 per month")
+        # near misses: the same rent; a count the question asks for ("How many moons?") is still what it counts
+        self.assertIsNone(compare_answers(q, [a], ["Monthly rent on the 4 Corrin Lane flat is USD 1200."],
+                                          DEFAULT_CONFIG))
+        moons = compare_answers("How many moons does Jupiter have?", ["Jupiter has 95 moons and 4 rings."],
+                                ["Jupiter has 92 moons."], DEFAULT_CONFIG)
+        self.assertEqual(moons.evidence, ("95 moons", "92 moons"))
 
     def test_the_value_attached_to_the_question_is_compared(self):
         q = "How many days of sick leave do staff get?"
