@@ -3004,17 +3004,33 @@ def _money_values(m: re.Match) -> list[Value]:
     return _priced_per(_value("money", amount, CURRENCIES[cur], m), m)
 
 
-# A price for a time ("$30/month", "$30 a month", "€360 per year", "$5 daily", "$120 per night", "£900 pcm"): its
-# text says the time, and two such prices compare per day (_per_day); a price that says no time compares as written.
+# A price for a time ("$30/month", "$30 a month", "€360 per year", "$5 daily", "$120 per night", "£900 pcm", "$10 for
+# a full day"): its text says the time, and two such prices compare per day (_per_day); a price that says no time
+# compares as written. Likewise a price for some people ("$40 per person", "$80 per couple", "$15 a head"): two such
+# prices compare per person (_per_head).
 PRICE_INTERVALS = ADVERB_INTERVALS | {"pcm": ("month", 1), "p.a.": ("year", 1)}  # per calendar month, per annum
-_MONEY_PER_RE = re.compile(rf"{_PER_WORD}(?P<per>{_PER_UNITS}|night|quarter)(?![\w])"
+_MONEY_PER_RE = re.compile(rf"(?:{_PER_WORD}|\sfor\s(?:a|an|one|the)\s(?:full\s|whole\s)?)"
+                           rf"(?P<per>{_PER_UNITS}|night|quarter)(?![\w])"
                            rf"|\s(?P<adverb>{'|'.join(map(re.escape, PRICE_INTERVALS))})(?![\w])")
+PRICE_HEADS = {"person": 1, "head": 1, "adult": 1, "guest": 1, "passenger": 1, "couple": 2, "pair": 2}
+_MONEY_HEAD_RE = re.compile(rf"{_PER_WORD}(?P<head>{'|'.join(PRICE_HEADS)})(?![\w])")
 
 
 def _priced_per(values: list[Value], m: re.Match) -> list[Value]:
-    """Money values with the time after them, if any, said in their text (_MONEY_PER_RE)."""
-    per = _MONEY_PER_RE.match(m.string, m.end())
+    """Money values with the time or the people after them, if any, said in their text (_MONEY_PER_RE,
+    _MONEY_HEAD_RE)."""
+    per = _MONEY_PER_RE.match(m.string, m.end()) or _MONEY_HEAD_RE.match(m.string, m.end())
     return [replace(v, text=(m.group() + m.string[m.end():per.end()]).strip()) for v in values] if per else values
+
+
+def _per_head(v: Value) -> Value | None:
+    """A price for some people as its price for one ("$80 per couple": $40); None when its text says no people.
+
+    >>> [_per_head(v).amount for v in extract_values("It costs $80 per couple or $45 a head.")]
+    [40.0, 45.0]
+    """
+    per = _MONEY_HEAD_RE.search(v.text) if v.type == "money" else None
+    return replace(v, amount=v.amount / PRICE_HEADS[per["head"]]) if per else None
 
 
 def _per_day(v: Value) -> Value | None:
@@ -4244,6 +4260,8 @@ def _values_agree(a: Value, b: Value, cfg: Config) -> bool:
         return any(abs(said.amount - r) <= slack for r in readings)
     if a.type == "money" and all(daily := (_per_day(a), _per_day(b))):  # "$30/month" meets "$360 per year"
         a, b = daily
+    if a.type == "money" and all(each := (_per_head(a), _per_head(b))):  # "$80 per couple" meets "$40 per person"
+        a, b = each
     if a.high is None and b.high is None and a.written == b.written:  # two amounts in one unit: the common case
         return math.isclose(a.amount, b.amount, rel_tol=cfg.rel_tol)
     inner, outer = sorted((a, b), key=lambda v: _upper(v) - v.amount)
@@ -13151,6 +13169,16 @@ class TestValues(unittest.TestCase):
         self.assertNotIn(1002.0, [v.amount for v in extract_values("Between one thousand and two thousand came.")])
         self.assertEqual(parse_number("two thousand and five"), 2005.0)
 
+    def test_a_price_for_some_people_compares_per_person(self):
+        q = "How much is a cooking class at Pinecrest Kitchen?"
+        per_person = ["A cooking class at Pinecrest Kitchen costs $40 per person."]
+        self.assertEqual(compare_answers(q, per_person, ["Pinecrest Kitchen charges $40 per couple for a class."],
+                                         DEFAULT_CONFIG).evidence, ("$40 per person", "$40 per couple"))
+        # near misses: the same price per person said per couple or per head; a price that says no people
+        for said in ("Pinecrest Kitchen charges $80 per couple for a class.", "A class there costs $40 a head.",
+                     "A cooking class at Pinecrest Kitchen costs $40."):
+            self.assertIsNone(compare_answers(q, per_person, [said], DEFAULT_CONFIG), said)
+
     def test_a_price_for_a_time_compares_per_day(self):
         q = "How much is the membership?"
         for said in ("The membership costs $360 per year.", "The membership costs $360 annually.",
@@ -13165,7 +13193,14 @@ class TestValues(unittest.TestCase):
         self.assertIsNotNone(compare_answers(q, ["The membership costs $40."], ["The membership costs $30 a month."],
                                              DEFAULT_CONFIG))
         # near miss: a price for a person is no price for a time
-        self.assertEqual([v.text for v in extract_values("Tickets are $10 a person.")], ["$10"])
+        self.assertEqual([_per_day(v) for v in extract_values("Tickets are $10 a person.")], [None])
+        # a price "for a full day" or "for the week" is one for a time; "for a ticket" is none
+        hire = "How much does court hire cost?"
+        self.assertIsNotNone(compare_answers(hire, ["Court hire costs $10 per hour."],
+                                             ["Court hire is $10 for a full day."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers(hire, ["Court hire costs $10 per day."], ["Court hire is $10 for the day."],
+                                          DEFAULT_CONFIG))
+        self.assertEqual([v.text for v in extract_values("The fee is $10 for a ticket.")], ["$10"])
         # a range of prices for a time keeps its time: "$5-6 a month" is "$60-72 a year", not "$5-6 a year"
         self.assertEqual([v.text for v in extract_values("It costs $5-6 a month, or $5-6 each.")],
                          ["$5-6 a month", "$5-6"])
