@@ -2593,8 +2593,11 @@ _EVERY_RE = re.compile(rf"(?<![\w])(?i:every)\s(?:(?P<other>(?i:other))\s|(?P<pa
 ADVERB_INTERVALS = {"hourly": ("hour", 1), "daily": ("day", 1), "nightly": ("day", 1), "weekly": ("week", 1),
                     "fortnightly": ("fortnight", 1), "monthly": ("month", 1), "quarterly": ("month", 3),
                     "yearly": ("year", 1), "annually": ("year", 1)}
+# "biweekly", "bimonthly": every two weeks or twice a week, as writers use them both ways (BI_UNSAID: either reading)
+BI_ADVERBS = {"biweekly": "week", "bi-weekly": "week", "bimonthly": "month", "bi-monthly": "month"}
+BI_UNSAID = "twice or every other"
 _ADVERB_FREQUENCY_RE = re.compile(r"(?<=[a-z]\s)(?:(?P<times>once|twice|thrice)\s)?(?P<adverb>"
-                                  + "|".join(ADVERB_INTERVALS) + r")(?=\s?[.,;:!?)]|$|\s(?:on|at|in|during|from"
+                                  + "|".join([*BI_ADVERBS, *ADVERB_INTERVALS]) + r")(?=\s?[.,;:!?)]|$|\s(?:on|at|in|during|from"
                                   r"|until|till|and|or|but|except|between|for|throughout|since|by|via|to)\b)")
 EVERY_PARTS = {"half": 0.5, "quarter": 0.25}  # "every half hour", "every quarter-hour": a part of the unit
 TIMES_WORDS = {"once": 1, "twice": 2, "thrice": 3}
@@ -3182,6 +3185,9 @@ def _frequency_values(m: re.Match) -> list[Value]:
     [('weekly', 7.0), ('twice monthly', 15.2)]
     """
     groups = m.groupdict()
+    if "adverb" in groups and m["adverb"] in BI_ADVERBS:  # every other week read first; twice a week the other way
+        days = 2 * DURATION_DAYS[BI_ADVERBS[m["adverb"]]]
+        return [replace(v, written=BI_UNSAID) for v in _value("frequency", 1 / days, "times/day", m)]
     if "adverb" in groups:  # "collected weekly", "twice monthly": a count of times (one unless said) in an interval
         unit, interval = ADVERB_INTERVALS[m["adverb"]]
         count = TIMES_WORDS[m["times"]] if m["times"] else 1
@@ -4258,6 +4264,9 @@ def _values_agree(a: Value, b: Value, cfg: Config) -> bool:
         readings = (unsaid.amount,) if said.written == SCALE_UNSAID else (unsaid.amount, (unsaid.amount - 32) * 5 / 9)
         slack = max(_rounding(a), _rounding(b), cfg.rel_tol * abs(said.amount))
         return any(abs(said.amount - r) <= slack for r in readings)
+    if BI_UNSAID in (a.written, b.written):  # "biweekly" is every other week or twice a week: it meets either
+        readings = [[v.amount, 4 * v.amount] if v.written == BI_UNSAID else [v.amount] for v in (a, b)]
+        return any(math.isclose(x, y, rel_tol=cfg.rel_tol) for x in readings[0] for y in readings[1])
     if a.type == "money" and all(daily := (_per_day(a), _per_day(b))):  # "$30/month" meets "$360 per year"
         a, b = daily
     if a.type == "money" and all(each := (_per_head(a), _per_head(b))):  # "$80 per couple" meets "$40 per person"
@@ -4298,7 +4307,8 @@ def _upper(v: Value) -> float:
 def _unit_factor(v: Value) -> float:
     """What a measurement's written unit was multiplied by ("mi": 1609.344; a Fahrenheit degree 5/9 of a Celsius
     one); 1 for every other value."""
-    return TEMPERATURE_FACTORS.get(v.written) or (MEASUREMENT_UNITS[v.written][1] if v.written else 1.0)
+    return TEMPERATURE_FACTORS.get(v.written) or (MEASUREMENT_UNITS[v.written][1] if v.written in MEASUREMENT_UNITS
+                                                  else 1.0)
 
 
 def _rounding(v: Value) -> float:
@@ -12815,6 +12825,15 @@ class TestAnswersThatDisagree(unittest.TestCase):
         self.assertIsNone(compare_answers(q, ["Bins are collected fortnightly."],
                                           ["Bins are collected every two weeks."], DEFAULT_CONFIG))
         self.assertEqual(extract_values("The Daily Star is a weekly newspaper."), ())
+
+    def test_biweekly_is_either_every_other_week_or_twice_a_week(self):
+        q = "How often are Norcott staff paid?"
+        for other in ("Norcott staff are paid once a month.", "Norcott staff are paid weekly."):
+            self.assertEqual(self.check(q, "Norcott staff are paid biweekly.", other, "value").evidence[0], "biweekly")
+        # near misses: either reading, and "biweekly" itself
+        for other in ("every two weeks", "fortnightly", "twice a week", "biweekly"):
+            self.assertIsNone(compare_answers(q, ["Norcott staff are paid biweekly."],
+                                              [f"Norcott staff are paid {other}."], DEFAULT_CONFIG), other)
 
     def test_two_frequencies_said_two_ways_are_different_values(self):
         f = self.check("How often do trains run?", "Trains run twice an hour.", "Trains run every 15 minutes.",
