@@ -2597,7 +2597,8 @@ ADVERB_INTERVALS = {"hourly": ("hour", 1), "daily": ("day", 1), "nightly": ("day
 BI_ADVERBS = {"biweekly": "week", "bi-weekly": "week", "bimonthly": "month", "bi-monthly": "month"}
 BI_UNSAID = "twice or every other"
 _ADVERB_FREQUENCY_RE = re.compile(r"(?<=[a-z]\s)(?:(?P<times>once|twice|thrice)\s)?(?P<adverb>"
-                                  + "|".join([*BI_ADVERBS, *ADVERB_INTERVALS]) + r")(?=\s?[.,;:!?)]|$|\s(?:on|at|in|during|from"
+                                  + "|".join([*BI_ADVERBS, *ADVERB_INTERVALS])
+                                  + r")(?=\s?[.,;:!?)]|$|\s(?:on|at|in|during|from"
                                   r"|until|till|and|or|but|except|between|for|throughout|since|by|via|to)\b)")
 EVERY_PARTS = {"half": 0.5, "quarter": 0.25}  # "every half hour", "every quarter-hour": a part of the unit
 TIMES_WORDS = {"once": 1, "twice": 2, "thrice": 3}
@@ -12829,7 +12830,8 @@ class TestAnswersThatDisagree(unittest.TestCase):
     def test_biweekly_is_either_every_other_week_or_twice_a_week(self):
         q = "How often are Norcott staff paid?"
         for other in ("Norcott staff are paid once a month.", "Norcott staff are paid weekly."):
-            self.assertEqual(self.check(q, "Norcott staff are paid biweekly.", other, "value").evidence[0], "biweekly")
+            found = self.check(q, "Norcott staff are paid biweekly.", other, "value")
+            self.assertEqual(found.evidence[0], "biweekly")
         # near misses: either reading, and "biweekly" itself
         for other in ("every two weeks", "fortnightly", "twice a week", "biweekly"):
             self.assertIsNone(compare_answers(q, ["Norcott staff are paid biweekly."],
