@@ -1153,10 +1153,10 @@ def stopped_candidates(question, docs, readings, cfg):
     if not asks_schedule(question):
         return []
     subject = subject_stems(question)
-    days = _weekdays(question)
+    days = days_named(question)
     # a reading of only the days asked of ("Saturdays") reads no time or price
     found = [(d, stopped_state(sentence, subject, cfg, days)) for d in docs
-             if d.source_id not in readings or days and _weekdays(readings[d.source_id].text) == days
+             if d.source_id not in readings or days and days_named(readings[d.source_id].text) == days
              for sentence in sentences_of(d.content)]
     firsts = {}
     for d, stop in found:
@@ -3546,15 +3546,6 @@ def _weekday_values(m: re.Match) -> list[Value]:
     return _value("weekday", float(day + 10 * WEEKDAY_NTH.get((g["nth"] or "").lower(), 0) + 100 * month), "", m)
 
 
-def _weekdays(text: str) -> frozenset[int]:
-    """The days of the week a text names (1 Monday ... 7 Sunday).
-
-    >>> sorted(_weekdays("Closed on Sundays and Mondays."))
-    [1, 7]
-    """
-    return frozenset(_weekday_parts(v)[0] for v in extract_values(text) if v.type == "weekday")
-
-
 def _weekday_parts(v: Value) -> tuple[int, int, int]:
     """(day of the week, which one of the month, month) of a weekday value, 0 where unsaid.
 
@@ -4517,7 +4508,7 @@ def _asked_unit(v: Value, plurals: frozenset[str], qwords: frozenset[str]) -> bo
     True
     """
     return (bool(v.unit) and (_plural(v.unit) in plurals or bool(v.written) and v.unit in _asked_dimensions(plurals))
-            and _number_word(v.amount) not in qwords)
+            and not _given_by_question(v, qwords))
 
 
 def _asked_dimensions(plurals: frozenset[str]) -> frozenset[str]:
@@ -4700,13 +4691,14 @@ def counted_units(sentences: list[str], qwords: frozenset[str]) -> frozenset[str
     # a measurement counts in the unit the question names and the sentence writes ("miles"), not in metres; a count
     # the question gives itself is not asked ("the flat at 4 Corrin Lane", "the 2 bedroom flat")
     written = (_plural(v.written) if v.written else v.unit for s in sentences for v in extract_values(s)
-               if v.type == "quantity" and v.unit and _number_word(v.amount) not in qwords)
+               if v.type == "quantity" and v.unit and not _given_by_question(v, qwords))
     return frozenset(u for u in written if u in plurals)
 
 
-def _number_word(amount: float) -> str:
-    """A whole amount as its digits ("4"), else as written by repr ("2.5")."""
-    return str(int(amount)) if float(amount).is_integer() else str(amount)
+def _given_by_question(v: Value, qwords: frozenset[str]) -> bool:
+    """Whether the question states the value's number itself ("the flat at 4 Corrin Lane" gives "4 Corrin"): such a
+    count is what it asks about, not what it asks for."""
+    return v.amount is not None and (str(int(v.amount)) if float(v.amount).is_integer() else str(v.amount)) in qwords
 
 
 def sole_count_unit(a: list[str], b: list[str], qwords: frozenset[str]) -> frozenset[str]:
@@ -5526,7 +5518,7 @@ def stopped_state(sentence: str, subject: frozenset[str], cfg: Config,
     """
     words = [w.lower() for w in _WORD_RE.findall(sentence)]
     values = extract_values(sentence)
-    if values and not (days and all(v.type == "weekday" for v in values) and days & _weekdays(sentence)):
+    if values and not (days and all(v.type == "weekday" for v in values) and days & days_named(sentence)):
         return None
     if not subject & {_stem(w) for w in words} or STOP_LIMITS.intersection(words):
         return None
