@@ -19988,6 +19988,43 @@ class TestWhatCountsAsACopy(unittest.TestCase):
         self.assertNotIn("distinct_texts", summary)
 
 
+# The whole suite again in a child process, without models and in a hostile environment: what a caller's shell may
+# hold must not matter, and no model library may be imported. run_tests starts it before the suite, so the two share
+# the machine's cores; a runner that did not (python -m unittest) starts it when its test comes.
+NESTED_SUITE = ("import sys, contextlib, io, rag_conflict_demo as m\n"
+                "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+                "    status = m.main(['--test'])\n"
+                "heavy = [x for x in ('torch', 'transformers', 'sentence_transformers') if x in sys.modules]\n"
+                "print(status, heavy)")
+HOSTILE_ENVIRONMENT = {"NO_COLOR": "1", "FORCE_COLOR": "1", "TERM": "dumb", "RAG_QA_MODEL": "/nonexistent",
+                       "RAG_NLI_MODEL": "/nonexistent", "RAG_READER": "qa", "HF_HUB_OFFLINE": "1",
+                       "RAG_DEMO_NESTED": "1"}
+_nested_suite = []
+
+
+def start_nested_suite():
+    """The nested suite's (process, stdout file, stderr file), started once; files, not pipes, so a child that writes
+    much never waits on a reader."""
+    if not _nested_suite:
+        env = {k: v for k, v in os.environ.items() if k != "RAG_EMBED_MODEL"}
+        out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+        run = subprocess.Popen([sys.executable, "-c", NESTED_SUITE], stdout=out, stderr=err, text=True,
+                               cwd=os.path.dirname(os.path.abspath(__file__)), env={**env, **HOSTILE_ENVIRONMENT})
+        _nested_suite.append((run, out, err))
+    return _nested_suite[0]
+
+
+def stop_nested_suite():
+    """The nested suite ended (killed if its test did not run) and its files closed."""
+    for run, out, err in _nested_suite:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        out.close()
+        err.close()
+    _nested_suite.clear()
+
+
 class TestModels(unittest.TestCase):
     def test_missing_local_directory_fails_fast(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -20090,18 +20127,16 @@ class TestModels(unittest.TestCase):
 
     @unittest.skipIf(os.environ.get("RAG_DEMO_NESTED"), "already inside the nested suite")
     def test_suite_without_models_imports_no_model_library_in_a_hostile_environment(self):
-        code = ("import sys, contextlib, io, rag_conflict_demo as m\n"
-                "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-                "    status = m.main(['--test'])\n"
-                "heavy = [x for x in ('torch', 'transformers', 'sentence_transformers') if x in sys.modules]\n"
-                "print(status, heavy)")
-        env = {k: v for k, v in os.environ.items() if k != "RAG_EMBED_MODEL"}
-        # what a caller's shell may hold: the suite must not depend on any of it
-        hostile = {"NO_COLOR": "1", "FORCE_COLOR": "1", "TERM": "dumb", "RAG_QA_MODEL": "/nonexistent",
-                   "RAG_NLI_MODEL": "/nonexistent", "RAG_READER": "qa", "HF_HUB_OFFLINE": "1", "RAG_DEMO_NESTED": "1"}
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=NESTED_TIMEOUT,
-                             cwd=os.path.dirname(os.path.abspath(__file__)), env={**env, **hostile})
-        self.assertEqual(out.stdout.strip(), "0 []", out.stderr[-3000:])
+        run, out, err = start_nested_suite()
+        try:
+            run.wait(NESTED_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.wait()
+            self.fail(f"the nested suite did not end within {NESTED_TIMEOUT} s")
+        out.seek(0)
+        err.seek(0)
+        self.assertEqual(out.read().strip(), "0 []", err.read()[-3000:])
 
     def test_standard_runner(self):
         self.assertTrue(callable(setUpModule) and callable(tearDownModule))  # the environment fixture below
@@ -20584,7 +20619,12 @@ def load_tests(loader, tests, pattern):
 def run_tests():
     """Run the suite; the last line on stdout is 'N passed, M failed' (', K skipped' when any)."""
     suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(stream=sys.stderr, verbosity=1).run(suite)  # a dot a test; failures in full
+    if not os.environ.get("RAG_DEMO_NESTED"):
+        start_nested_suite()
+    try:
+        result = unittest.TextTestRunner(stream=sys.stderr, verbosity=1).run(suite)  # a dot a test; failures in full
+    finally:
+        stop_nested_suite()
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     passed = result.testsRun - failed - len(result.skipped)
     skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
