@@ -4860,10 +4860,10 @@ CONTACTS = {  # kind: (its pattern, its value's group, the question words that a
                                   r"{1,3}?\s(?:"
                                   + "|".join(sorted(STREET_KINDS, key=len, reverse=True)) + r")\b\.?"), 0,
                        frozenset("address addresses street".split()), "street addresses"),
-    # a version: a dotted number ("v3.2", "release 2.10.3", "Parcelo 2.1.3"), or a whole number after a version word
-    # or a product's name ("version 3", "Android 12+")
+    # a version: a dotted number ("v3.2", "release 2.10.3"), or a number after a version word or a product's name,
+    # read with it ("version 3", "Android 12+", "IIS 10.0", "Parcelo 2.1.3"; not a year: "Windows Server 2016")
     "version": (re.compile(r"(?<![\w.])(?:(?:[vV]|(?i:version|release|revision|firmware|build))\s?\d+(?:\.\d+)*"
-                           r"|\d+(?:\.\d+)+|[A-Z][A-Za-z]+\s\d{1,2})(?![\w]|\.\d)"), 0,
+                           r"|[A-Z][A-Za-z]+\s\d{1,2}(?:\.\d+)*|\d+(?:\.\d+)+)(?![\w]|\.\d)"), 0,
                 frozenset("version versions release releases firmware build".split()), "versions"),
     # a model number: capitals, then digits ("HX-240", "A320", "XPS13")
     "model number": (re.compile(r"(?<![\w-])[A-Z]{1,4}-?\d{2,5}[A-Z]{0,2}(?![\w-])"), 0,
@@ -4889,15 +4889,17 @@ PHONE_MIN_DIGITS = 7  # fewer digits are a count, a year or a code, not a number
 def contact_spans(sentence: str, qwords: frozenset[str]) -> list[tuple[str, int, int]]:
     """(kind, start, end) of each value in the sentence of a kind the question asks for (CONTACTS), in order. A
     question asks for one with "what" or "which" and its kind's word ("Which number should I call?"); not one that
-    asks how ("How many episodes are in A Place to Call Home?") or gives a number itself ("What does code 11 mean?").
+    asks how ("How many episodes are in A Place to Call Home?"); nor one whose numbers the question gives itself
+    ("What does code 11 mean?"), while a number of something else in it ("the 8:15 train") does not matter.
 
     >>> s = "Call 0800 123 4567 or email help@acme.com; the PIN is 4512."
     >>> [(kind, s[a:b]) for kind, a, b in contact_spans(s, question_words("What is the phone number or the PIN?"))]
     [('phone number', '0800 123 4567'), ('access code', '4512')]
-    >>> contact_spans(s, question_words("How many PIN codes are there?"))
-    []
+    >>> contact_spans(s, question_words("How many PIN codes are there?")), contact_spans(s, question_words(
+    ...     "What does PIN 4512 do?"))
+    ([], [])
     """
-    if not qwords & {"what", "which"} or "how" in qwords or any(c.isdigit() for w in qwords for c in w):
+    if not qwords & {"what", "which"} or "how" in qwords:
         return []
     asked = [kind for kind, (*_, asking, _) in CONTACTS.items() if qwords & asking]
     # "address" and "network" ask for a street address or a network's name only when no other kind is asked ("What
@@ -4907,8 +4909,16 @@ def contact_spans(sentence: str, qwords: frozenset[str]) -> list[tuple[str, int,
     for kind, (pattern, group, asking, _) in CONTACTS.items():
         if kind in asked:
             found += [(kind, *m.span(group)) for m in pattern.finditer(sentence)
-                      if kind != "phone number" or sum(c.isdigit() for c in m.group()) >= PHONE_MIN_DIGITS]
+                      if (kind != "phone number" or sum(c.isdigit() for c in m.group()) >= PHONE_MIN_DIGITS)
+                      and not _numbers_given(m.group(group), qwords)]
     return sorted(found, key=lambda f: f[1:])
+
+
+def _numbers_given(text: str, qwords: frozenset[str]) -> bool:
+    """Whether text has words with digits and the question says every one ("code 11" for "What does code 11 mean?",
+    "221B Baker Street" for "Is 221B Baker Street a game?")."""
+    numbers = {w for w in _WORD_RE.findall(text.lower()) if any(c.isdigit() for c in w)}
+    return bool(numbers) and numbers <= qwords
 
 
 def contact_finding(a: list[str], b: list[str], qwords: frozenset[str], cfg: Config) -> Finding | None:
@@ -6887,16 +6897,27 @@ def off_facet(question: str, side: AnswerView, other: AnswerView, cfg: Config) -
     whole = sentences_of(side.doc.content) if side.doc else side.sentences
     if not any(_states_stem(other.sentences, v) for v in verb):
         return False
-    if any(_states_stem(whole, v) for v in verb) or verb & ENDING_STEMS and any(_UNTIL_RE.search(s) for s in whole):
-        return False  # "open until 9pm", "served till 11": when a thing closes or ends, said as its span's end
+    if any(_states_stem(whole, v) for v in verb) or verb & ENDING_STEMS and any(map(_says_span_end, whole)):
+        return False  # "open until 9pm", "served till 11", "open 9 am to 6 pm": when a thing closes, as a span's end
     opposite = {o for v in verb for o in OPPOSITE_VERBS.get(v, ())}
     return side.relevance < cfg.facet_ratio * other.relevance or any(_states_stem(side.sentences, o) for o in opposite)
 
 
 # What ends a span of the day says when a thing closes or ends, whatever the verb before it ("The shop is open until
-# 9pm" answers "When does the shop close?"; "Breakfast is served till 11" answers "When does breakfast end?").
+# 9pm" and "The shop is open from 9 am to 6 pm" answer "When does the shop close?"; "Breakfast is served till 11"
+# answers "When does breakfast end?").
 ENDING_STEMS = frozenset(map(_stem, "close end finish depart leave".split()))
 _UNTIL_RE = re.compile(r"(?<![\w-])(?i:until|till)\s(?:\d|(?i:noon|midday|midnight)\b)")
+
+
+def _says_span_end(sentence: str) -> bool:
+    """Whether a sentence says when a span of the day ends: "until" a time, or a span of two times.
+
+    >>> _says_span_end("Open until 9pm."), _says_span_end("Open 9 am to 6 pm."), _says_span_end("Opens at 9 am.")
+    (True, True, False)
+    """
+    return bool(_UNTIL_RE.search(sentence)) or any(v.type in CLOCK_TYPES and v.high is not None
+                                                   for v in extract_values(sentence))
 # Verbs whose opposite answers the other end of one schedule: opening and closing, starting and ending, arriving and
 # leaving (as stems, each side's verbs the other's opposites).
 OPPOSITE_VERBS = {_stem(a): frozenset(map(_stem, others)) for pair in (
@@ -7406,25 +7427,32 @@ DAILY_VERBS = frozenset("open close shut leave depart arrive run".split())
 _DAILY_STEMS = frozenset(map(_stem, DAILY_VERBS | {"start", "begin", "finish", "lock"}))
 
 
+PRICE_WORDS = ASKING_WORDS["money"] - {"much"}  # the words that ask for money by name; "how much" asks any amount
+
+
 def _asked_rank(v: Value, qwords: frozenset[str]) -> int:
     """How well a value's kind fits the question, best first: 0 money or a percentage the question names, 1 any other
-    amount, 2 money or a percentage it does not name, a measurement where a count is asked, a count that reads as a
-    year ("2010 census") or a coordinate, a date without its year ("Aug. 24"), a time of day where no time or hours
-    are asked (a when-question asks for a day first, unless it asks in the present when a place opens or closes or a
-    service leaves or runs, DAILY_VERBS: then a date is the poor fit), or a frequency where the question does not ask
-    how often.
+    amount, 2 money or a percentage it does not name, a count or a length where it names money (PRICE_WORDS), a
+    measurement where a count is asked, a count that reads as a year ("2010 census") or a coordinate, a date without
+    its year ("Aug. 24"), a time of day where no time or hours are asked (a when-question asks for a day first, unless
+    it asks in the present when a place opens or closes or a service leaves or runs, DAILY_VERBS: then a date is the
+    poor fit), or a frequency where the question does not ask how often.
 
     >>> [_asked_rank(extract_values(t)[0], frozenset({"population"}))
     ...  for t in ("3,559 people", "10.4%", "2010 census", "40.159366", "0.44 square miles")]
     [1, 2, 2, 2, 2]
     >>> _asked_rank(extract_values("$15,553")[0], frozenset({"median", "income"}))
     0
+    >>> [_asked_rank(extract_values("ages 3 to 15")[0], frozenset(q.split())) for q in ("what cost", "how much")]
+    [2, 1]
     >>> [_asked_rank(extract_values(t)[0], frozenset(q.split()))
     ...  for t in ("9 am", "1952") for q in ("when does open", "when did open")]
     [1, 2, 2, 1]
     """
     if v.type in ("money", "percent"):
         return 0 if qwords & (ASKING_WORDS["money"] if v.type == "money" else ASKING_WORDS["percent"]) else 2
+    if v.type in ("quantity", "duration") and qwords & PRICE_WORDS:  # "(ages 3-15)" beside "£9.50", for a fare
+        return 2
     daily = bool("when" in qwords and qwords & ASKING_WORDS["present"] and qwords & DAILY_VERBS)
     if v.type in CLOCK_TYPES:
         return 1 if qwords & ASKING_WORDS["clock"] or daily else 2
@@ -13550,6 +13578,17 @@ class TestUnitsAndRanges(unittest.TestCase):
         self.assertIsNone(contact_finding(["Email billing@acme-corp.com."], ["Email accounts@acme-corp.com."],
                                           question_words("When are invoices sent?"), DEFAULT_CONFIG))
 
+    def test_a_number_of_something_else_in_the_question_does_not_stop_an_asked_place_number(self):
+        q = "Which platform does the 8:15 train to Leeds leave from?"
+        self.conflict(q, "The 8:15 train to Leeds leaves from platform 3.",
+                      "The 8:15 train to Leeds departs from platform 5.", "value")
+        self.control(q, "The 8:15 train to Leeds leaves from platform 3.",
+                     "The 8:15 train to Leeds departs from platform three.")
+        # near miss: a question that gives the code itself asks what it means, not for a code
+        self.assertEqual(contact_spans("Code 11 means a paper jam.", question_words("What does code 11 mean?")), [])
+        self.assertEqual(contact_spans("221B Baker Street is a board game.", question_words(
+            "What kind of game is 221B Baker Street?")), [])
+
     def test_codes_asked_for_are_compared_exactly(self):
         q = "What is the guest Wi-Fi password?"
         self.conflict(q, "The guest Wi-Fi password is harbor42.", "Guests join the Wi-Fi with the password Maple7.",
@@ -13638,6 +13677,9 @@ class TestUnitsAndRanges(unittest.TestCase):
 
     def test_an_address_or_a_code_asked_for_is_read_whole(self):
         read = SentenceReader(overlap_embed, DEFAULT_CONFIG)
+        # a version with its product's name, where the question gives a number of something else
+        self.assertEqual(read("What is the IIS version in Windows Server 2016?",
+                              "IIS 10.0 ships with Windows Server 2016.").text, "IIS 10.0")
         self.assertEqual(read("What is the support phone number?", "Call support at (555) 123-4567.").text,
                          "(555) 123-4567")
         self.assertEqual(read("What is the guest Wi-Fi password?", "The guest Wi-Fi password is harbor42.").text,
@@ -14905,6 +14947,12 @@ class TestSentenceReader(unittest.TestCase):
         text = "Kestrel revenue grew strongly, Kestrel said. Revenue for Kestrel reached $9M."
         self.assertEqual(self.reader()("How much revenue did Kestrel report?", text).text, "$9M")
 
+    def test_a_count_is_no_price(self):
+        q = "How much does a child ticket to Kelso Zoo cost?"
+        self.assertEqual(self.reader()(q, "Child tickets for Kelso Zoo (ages 3-15) are £9.50.").text, "£9.50")
+        # near miss: a price said with no currency, the sentence's only amount, is still read
+        self.assertEqual(self.reader()(q, "A child ticket for Kelso Zoo costs 12.").text, "12")
+
     def test_shares_sentence_embeddings_with_the_detector(self):
         calls = []
 
@@ -16153,6 +16201,17 @@ class TestFacets(unittest.TestCase):
                                           DEFAULT_CONFIG))
         opens, closes = AnswerView(("The shop opens at 9am.",), 0.8), AnswerView(("The shop closes at 9pm.",), 0.8)
         self.assertTrue(answers_another_facet("When does the shop open?", closes, opens, DEFAULT_CONFIG))
+
+    def test_a_span_of_opening_hours_answers_when_it_closes(self):
+        q = "What time does the pharmacy close on weekdays?"
+        hours = "The pharmacy is open on weekdays from 9 am to 6 pm."
+        a, b = AnswerView((hours,), 0.6), AnswerView(("On weekdays the pharmacy closes at 7 pm.",), 0.8)
+        self.assertFalse(answers_another_facet(q, a, b, DEFAULT_CONFIG))
+        self.assertIsNotNone(compare_answers(q, [hours], ["On weekdays the pharmacy closes at 7 pm."], DEFAULT_CONFIG))
+        # near misses: the span's end agrees; one time alone says no end
+        self.assertIsNone(compare_answers(q, [hours], ["On weekdays the pharmacy closes at 6 pm."], DEFAULT_CONFIG))
+        opens = AnswerView(("The pharmacy opens at 9 am on weekdays.",), 0.6)
+        self.assertTrue(answers_another_facet(q, opens, b, DEFAULT_CONFIG))
 
     def test_a_side_saying_only_the_opposite_of_the_asked_verb_is_not_compared(self):
         question = "When does the gym open on weekdays?"
