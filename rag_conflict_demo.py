@@ -5001,13 +5001,13 @@ POLARITY_WORDS = {
                   "retired discontinued deprecated unavailable shut_down sunset sunsetted withdrawn decommissioned "
                   "out_of_service phased_out stopped_selling stopped_offering ceased cancelled canceled scrapped "
                   "abolished terminated suspended out_of_operation removed unsupported postponed called_off"),
-    "required": ("required require requires mandatory must compulsory obligatory by_appointment_only "
+    "required": ("required require requires needed necessary mandatory must compulsory obligatory by_appointment_only "
                  "by_reservation_only by_booking_only by_invitation_only", "optional voluntary"),
     "open": ("open", "closed"), "approved": ("approved", "rejected denied"),
     "in_stock": ("in_stock", "out_of_stock sold_out"),
     "included": ("included", "charged_separately billed_separately paid_separately sold_separately costs_extra "
-                 "cost_extra charged_extra at_extra_cost at_an_extra_cost at_additional_cost at_an_additional_cost "
-                 "is_extra are_extra"),
+                 "cost_extra costs_an_extra cost_an_extra charged_extra at_extra_cost at_an_extra_cost "
+                 "at_additional_cost at_an_additional_cost is_extra are_extra"),
 }
 POLARITY_LEXICON = {
     **{tuple(phrase.split("_")): (group, sign) for group, said in POLARITY_WORDS.items()
@@ -12639,9 +12639,15 @@ class TestAnswersThatDisagree(unittest.TestCase):
     def test_by_appointment_only_requires_one(self):
         self.check("Do I need to book for the clinic?", "The Wells clinic requires no appointment.",
                    "The Wells clinic is by appointment only.", "polarity")
-        # near miss: the same requirement said two ways
+        # needed and necessary are everyday words for it
+        for said in ("No appointment is needed at the Wells clinic.", "Appointments are not necessary at the clinic."):
+            self.check("Do I need to book for the clinic?", "The Wells clinic is by appointment only.", said,
+                       "polarity")
+        # near misses: the same requirement said two ways
         self.assertIsNone(compare_answers("Do I need to book?", ["The Wells clinic is by appointment only."],
                                           ["Appointments are required at the Wells clinic."], DEFAULT_CONFIG))
+        self.assertIsNone(compare_answers("Do I need to book?", ["The Wells clinic is by appointment only."],
+                                          ["An appointment is necessary at the Wells clinic."], DEFAULT_CONFIG))
 
     def test_no_on_the_predicates_object_negates_it(self):
         self.check("Do I need an appointment at the clinic?", "The Wells clinic requires no appointment.",
@@ -14082,7 +14088,8 @@ class TestPolarity(unittest.TestCase):
     def test_included_vs_charged_separately_is_polarity(self):
         q = "Is breakfast included in the room rate?"
         for extra in ("Breakfast is charged separately at $15 per person.", "Breakfast is not included in the rate.",
-                      "Breakfast is available at an extra cost.", "Breakfast costs extra."):
+                      "Breakfast is available at an extra cost.", "Breakfast costs extra.",
+                      "Breakfast costs an extra $12 per person."):
             self.assertEqual(compare_answers(q, ["Breakfast is included in the room rate."], [extra],
                                              DEFAULT_CONFIG).kind, "polarity", extra)
         self.assertEqual(signs_of("Towels are extra."), {"included": -1})
