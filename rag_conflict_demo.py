@@ -8665,6 +8665,90 @@ def answer_span(sentence, qtype, qwords, cfg):
     return best[:2] if best else None
 
 
+# Where one sentence gives several times of day or prices (PARTED_TYPES), a schedule's or a price list's clauses, the
+# words each value has to itself say which one a question asks for: "opens at 10 am and closes at 5 pm" answers "When
+# does it close?" with 5 pm, "adults pay $24 and children pay $12" a child's fare with $12. Years and counts are not
+# parted so: a sentence of a history or a record shares its words among them ("born in 1901 and died in 1950" names
+# the event beside each, which the reader's ranking already weighs). A value's own part runs between the separators
+# that part it from its neighbours; values with no separator between them are one part ("11 am on Sundays", a range
+# "from 9 am to 5 pm"). The words before the first part are a lead-in every part shares ("The first ferry leaves at
+# 6:30 am and the last at 9 pm": "ferry" and "leaves" are both values'), so only a question word in one part alone
+# decides. Names are not compared (a name, capitalised inside the sentence, is the subject, which a later part may
+# repeat), and a part that names a subject the question does not before its value ("The museum opens at 9 am and the
+# Harbour Cafe at 10 am") is another subject's; a day or a month is no name.
+_PART_SEPARATOR_RE = re.compile(r"[,;]|\b(?:and|but|while|whereas)\b", re.I)
+_SERIES_WORDS = frozenset({"last", "next"})  # stop words elsewhere; here they say which of a series is asked
+_SINGULARS = {plural: word for word, plural in IRREGULAR_PLURALS.items()}
+
+
+def _part_word(word):
+    """A word as own_part_choice compares it: possessive, plural ("children", "ends") and suffix off."""
+    word = _strip_possessive(word.lower())
+    if word in _SINGULARS:
+        return _SINGULARS[word]
+    return _stem(word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word)
+
+
+def _inner_names(text):
+    """The lowercased words capitalised inside a text, past its first word, but days and months: its names' words."""
+    return {w.lower() for w in _WORD_RE.findall(text)[1:] if w[:1].isupper()} - {
+        w for w in map(str.lower, _WORD_RE.findall(text)) if w in MONTHS or w.removesuffix("s") in DAYS}
+
+
+def own_part_choice(sentence, spans, qwords):
+    """The indices of the spans (a sentence's (start, end) values of one type, in order) in the one part of the
+    sentence that alone holds a word of the question; None when no part or several do.
+
+    >>> s = "The museum opens at 10 am and closes at 5 pm."
+    >>> own_part_choice(s, [(20, 25), (40, 44)], question_words("When does the museum close?"))
+    [1]
+    >>> own_part_choice(s, [(20, 25), (40, 44)], question_words("When does the museum open?")) is None  # the lead-in's
+    True
+    """
+    if any(b[0] < a[1] for a, b in zip(spans, spans[1:])):
+        return None
+    parts, cuts = [[0]], []
+    for k, ((_, end), (start, _)) in enumerate(zip(spans, spans[1:]), 1):
+        found = list(_PART_SEPARATOR_RE.finditer(sentence, end, start))
+        if found:
+            parts.append([k])
+            cuts.append(found[-1].start())
+        else:
+            parts[-1].append(k)
+    if len(parts) < 2:
+        return None
+    bounds = [spans[0][0]] + cuts + [len(sentence)]
+    regions = [sentence[:spans[0][0]]] + [sentence[a:b] for a, b in zip(bounds, bounds[1:])]
+    names = _inner_names(sentence)
+    said = [{_part_word(w) for w in _WORD_RE.findall(r) if w.lower() not in names} for r in regions]
+    asked = {_part_word(w) for w in qwords if (w not in STOPWORDS or w in _SERIES_WORDS)
+             and w not in ASKING_WORDS["opener"] and w not in names}
+    hit = {next(i for i, words in enumerate(said) if w in words) for w in asked
+           if sum(w in words for words in said) == 1}
+    hit.discard(0)  # a word of the lead-in alone is every part's
+    if len(hit) != 1:
+        return None
+    k = hit.pop() - 1
+    lead = sentence[bounds[k]:spans[parts[k][0]][0]]  # the part's words before its value: its subject, if any
+    return None if {w.lower() for w in _WORD_RE.findall(lead)} & names - qwords else parts[k]
+
+
+PARTED_TYPES = frozenset({"clock", "money"})
+
+
+def _own_part_pick(best, candidates, sentence, qwords, qtype):
+    """best, or the best scored candidate of the part of its sentence that own_part_choice picks among the sentence's
+    times of day or prices (PARTED_TYPES), for an amount or a time asked."""
+    if qtype not in ("quantity", "date"):
+        return best
+    same = sorted({c[1:3]: c for c in candidates if c[0] == best[0] and {
+        v.type for v in extract_values(sentence[c[1]:c[2]])} <= PARTED_TYPES}.values(), key=lambda c: c[1:3])
+    chosen = own_part_choice(sentence, [c[1:3] for c in same], qwords) if len(same) > 1 and best in same else None
+    if chosen is None or best in [same[k] for k in chosen]:
+        return best
+    return max((same[k] for k in chosen), key=lambda c: span_score(qtype, c[3]))
+
+
 class SentenceReader:
     """The built-in extractive reader, with only the embedder: the best scored (span_score) span of the asked-for type
     (candidates; for other questions a sentence), as fully as its document says it (FULLER_FORMS). It fits
@@ -8689,7 +8773,10 @@ class SentenceReader:
         qtype, qwords = read_question(question).type, question_words(question)
         relevant = [i for i in order if sims[i] >= self.cfg.relevance_gate]
         # subtle: max keeps the first of equal scores, and candidates come most similar sentence first
-        best = max(self.candidates(question, context, found), key=lambda c: span_score(qtype, c[3]), default=None)
+        candidates = self.candidates(question, context, found)
+        best = max(candidates, key=lambda c: span_score(qtype, c[3]), default=None)
+        if best:
+            best = _own_part_pick(best, candidates, found[best[0]][2], qwords, qtype)
         i, span = (best[0], best[1:3]) if best else (order[0], None)
         fits = sims[i] >= self.cfg.relevance_gate and (span is not None or qtype == "other")
         confidence = float(weights[i])  # the chosen sentence's, also when the answer is taken as said more fully
@@ -14959,6 +15046,27 @@ class TestSentenceReader(unittest.TestCase):
         self.assertEqual(self.reader()(q, "Child tickets for Kelso Zoo (ages 3-15) are £9.50.").text, "£9.50")
         # near miss: a price said with no currency, the sentence's only amount, is still read
         self.assertEqual(self.reader()(q, "A child ticket for Kelso Zoo costs 12.").text, "12")
+
+    def test_of_several_times_or_prices_in_a_sentence_the_one_its_own_words_ask_for(self):
+        cases = (("What time does the Harbour Museum close?", "The Harbour Museum opens at 10 am and closes at 5 pm.",
+                  "5 pm"),
+                 ("How much does a child ticket cost at Kelso Zoo?",
+                  "At Kelso Zoo adults pay $24 and children pay $12.", "$12"),
+                 ("When does the last ferry to Bell Island leave?",
+                  "The first ferry to Bell Island leaves at 6:30 am and the last at 9 pm.", "9 pm"),
+                 ("What time does the Corner Bookshop open on Sundays?",
+                  "The Corner Bookshop opens at 9 am on weekdays and at 11 am on Sundays.", "11 am"),
+                 ("What does a swim lesson cost at the Lark Pool?",
+                  "At the Lark Pool a day pass costs $9 and a swim lesson $15, towels included.", "$15"),
+                 # near misses: the lead-in's verb is both values' (the first is read), and years keep the reader's
+                 # ranking (the subject's name in a later part is no word of that part's own)
+                 ("What time does the Harbour Museum open?", "The Harbour Museum opens at 10 am and closes at 5 pm.",
+                  "10 am"),
+                 ("When was Marlow Hall built?",
+                  "The house was built in 1856, and in 1970 Marlow Hall became a museum.", "1856"))
+        for question, text, span in cases:
+            with self.subTest(question=question):
+                self.assertEqual(self.reader()(question, text).text, span)
 
     def test_shares_sentence_embeddings_with_the_detector(self):
         calls = []
