@@ -5641,6 +5641,29 @@ def extract_names(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
     return frozenset(names)
 
 
+_NON_LETTERS_RE = re.compile(r"[\W_]+")
+
+
+def _run_of(word: str, words: frozenset[str]) -> bool:
+    """Whether a word's letters are words of `words` (stopwords aside) run together, or one of them but its final s:
+    the question's own words written another way ("EastEnders" for "east enders", "War-God" for "war god", "Earth"
+    for "earths").
+
+    >>> _run_of("eastenders", frozenset({"east", "enders"})), _run_of("war-god", frozenset({"war", "god"}))
+    (True, True)
+    >>> _run_of("earth", frozenset({"earths"})), _run_of("eastwood", frozenset({"east", "enders"}))
+    (True, False)
+    """
+    parts = {_NON_LETTERS_RE.sub("", w) for w in words if w not in STOPWORDS} - {""}
+    letters = _NON_LETTERS_RE.sub("", word)
+    if not letters or letters + "s" in parts:
+        return bool(letters)
+    joined = [True] + [False] * len(letters)  # joined[i]: letters[:i] is a run of parts
+    for i in range(1, len(letters) + 1):
+        joined[i] = any(joined[j] and letters[j:i] in parts for j in range(i))
+    return joined[-1]
+
+
 def _opening_word(sentence: str, exclude: frozenset[str]) -> frozenset[str]:
     """A lone capitalised word opening the sentence: as likely "Revenue" as "Indra", so it may confirm agreement only.
 
@@ -7177,7 +7200,10 @@ def answer_candidates(sentence: str, qtype: str, qwords: frozenset[str],
     if qtype == "name":
         slot = slot_names(sentence, qwords, preds, cfg)
         found = []
-        named = sorted((n, sp) for n in extract_names(sentence, qwords) for sp in _surfaces(n, sentence))
+        # the question's own words written as one are no answer either: "EastEnders" for "east enders"
+        said = qwords | {_name_word(w) for w in _WORD_RE.findall(sentence) if w[:1].isupper() and
+                         _run_of(_name_word(w), qwords)}
+        named = sorted((n, sp) for n in extract_names(sentence, said) for sp in _surfaces(n, sentence))
         for name, (start, end) in named:
             of = _OF_NAME_RE.match(sentence, end)  # "Tower of London", then where asked its region: ", England"
             region = _REGION_AFTER_RE.match(sentence, of.end() if of else end) if "where" in qwords else None
@@ -15040,6 +15066,16 @@ class TestSentenceReader(unittest.TestCase):
     def test_prefers_a_sentence_with_the_asked_for_type(self):
         text = "Kestrel revenue grew strongly, Kestrel said. Revenue for Kestrel reached $9M."
         self.assertEqual(self.reader()("How much revenue did Kestrel report?", text).text, "$9M")
+
+    def test_the_questions_words_written_as_one_are_no_answer(self):
+        q = "Who did Jo Marsh play in harbour lights?"
+        said = "In 2006 Jo Marsh joined the cast of HarbourLights playing Tom Reed."
+        self.assertEqual(self.reader()(q, said).text, "Tom Reed")
+        said = "Most of Earth's oxygen comes from Plankton."
+        self.assertEqual(self.reader()("Where does most of earths oxygen come from?", said).text, "Plankton")
+        # near misses: a name that only starts with a question word; stopwords run together ("is" "a") are no run
+        self.assertEqual([_run_of(w, question_words("Who is a harbour pilot?")) for w in ("harbourside", "isa")],
+                         [False, False])
 
     def test_a_count_is_no_price(self):
         q = "How much does a child ticket to Kelso Zoo cost?"
