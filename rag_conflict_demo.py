@@ -8691,17 +8691,17 @@ def answer_span(sentence, qtype, qwords, cfg):
     return best[:2] if best else None
 
 
-# Where one sentence gives several times of day or prices (PARTED_TYPES), a schedule's or a price list's clauses, the
-# words each value has to itself say which one a question asks for: "opens at 10 am and closes at 5 pm" answers "When
-# does it close?" with 5 pm, "adults pay $24 and children pay $12" a child's fare with $12. Years and counts are not
-# parted so: a sentence of a history or a record shares its words among them ("born in 1901 and died in 1950" names
-# the event beside each, which the reader's ranking already weighs). A value's own part runs between the separators
-# that part it from its neighbours; values with no separator between them are one part ("11 am on Sundays", a range
-# "from 9 am to 5 pm"). The words before the first part are a lead-in every part shares ("The first ferry leaves at
-# 6:30 am and the last at 9 pm": "ferry" and "leaves" are both values'), so only a question word in one part alone
-# decides. Names are not compared (a name, capitalised inside the sentence, is the subject, which a later part may
-# repeat), and a part that names a subject the question does not before its value ("The museum opens at 9 am and the
-# Harbour Cafe at 10 am") is another subject's; a day or a month is no name.
+# Where one sentence gives several times of day, prices or days of the year with no year (_parted), a schedule's or a
+# price list's clauses, the words each value has to itself say which one a question asks for: "opens at 10 am and
+# closes at 5 pm" answers "When does it close?" with 5 pm, "adults pay $24 and children pay $12" a child's fare with
+# $12. Years, dates with one and counts are not: a sentence of a history or a record shares its words among them
+# ("born in 1901 and died in 1950" names the event beside each, which the reader's ranking already weighs). A value's
+# own part runs between the separators that part it from its neighbours; values with no separator between them are
+# one part ("11 am on Sundays", a range "from 9 am to 5 pm"). The words before the first part are a lead-in every
+# part shares ("The first ferry leaves at 6:30 am and the last at 9 pm": "ferry" and "leaves" are both values'), so
+# only a question word in one part alone decides. Names are not compared (a name, capitalised inside the sentence, is
+# the subject, which a later part may repeat), and a part that names a subject the question does not before its value
+# ("The museum opens at 9 am and the Harbour Cafe at 10 am") is another subject's; a day or a month is no name.
 _PART_SEPARATOR_RE = re.compile(r"[,;]|\b(?:and|but|while|whereas)\b", re.I)
 _SERIES_WORDS = frozenset({"last", "next"})  # stop words elsewhere; here they say which of a series is asked
 _SINGULARS = {plural: word for word, plural in IRREGULAR_PLURALS.items()}
@@ -8762,13 +8762,19 @@ def own_part_choice(sentence, spans, qwords):
 PARTED_TYPES = frozenset({"clock", "money"})
 
 
+def _parted(v):
+    """Whether a value is one own_part_choice parts: a time of day, a price or a day of the year with no year (a
+    schedule's "starts on 1 March and ends on 15 March"); a year belongs to a history, whose words its values share."""
+    return v.type in PARTED_TYPES or v.type == "date" and not _ymd(v)[0]
+
+
 def _own_part_pick(best, candidates, sentence, qwords, qtype):
     """best, or the best scored candidate of the part of its sentence that own_part_choice picks among the sentence's
-    times of day or prices (PARTED_TYPES), for an amount or a time asked."""
+    times of day, prices and days of the year (_parted), for an amount or a time asked."""
     if qtype not in ("quantity", "date"):
         return best
     same = sorted({c[1:3]: c for c in candidates if c[0] == best[0] and {
-        v.type for v in extract_values(sentence[c[1]:c[2]])} <= PARTED_TYPES}.values(), key=lambda c: c[1:3])
+        not _parted(v) for v in extract_values(sentence[c[1]:c[2]])} <= {False}}.values(), key=lambda c: c[1:3])
     chosen = own_part_choice(sentence, [c[1:3] for c in same], qwords) if len(same) > 1 and best in same else None
     if chosen is None or best in [same[k] for k in chosen]:
         return best
@@ -15083,7 +15089,7 @@ class TestSentenceReader(unittest.TestCase):
         # near miss: a price said with no currency, the sentence's only amount, is still read
         self.assertEqual(self.reader()(q, "A child ticket for Kelso Zoo costs 12.").text, "12")
 
-    def test_of_several_times_or_prices_in_a_sentence_the_one_its_own_words_ask_for(self):
+    def test_of_several_times_prices_or_days_in_a_sentence_the_one_its_own_words_ask_for(self):
         cases = (("What time does the Harbour Museum close?", "The Harbour Museum opens at 10 am and closes at 5 pm.",
                   "5 pm"),
                  ("How much does a child ticket cost at Kelso Zoo?",
@@ -15092,6 +15098,8 @@ class TestSentenceReader(unittest.TestCase):
                   "The first ferry to Bell Island leaves at 6:30 am and the last at 9 pm.", "9 pm"),
                  ("What time does the Corner Bookshop open on Sundays?",
                   "The Corner Bookshop opens at 9 am on weekdays and at 11 am on Sundays.", "11 am"),
+                 ("When does the Fenwick Garden sale end?",
+                  "The Fenwick Garden sale starts on 1 March and ends on 15 March for members.", "15 March"),
                  ("What does a swim lesson cost at the Lark Pool?",
                   "At the Lark Pool a day pass costs $9 and a swim lesson $15, towels included.", "$15"),
                  # near misses: the lead-in's verb is both values' (the first is read), and years keep the reader's
