@@ -8773,8 +8773,8 @@ def _own_part_pick(best, candidates, sentence, qwords, qtype):
     times of day, prices and days of the year (_parted), for an amount or a time asked."""
     if qtype not in ("quantity", "date"):
         return best
-    same = sorted({c[1:3]: c for c in candidates if c[0] == best[0] and {
-        not _parted(v) for v in extract_values(sentence[c[1]:c[2]])} <= {False}}.values(), key=lambda c: c[1:3])
+    same = sorted({c[1:3]: c for c in candidates if c[0] == best[0] and all(
+        map(_parted, extract_values(sentence[c[1]:c[2]])))}.values(), key=lambda c: c[1:3])
     chosen = own_part_choice(sentence, [c[1:3] for c in same], qwords) if len(same) > 1 and best in same else None
     if chosen is None or best in [same[k] for k in chosen]:
         return best
